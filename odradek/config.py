@@ -1,0 +1,307 @@
+"""Broker and topic configuration under Kafka's names, types and defaults.
+
+One table (`TOPIC_CONFIGS`, `BROKER_CONFIGS`) says every key we honour: its type, Kafka's default and, for a topic
+key, the broker key that supplies its default (`segment.bytes` <- `log.segment.bytes`). Everything that reads or
+reports config goes through these tables: `odradek serve --config`, CreateTopics/AlterConfigs validation,
+DescribeConfigs (with the source and synonyms a Kafka user expects), and `LogConfig`, the typed, immutable view that
+the storage layer reads on its hot paths as plain attributes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from odradek.errors import ErrorCode, KafkaError
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+class ConfigType(enum.IntEnum):
+    """DescribeConfigs v3+ `config_type` codes."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(enum.IntEnum):
+    """DescribeConfigs v1+ `config_source` codes."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: ConfigType
+    default: Any
+    doc: str = ""
+    broker_synonyms: tuple[str, ...] = ()
+    choices: tuple[str, ...] | None = None
+    minimum: float | None = None
+
+    def parse(self, raw: Any) -> Any:
+        """Turn a string (or an already typed value) into this key's type; KafkaError(INVALID_CONFIG) if it isn't."""
+        try:
+            value = _PARSERS[self.type](raw)
+        except (TypeError, ValueError):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {self.name}") from None
+        if self.choices is not None:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if item not in self.choices:
+                    raise KafkaError(
+                        ErrorCode.INVALID_CONFIG,
+                        f"Invalid value {raw!r} for configuration {self.name}: must be one of {', '.join(self.choices)}",
+                    )
+        if self.minimum is not None and value < self.minimum:
+            raise KafkaError(
+                ErrorCode.INVALID_CONFIG,
+                f"Invalid value {raw!r} for configuration {self.name}: Value must be at least {self.minimum:g}",
+            )
+        return value
+
+    def render(self, value: Any) -> str | None:
+        """The string DescribeConfigs reports."""
+        if value is None:
+            return None
+        if self.type == ConfigType.BOOLEAN:
+            return "true" if value else "false"
+        if self.type == ConfigType.LIST:
+            return ",".join(value)
+        return str(value)
+
+
+def _parse_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(raw)
+    return text == "true"
+
+
+def _parse_list(raw: Any) -> list[str]:
+    if isinstance(raw, (list, tuple)):
+        return [str(item).strip() for item in raw]
+    return [item.strip() for item in str(raw).split(",") if item.strip()]
+
+
+def _parse_int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise ValueError(raw)
+    return int(str(raw).strip()) if not isinstance(raw, int) else raw
+
+
+_PARSERS = {
+    ConfigType.BOOLEAN: _parse_bool,
+    ConfigType.STRING: lambda raw: str(raw).strip(),
+    ConfigType.INT: _parse_int,
+    ConfigType.SHORT: _parse_int,
+    ConfigType.LONG: _parse_int,
+    ConfigType.DOUBLE: lambda raw: float(str(raw).strip()) if not isinstance(raw, float) else raw,
+    ConfigType.LIST: _parse_list,
+    ConfigType.CLASS: lambda raw: str(raw).strip(),
+    ConfigType.PASSWORD: lambda raw: str(raw),
+}
+
+_T = ConfigType
+
+TOPIC_CONFIGS: dict[str, ConfigKey] = {
+    key.name: key
+    for key in [
+        ConfigKey("cleanup.policy", _T.LIST, ["delete"], "delete, compact, or both",
+                  ("log.cleanup.policy",), choices=("delete", "compact")),
+        ConfigKey("compression.type", _T.STRING, "producer", "Final compression of the topic's batches",
+                  ("compression.type",), choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+        ConfigKey("delete.retention.ms", _T.LONG, 86400000, "How long tombstones are kept in a compacted topic",
+                  ("log.cleaner.delete.retention.ms",), minimum=0),
+        ConfigKey("file.delete.delay.ms", _T.LONG, 60000, "Delay before a deleted segment's files are removed",
+                  ("log.segment.delete.delay.ms",), minimum=0),
+        ConfigKey("flush.messages", _T.LONG, LONG_MAX, "fsync after this many messages",
+                  ("log.flush.interval.messages",), minimum=1),
+        ConfigKey("flush.ms", _T.LONG, LONG_MAX, "fsync after this many milliseconds",
+                  ("log.flush.interval.ms",), minimum=0),
+        ConfigKey("index.interval.bytes", _T.INT, 4096, "Bytes of log between two offset index entries",
+                  ("log.index.interval.bytes",), minimum=0),
+        ConfigKey("max.compaction.lag.ms", _T.LONG, LONG_MAX, "Longest a record stays ineligible for compaction",
+                  ("log.cleaner.max.compaction.lag.ms",), minimum=1),
+        ConfigKey("max.message.bytes", _T.INT, 1048588, "Largest record batch the topic accepts",
+                  ("message.max.bytes",), minimum=0),
+        ConfigKey("message.timestamp.type", _T.STRING, "CreateTime", "CreateTime or LogAppendTime",
+                  ("log.message.timestamp.type",), choices=("CreateTime", "LogAppendTime")),
+        ConfigKey("message.timestamp.before.max.ms", _T.LONG, LONG_MAX,
+                  "Largest allowed lag of a CreateTime timestamp behind the broker's clock",
+                  ("log.message.timestamp.before.max.ms",), minimum=0),
+        ConfigKey("message.timestamp.after.max.ms", _T.LONG, 3600000,
+                  "Largest allowed lead of a CreateTime timestamp over the broker's clock",
+                  ("log.message.timestamp.after.max.ms",), minimum=0),
+        ConfigKey("min.cleanable.dirty.ratio", _T.DOUBLE, 0.5, "Dirty share of the log that makes it cleanable",
+                  ("log.cleaner.min.cleanable.ratio",), minimum=0),
+        ConfigKey("min.compaction.lag.ms", _T.LONG, 0, "Shortest time a record stays uncompacted",
+                  ("log.cleaner.min.compaction.lag.ms",), minimum=0),
+        ConfigKey("min.insync.replicas", _T.INT, 1, "Replicas that must acknowledge an acks=all write",
+                  ("min.insync.replicas",), minimum=1),
+        ConfigKey("preallocate", _T.BOOLEAN, False, "Preallocate segment files", ("log.preallocate",)),
+        ConfigKey("retention.bytes", _T.LONG, -1, "Largest size of the log before old segments go (-1: no limit)",
+                  ("log.retention.bytes",)),
+        ConfigKey("retention.ms", _T.LONG, 604800000, "Age after which a segment goes (-1: no limit)",
+                  ("log.retention.ms", "log.retention.minutes", "log.retention.hours"), minimum=-1),
+        ConfigKey("segment.bytes", _T.INT, 1073741824, "Size at which the active segment rolls",
+                  ("log.segment.bytes",), minimum=14),
+        ConfigKey("segment.index.bytes", _T.INT, 10485760, "Largest size of an offset or time index",
+                  ("log.index.size.max.bytes",), minimum=4),
+        ConfigKey("segment.jitter.ms", _T.LONG, 0, "Random jitter subtracted from segment.ms",
+                  ("log.roll.jitter.ms", "log.roll.jitter.hours"), minimum=0),
+        ConfigKey("segment.ms", _T.LONG, 604800000, "Age at which the active segment rolls",
+                  ("log.roll.ms", "log.roll.hours"), minimum=1),
+        ConfigKey("unclean.leader.election.enable", _T.BOOLEAN, False, "Allow an out-of-sync replica to lead",
+                  ("unclean.leader.election.enable",)),
+    ]
+}
+
+# Broker keys whose unit differs from the topic key they default (hours or minutes -> ms).
+_BROKER_UNITS = {
+    "log.retention.minutes": 60_000,
+    "log.retention.hours": 3_600_000,
+    "log.roll.hours": 3_600_000,
+    "log.roll.jitter.hours": 3_600_000,
+}
+
+BROKER_CONFIGS: dict[str, ConfigKey] = {
+    key.name: key
+    for key in [
+        ConfigKey("node.id", _T.INT, 1, "This broker's id", ("broker.id",)),
+        ConfigKey("log.dirs", _T.LIST, ["./odradek-data"], "Where partition logs are kept", ("log.dir",)),
+        ConfigKey("listeners", _T.STRING, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens"),
+        ConfigKey("advertised.listeners", _T.STRING, "", "Address handed to clients (default: listeners)"),
+        ConfigKey("num.partitions", _T.INT, 1, "Partitions of an auto-created topic", minimum=1),
+        ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
+        ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),
+        ConfigKey("delete.topic.enable", _T.BOOLEAN, True, "Allow DeleteTopics"),
+        ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),
+        ConfigKey("socket.request.max.bytes", _T.INT, 104857600, "Largest request frame", minimum=1),
+        ConfigKey("connections.max.idle.ms", _T.LONG, 600000, "Close connections idle this long"),
+        ConfigKey("log.retention.check.interval.ms", _T.LONG, 300000, "How often retention runs", minimum=1),
+        ConfigKey("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, "How often flush.ms is checked"),
+        ConfigKey("log.flush.offset.checkpoint.interval.ms", _T.INT, 60000, "How often recovery points are saved"),
+        ConfigKey("log.cleaner.enable", _T.BOOLEAN, True, "Run the log cleaner"),
+        ConfigKey("log.cleaner.threads", _T.INT, 1, "Cleaner threads", minimum=0),
+        ConfigKey("log.cleaner.dedupe.buffer.size", _T.LONG, 134217728, "Memory for the cleaners' key maps"),
+        ConfigKey("log.cleaner.io.max.bytes.per.second", _T.DOUBLE, 1.7976931348623157e308, "Cleaner I/O cap"),
+        ConfigKey("log.cleaner.backoff.ms", _T.LONG, 15000, "Sleep when no log is cleanable", minimum=0),
+        ConfigKey("offsets.topic.num.partitions", _T.INT, 50, "Partitions of __consumer_offsets", minimum=1),
+        ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
+        ConfigKey("offsets.retention.minutes", _T.INT, 10080, "Keep an empty group's offsets this long", minimum=1),
+        ConfigKey("offsets.retention.check.interval.ms", _T.LONG, 600000, "How often offsets expire", minimum=1),
+        ConfigKey("group.initial.rebalance.delay.ms", _T.INT, 3000, "Wait for more members of a new group"),
+        ConfigKey("group.min.session.timeout.ms", _T.INT, 6000, "Smallest session timeout a member may ask"),
+        ConfigKey("group.max.session.timeout.ms", _T.INT, 1800000, "Largest session timeout a member may ask"),
+        ConfigKey("group.max.size", _T.INT, INT_MAX, "Members a group may have", minimum=1),
+        ConfigKey("group.consumer.heartbeat.interval.ms", _T.INT, 5000, "KIP-848 heartbeat interval"),
+        ConfigKey("group.consumer.session.timeout.ms", _T.INT, 45000, "KIP-848 session timeout"),
+        ConfigKey("transaction.state.log.num.partitions", _T.INT, 50, "Partitions of __transaction_state"),
+        ConfigKey("transaction.max.timeout.ms", _T.INT, 900000, "Largest transaction.timeout.ms", minimum=1),
+        ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _T.INT, 10000,
+                  "How often abandoned transactions are aborted", minimum=1),
+        ConfigKey("transactional.id.expiration.ms", _T.INT, 604800000, "Forget idle transactional ids", minimum=1),
+        ConfigKey("producer.id.expiration.ms", _T.INT, 86400000, "Forget idle idempotent producers", minimum=1),
+    ]
+}
+
+
+def broker_default_for(topic_key: ConfigKey, broker_props: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The broker-level default of a topic key and the broker key it came from (None: Kafka's own default).
+
+    Synonyms are listed most specific first (`log.retention.ms` beats `log.retention.hours`), as Kafka reads them.
+    """
+    for synonym in topic_key.broker_synonyms:
+        if synonym in broker_props:
+            value = topic_key.parse(broker_props[synonym])
+            return value * _BROKER_UNITS.get(synonym, 1), synonym
+    return topic_key.default, None
+
+
+def validate_topic_configs(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Parse a topic's overrides; KafkaError(INVALID_CONFIG) on an unknown key or a bad value."""
+    parsed = {}
+    for name, raw in overrides.items():
+        key = TOPIC_CONFIGS.get(name)
+        if key is None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        parsed[name] = key.parse(raw)
+    return parsed
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogConfig:
+    """The effective configuration of one partition log, as typed attributes (read on hot paths)."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    max_message_bytes: int = 1048588
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3600000
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    compression_type: str = "producer"
+    delete_retention_ms: int = 86400000
+    file_delete_delay_ms: int = 60000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_insync_replicas: int = 1
+    preallocate: bool = False
+    unclean_leader_election_enable: bool = False
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @classmethod
+    def resolve(cls, topic_overrides: Mapping[str, Any] | None = None,
+                broker_props: Mapping[str, Any] | None = None) -> "LogConfig":
+        """Topic override, else broker default, else Kafka's default, for every topic key."""
+        topic_overrides = topic_overrides or {}
+        broker_props = broker_props or {}
+        values = {}
+        for name, key in TOPIC_CONFIGS.items():
+            if name in topic_overrides:
+                value = key.parse(topic_overrides[name])
+            else:
+                value, _ = broker_default_for(key, broker_props)
+            if isinstance(value, list):
+                value = tuple(value)
+            values[name.replace(".", "_")] = value
+        return cls(**values)

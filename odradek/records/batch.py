@@ -1,0 +1,375 @@
+"""Kafka's record batch v2 (magic 2): the unit that producers send, the log stores and consumers fetch.
+
+The broker never re-encodes a batch on the produce or fetch path: it parses the fixed 61-byte header with one
+`struct.unpack_from` (`parse_header`), checks framing and CRC (`validate_batches`) and patches offsets, leader epoch
+and LogAppendTime timestamps in place (`assign_offsets`), all per batch and without touching the records.
+The full codec (`encode_batch`, `decode_batch`, control records) is for the places that need records: tests,
+compaction, timestamp lookup and tooling.
+
+Layout (big-endian; offsets into the batch):
+  0 baseOffset int64 | 8 batchLength int32 | 12 partitionLeaderEpoch int32 | 16 magic int8 | 17 crc uint32 |
+  21 attributes int16 | 23 lastOffsetDelta int32 | 27 baseTimestamp int64 | 35 maxTimestamp int64 |
+  43 producerId int64 | 51 producerEpoch int16 | 53 baseSequence int32 | 57 recordCount int32 | 61 records
+batchLength counts the bytes after itself; the CRC-32C covers attributes..end so that the broker can rewrite
+baseOffset and partitionLeaderEpoch without recomputing it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import google_crc32c
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.compression import compress, decompress
+
+BATCH_HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part of a batch not counted in batchLength
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+MAGIC_V2 = 2
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_CRC = struct.Struct(">I")
+_ATTRIBUTES = struct.Struct(">h")
+_MAX_TIMESTAMP = struct.Struct(">q")
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")
+assert _HEADER.size == BATCH_HEADER_SIZE
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes the batch occupies in a log or request, header included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        return 1 if self.attributes & TIMESTAMP_TYPE_BIT else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_BIT)
+
+
+def parse_header(buf, pos: int = 0) -> BatchHeader:
+    """The header of the batch at `pos`; `buf` must hold at least 61 bytes there (struct.error otherwise)."""
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def batch_crc(buf, pos: int, size: int) -> int:
+    """CRC-32C of a batch's attributes..end, the value its crc field must hold.
+
+    google_crc32c's C entry point takes only `bytes`, so the covered range is copied once (a memcpy, cheaper than
+    the checksum itself is slow in pure Python).
+    """
+    with memoryview(buf) as view:
+        return google_crc32c.value(bytes(view[pos + ATTRIBUTES_OFFSET:pos + size]))
+
+
+def validate_batches(data) -> list[BatchHeader]:
+    """Headers of the concatenated v2 batches a client produced, after Kafka's per-batch checks.
+
+    Framing and CRC failures raise CORRUPT_MESSAGE, an older magic UNSUPPORTED_FOR_MESSAGE_FORMAT (the caller
+    converts v0/v1 message sets with `records.legacy`), inconsistent offsets/counts, control batches and idempotent
+    batches without a sequence INVALID_RECORD (Kafka's LogValidator). Records are not decompressed.
+    """
+    view = memoryview(data)
+    end = len(view)
+    headers = []
+    pos = 0
+    while pos < end:
+        if end - pos < LOG_OVERHEAD + 5:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Trailing partial batch of {end - pos} bytes")
+        magic = view[pos + MAGIC_OFFSET]
+        if magic in (0, 1):
+            raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                             f"Record batch magic {magic} where magic 2 is required")
+        if magic != MAGIC_V2:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Invalid record batch magic {magic}")
+        if end - pos < BATCH_HEADER_SIZE:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Trailing partial batch of {end - pos} bytes")
+        header = parse_header(view, pos)
+        size = header.size
+        if size < BATCH_HEADER_SIZE:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch length {header.batch_length} is too small")
+        if pos + size > end:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                             f"Record batch of {size} bytes overruns the {end - pos} bytes left")
+        if batch_crc(view, pos, size) != header.crc:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch at byte {pos} fails its CRC")
+        if header.compression > 4:
+            raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {header.compression}")
+        if header.last_offset_delta < 0:
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Batch has an invalid offset range: [0, {header.last_offset_delta}]")
+        if header.record_count <= 0:
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: {header.record_count}")
+        if header.record_count != header.last_offset_delta + 1:
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             f"Inconsistent batch offset range [0, {header.last_offset_delta}] "
+                             f"and count of records {header.record_count}")
+        if header.is_control:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
+        if header.producer_id >= 0 and header.base_sequence < 0:
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             f"Invalid sequence number {header.base_sequence} in record batch "
+                             f"with producerId {header.producer_id}")
+        headers.append(header)
+        pos += size
+    return headers
+
+
+def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset: int, *,
+                   log_append_time_ms: int | None = None,
+                   partition_leader_epoch: int | None = None) -> list[BatchHeader]:
+    """Give the batches laid end to end in `buf` dense offsets from `first_offset`, in place; the new headers.
+
+    With `log_append_time_ms`, each batch gets the LogAppendTime attribute bit and that maxTimestamp (Kafka's
+    `setMaxTimestamp`: baseTimestamp and record deltas stay as the producer wrote them; readers of a LogAppendTime
+    batch take maxTimestamp for every record) and its CRC is recomputed. The leader epoch is outside the CRC.
+    """
+    updated = []
+    pos = 0
+    next_offset = first_offset
+    for header in headers:
+        _BASE_OFFSET.pack_into(buf, pos, next_offset)
+        changes = {"base_offset": next_offset}
+        if partition_leader_epoch is not None:
+            _LEADER_EPOCH.pack_into(buf, pos + 12, partition_leader_epoch)
+            changes["partition_leader_epoch"] = partition_leader_epoch
+        if log_append_time_ms is not None:
+            attributes = header.attributes | TIMESTAMP_TYPE_BIT
+            _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+            _MAX_TIMESTAMP.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, log_append_time_ms)
+            crc = batch_crc(buf, pos, header.size)
+            _CRC.pack_into(buf, pos + CRC_OFFSET, crc)
+            changes.update(attributes=attributes, max_timestamp=log_append_time_ms, crc=crc)
+        updated.append(header._replace(**changes))
+        next_offset += header.last_offset_delta + 1
+        pos += header.size
+    return updated
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Records: the full codec.
+
+
+class Record(NamedTuple):
+    """One record of a batch. `timestamp` is absolute; the absolute offset is the batch's base_offset + offset_delta."""
+
+    offset_delta: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[tuple[str, bytes | None]] = ()
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    """Append Kafka's zigzag varint (varlong when needed) of a signed 64-bit value."""
+    unsigned = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    while unsigned >= 0x80:
+        out.append((unsigned & 0x7F) | 0x80)
+        unsigned >>= 7
+    out.append(unsigned)
+
+
+def _read_varint(buf, pos: int) -> tuple[int, int]:
+    """Decode a zigzag varint at `pos`: (value, position after it)."""
+    shift = 0
+    unsigned = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        unsigned |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (unsigned >> 1) ^ -(unsigned & 1), pos
+        shift += 7
+        if shift > 63:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Varint longer than 10 bytes")
+
+
+def _write_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        _write_varint(out, -1)
+    else:
+        _write_varint(out, len(data))
+        out += data
+
+
+def _read_bytes(buf, pos: int) -> tuple[bytes | None, int]:
+    length, pos = _read_varint(buf, pos)
+    if length < 0:
+        return None, pos
+    end = pos + length
+    if end > len(buf):
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record field overruns its batch")
+    return bytes(buf[pos:end]), end
+
+
+def _encode_record(out: bytearray, record: Record, base_timestamp: int) -> None:
+    body = bytearray(b"\x00")  # attributes: unused
+    _write_varint(body, record.timestamp - base_timestamp)
+    _write_varint(body, record.offset_delta)
+    _write_bytes(body, record.key)
+    _write_bytes(body, record.value)
+    _write_varint(body, len(record.headers))
+    for name, value in record.headers:
+        _write_bytes(body, name.encode())
+        _write_bytes(body, value)
+    _write_varint(out, len(body))
+    out += body
+
+
+def encode_batch(records: Sequence[Record], *, base_offset: int = 0, compression: int = 0,
+                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                 transactional: bool = False, control: bool = False, timestamp_type: int = 0,
+                 partition_leader_epoch: int = -1, last_offset_delta: int | None = None,
+                 delete_horizon_ms: int | None = None) -> bytes:
+    """A complete v2 batch holding `records`, compressed with codec `compression`.
+
+    `last_offset_delta` defaults to the last record's delta; the cleaner passes the original one so that a batch
+    emptied by compaction keeps its offset range. With `delete_horizon_ms`, baseTimestamp holds the horizon and the
+    delete-horizon attribute bit is set, as Kafka's cleaner writes it.
+    """
+    if delete_horizon_ms is not None:
+        base_timestamp = delete_horizon_ms
+    else:
+        base_timestamp = records[0].timestamp if records else NO_TIMESTAMP
+    max_timestamp = max((record.timestamp for record in records), default=NO_TIMESTAMP)
+    if last_offset_delta is None:
+        last_offset_delta = records[-1].offset_delta if records else 0
+    body = bytearray()
+    for record in records:
+        _encode_record(body, record, base_timestamp)
+    payload = compress(compression, bytes(body)) if compression else bytes(body)
+    attributes = (compression | (TIMESTAMP_TYPE_BIT if timestamp_type else 0)
+                  | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
+                  | (DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0))
+    batch = bytearray(BATCH_HEADER_SIZE + len(payload))
+    _HEADER.pack_into(batch, 0, base_offset, len(batch) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
+                      attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                      base_sequence, len(records))
+    batch[BATCH_HEADER_SIZE:] = payload
+    _CRC.pack_into(batch, CRC_OFFSET, batch_crc(batch, 0, len(batch)))
+    return bytes(batch)
+
+
+def decode_batch(buf) -> tuple[BatchHeader, list[Record]]:
+    """Header and records of the one batch at the start of `buf`, decompressing them; CORRUPT_MESSAGE if malformed.
+
+    Records of a LogAppendTime batch carry the batch's maxTimestamp, as Kafka's readers report them.
+    """
+    view = memoryview(buf)
+    if len(view) < BATCH_HEADER_SIZE:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record batch shorter than its header")
+    header = parse_header(view)
+    if header.magic != MAGIC_V2:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Invalid record batch magic {header.magic}")
+    if header.size > len(view) or header.size < BATCH_HEADER_SIZE:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record batch length does not fit its buffer")
+    payload = view[BATCH_HEADER_SIZE:header.size]
+    body = decompress(header.compression, payload) if header.compression else payload
+    log_append_time = header.timestamp_type == 1
+    records = []
+    pos = 0
+    try:
+        for _ in range(header.record_count):
+            length, pos = _read_varint(body, pos)
+            end = pos + length
+            if end > len(body):
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record overruns its batch")
+            pos += 1  # attributes
+            timestamp_delta, pos = _read_varint(body, pos)
+            offset_delta, pos = _read_varint(body, pos)
+            key, pos = _read_bytes(body, pos)
+            value, pos = _read_bytes(body, pos)
+            header_count, pos = _read_varint(body, pos)
+            record_headers = []
+            for _ in range(header_count):
+                name, pos = _read_bytes(body, pos)
+                header_value, pos = _read_bytes(body, pos)
+                record_headers.append(((name or b"").decode(), header_value))
+            if pos != end:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record length disagrees with its fields")
+            timestamp = header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
+            records.append(Record(offset_delta, timestamp, key, value, record_headers))
+    except (IndexError, UnicodeDecodeError) as exc:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Malformed record: {exc}") from None
+    if pos != len(body):
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Bytes left over after the batch's records")
+    return header, records
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Control records: transaction markers.
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+def encode_control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                         timestamp: int, *, base_offset: int = 0, partition_leader_epoch: int = -1) -> bytes:
+    """A transaction marker: a transactional control batch of one record (key: version 0 + type, value: version 0 +
+    coordinator epoch)."""
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = _CONTROL_VALUE.pack(0, coordinator_epoch)
+    return encode_batch([Record(0, timestamp, key, value)], base_offset=base_offset, producer_id=producer_id,
+                        producer_epoch=producer_epoch, transactional=True, control=True,
+                        partition_leader_epoch=partition_leader_epoch)
+
+
+def decode_control_record(record: Record) -> tuple[int, int]:
+    """(type, coordinator epoch) of a control record: type CONTROL_ABORT or CONTROL_COMMIT."""
+    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Control record key too short")
+    _, control_type = _CONTROL_KEY.unpack_from(record.key)
+    coordinator_epoch = -1
+    if record.value is not None and len(record.value) >= _CONTROL_VALUE.size:
+        _, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
+    return control_type, coordinator_epoch

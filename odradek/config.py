@@ -305,3 +305,44 @@ class LogConfig:
                 value = tuple(value)
             values[name.replace(".", "_")] = value
         return cls(**values)
+
+
+# Older or alternative broker key names, read when the main name is absent.
+_BROKER_KEY_SYNONYMS = {"broker.id": "node.id", "log.dir": "log.dirs"}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """server.properties: `key=value` (or `key: value`) lines; '#' and '!' start comments."""
+    props = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            raise ValueError(f"not a key=value line: {raw!r}")
+        props[line[:sep].strip()] = line[sep + 1:].strip()
+    return props
+
+
+def resolve_broker_config(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Typed values of every broker key (given, else its synonym, else Kafka's default); rejects bad values."""
+    values = {}
+    for name, key in BROKER_CONFIGS.items():
+        raw = props.get(name)
+        if raw is None:
+            raw = next((props[old] for old, new in _BROKER_KEY_SYNONYMS.items() if new == name and old in props),
+                       None)
+        values[name] = key.default if raw is None else key.parse(raw)
+    for name, raw in props.items():  # the topic defaults (log.retention.hours, ...) are checked here too
+        for topic_key in TOPIC_CONFIGS.values():
+            if name in topic_key.broker_synonyms:
+                topic_key.parse(raw)
+    return values
+
+
+def parse_listener(text: str) -> tuple[str, int]:
+    """(host, port) of the first entry of a `listeners`-style value: `PLAINTEXT://host:port,...`."""
+    address = text.split(",")[0].split("://", 1)[-1]
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)

@@ -1,0 +1,32 @@
+# Two entry points: `make serve` runs a broker on 127.0.0.1:9092, `make test` runs every test.
+# Both set up what they need on a fresh machine: a venv with the package and its test extras, and (as root)
+# the Debian packages the tests use.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: serve test bench system-packages
+
+$(INSTALLED): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+system-packages:
+	@if ! command -v kcat >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; \
+	  else echo "kcat is missing and we are not root: kcat tests will be skipped"; fi; \
+	fi
+
+serve: $(INSTALLED)
+	$(BIN)/odradek serve --data-dir data
+
+test: $(INSTALLED) system-packages
+	$(BIN)/python -m pytest -q
+
+bench: $(INSTALLED)
+	$(BIN)/python bench/storage_bench.py

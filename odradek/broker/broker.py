@@ -1,0 +1,164 @@
+"""The broker: owns the cluster metadata, the partitions and their logs, and the server that answers clients.
+
+Request handlers (odradek.broker.handlers) read and change broker state through this object only; it is the single
+place that knows how a topic in the metadata becomes Partition objects over logs on disk. Periodic storage work
+(retention, flush.ms, recovery-point checkpoints, removal of deleted segment files) runs as event-loop tasks here,
+calling into the plain storage code, so storage stays free of timers and threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
+from odradek.cluster.partition import Partition
+from odradek.config import LogConfig, parse_listener, resolve_broker_config
+from odradek.errors import ErrorCode, KafkaError
+from odradek.storage.log_manager import LogManager
+
+log = logging.getLogger("odradek.broker")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Broker:
+    def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
+        self.props = {k: str(v) for k, v in props.items()}
+        self.config = resolve_broker_config(self.props)
+        self.node_id: int = self.config["node.id"]
+        self.host = host
+        self.port = port
+        self.log_dir = Path(self.config["log.dirs"][0]).resolve()
+        self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
+        self.logs = LogManager(self.log_dir, self.props)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        for topic in self.metadata.topics.values():
+            self._open_partitions(topic)
+        self.server = None
+        self._tasks: list[asyncio.Task] = []
+        self.started_at_ms = now_ms()
+
+    @property
+    def advertised_host(self) -> str:
+        return self._advertised()[0]
+
+    @property
+    def advertised_port(self) -> int:
+        return self._advertised()[1]
+
+    def _advertised(self) -> tuple[str, int]:
+        """advertised.listeners if set, else the address we are bound to (0.0.0.0 is no address to hand out)."""
+        advertised = self.config["advertised.listeners"]
+        if advertised:
+            return parse_listener(advertised)
+        return ("127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host), self.port
+
+    # ----------------------------------------------------------------------------------------------- topics
+    def log_config(self, topic: TopicMetadata) -> LogConfig:
+        return LogConfig.resolve(topic.configs, self.props)
+
+    def _open_partitions(self, topic: TopicMetadata, indexes=None) -> None:
+        config = self.log_config(topic)
+        for index in (range(len(topic.partitions)) if indexes is None else indexes):
+            partition_log = self.logs.get(topic.name, index) or self.logs.create(topic.name, index, config)
+            self.partitions[(topic.name, index)] = Partition(
+                topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id)
+
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                     configs: Mapping[str, str] | None = None, *, validate_only: bool = False) -> TopicMetadata:
+        if num_partitions == -1:
+            num_partitions = self.config["num.partitions"]
+        if replication_factor == -1:
+            replication_factor = self.config["default.replication.factor"]
+        topic = self.metadata.create_topic(name, num_partitions, replication_factor, dict(configs or {}),
+                                           validate_only=validate_only)
+        if not validate_only:
+            self._open_partitions(topic)
+            log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
+        return topic
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        if not self.config["delete.topic.enable"]:
+            raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+        topic = self.metadata.delete_topic(name)
+        for index in range(len(topic.partitions)):
+            partition = self.partitions.pop((name, index), None)
+            if partition is not None:
+                partition.wake()
+            self.logs.delete_partition(name, index)
+        log.info("deleted topic %s", name)
+        return topic
+
+    def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> None:
+        added = self.metadata.add_partitions(name, total_count, validate_only=validate_only)
+        if not validate_only:
+            self._open_partitions(self.metadata.topics[name], added)
+
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self.metadata.set_topic_configs(name, dict(configs))
+        topic = self.metadata.topics[name]
+        config = self.log_config(topic)
+        for index in range(len(topic.partitions)):
+            self.partitions[(name, index)].log.update_config(config)
+
+    def partition(self, topic: str, index: int) -> Partition:
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        return partition
+
+    def auto_create_allowed(self) -> bool:
+        return self.config["auto.create.topics.enable"]
+
+    # ------------------------------------------------------------------------------------------- lifecycle
+    async def start(self) -> tuple[str, int]:
+        from odradek.broker.handlers import build_handlers
+        from odradek.broker.network import NetworkServer
+
+        handlers, unsupported_version_answer = build_handlers(self)
+        self.server = NetworkServer(
+            handlers,
+            max_request_bytes=self.config["socket.request.max.bytes"],
+            idle_ms=self.config["connections.max.idle.ms"],
+            unsupported_version_answer=unsupported_version_answer,
+        )
+        self.host, self.port = self.server.bind(self.host, self.port)
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self.server.serve()),
+            loop.create_task(self._every(self.config["log.retention.check.interval.ms"], self._retention)),
+            loop.create_task(self._every(min(self.config["log.flush.scheduler.interval.ms"], 3_600_000),
+                                         lambda now: self.logs.flush_due(now))),
+            loop.create_task(self._every(self.config["log.flush.offset.checkpoint.interval.ms"],
+                                         lambda now: self.logs.checkpoint())),
+        ]
+        return self.host, self.port
+
+    def _retention(self, now: int) -> None:
+        self.logs.run_retention(now)
+
+    async def _every(self, interval_ms: int, work) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                work(now_ms())
+            except Exception:
+                log.exception("periodic storage work failed")
+
+    async def stop(self) -> None:
+        """Clean shutdown: stop serving, then flush and checkpoint every log and leave the clean-shutdown marker."""
+        if self.server is not None:
+            await self.server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        self.logs.close()
+        log.info("broker %d stopped cleanly", self.node_id)

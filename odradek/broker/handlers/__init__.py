@@ -1,0 +1,21 @@
+"""Request handlers, one module per area of the protocol; `build_handlers` maps API keys to them.
+
+A handler takes (connection, request header, decoded request) and returns the response body, None when the request
+gets no answer (Produce with acks=0), or a coroutine when it has to wait (Fetch long polls). Handlers turn
+KafkaError into per-partition or per-resource error codes; anything else they raise closes that connection.
+ApiVersions advertises exactly the APIs that have a handler here.
+"""
+
+from __future__ import annotations
+
+from odradek.broker.handlers import admin, api_versions, configs, fetch, metadata, offsets, produce, security
+
+
+def build_handlers(broker) -> tuple[dict, object]:
+    """(api key -> handler, the answer to an unsupported version of a request)."""
+    handlers: dict = {}
+    for module in (metadata, produce, fetch, offsets, admin, configs, security):
+        handlers.update(module.handlers(broker))
+    answer_api_versions, unsupported_version_answer = api_versions.make(set(handlers))
+    handlers[api_versions.API_VERSIONS.key] = answer_api_versions
+    return handlers, unsupported_version_answer

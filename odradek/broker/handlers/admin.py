@@ -1,0 +1,91 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: changes to the topic catalogue, answered per topic.
+
+Each topic succeeds or fails on its own with Kafka's code and message (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
+INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); validate_only checks without changing.
+"""
+
+from __future__ import annotations
+
+from odradek.cluster.metadata import ZERO_UUID
+from odradek.config import ConfigSource
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+
+CREATE_TOPICS = api("CreateTopics")
+DELETE_TOPICS = api("DeleteTopics")
+CREATE_PARTITIONS = api("CreatePartitions")
+CreateTopicsResponse = CREATE_TOPICS.response
+DeleteTopicsResponse = DELETE_TOPICS.response
+CreatePartitionsResponse = CREATE_PARTITIONS.response
+
+
+def handlers(broker) -> dict:
+    def answer_create_topics(connection, header, request):
+        results = []
+        for wanted in request.topics:
+            result = CreateTopicsResponse.CreatableTopicResult(
+                name=wanted.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
+                num_partitions=-1, replication_factor=-1, configs=[])
+            try:
+                if wanted.assignments:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                     "Manual replica assignment is not supported by a single broker yet.")
+                topic = broker.create_topic(
+                    wanted.name, wanted.num_partitions, wanted.replication_factor,
+                    {c.name: c.value for c in wanted.configs if c.value is not None},
+                    validate_only=request.validate_only if header.api_version >= 1 else False)
+            except KafkaError as exc:
+                result.error_code, result.error_message = exc.code, exc.message
+            else:
+                result.topic_id = topic.topic_id
+                result.num_partitions = len(topic.partitions)
+                result.replication_factor = len(topic.partitions[0].replicas)
+                result.configs = [
+                    CreateTopicsResponse.CreatableTopicConfigs(
+                        name=name, value=value, read_only=False, is_sensitive=False,
+                        config_source=ConfigSource.TOPIC_CONFIG)
+                    for name, value in topic.configs.items()]
+            results.append(result)
+        return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+    def answer_delete_topics(connection, header, request):
+        if header.api_version >= 6:
+            wanted = [(t.name, t.topic_id) for t in request.topics]
+        else:
+            wanted = [(name, None) for name in request.topic_names]
+        results = []
+        for name, topic_id in wanted:
+            result = DeleteTopicsResponse.DeletableTopicResult(
+                name=name, topic_id=topic_id or ZERO_UUID, error_code=ErrorCode.NONE, error_message=None)
+            try:
+                if name is None:
+                    topic = broker.metadata.topics_by_id.get(topic_id)
+                    if topic is None:
+                        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+                    name = result.name = topic.name
+                if name in broker.metadata.topics and broker.metadata.topics[name].internal:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Internal topic {name} cannot be deleted.")
+                deleted = broker.delete_topic(name)
+                result.topic_id = deleted.topic_id
+            except KafkaError as exc:
+                result.error_code, result.error_message = exc.code, exc.message
+            results.append(result)
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+    def answer_create_partitions(connection, header, request):
+        results = []
+        for wanted in request.topics:
+            result = CreatePartitionsResponse.CreatePartitionsTopicResult(
+                name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
+            try:
+                if wanted.assignments:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                     "Manual replica assignment is not supported by a single broker yet.")
+                broker.add_partitions(wanted.name, wanted.count, validate_only=request.validate_only)
+            except KafkaError as exc:
+                result.error_code, result.error_message = exc.code, exc.message
+            results.append(result)
+        return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+    return {CREATE_TOPICS.key: answer_create_topics, DELETE_TOPICS.key: answer_delete_topics,
+            CREATE_PARTITIONS.key: answer_create_partitions}

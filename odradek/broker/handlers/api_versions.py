@@ -1,0 +1,35 @@
+"""ApiVersions: the table of APIs and version ranges we serve.
+
+Ranges start at 0 (old librdkafka turns compression off unless Produce starts at 0; aiokafka fails when a minimum is
+above its own maximum). The answer carries no tagged fields, because Debian's kcat (librdkafka 2.0.2) mis-skips them.
+A request at a version we do not know still gets an answer, at v0 with UNSUPPORTED_VERSION and our table (KIP-511),
+so the client can retry at a version we serve.
+"""
+
+from __future__ import annotations
+
+from odradek.errors import ErrorCode
+from odradek.protocol import API_BY_KEY, RequestHeader, api
+
+API_VERSIONS = api("ApiVersions")
+ApiVersionsResponse = API_VERSIONS.response
+
+
+def make(served_keys: set[int]):
+    """The ApiVersions handler and the KIP-511 answer, for the given handled API keys (plus ApiVersions)."""
+    served_keys = served_keys | {API_VERSIONS.key}
+    table = [
+        ApiVersionsResponse.ApiVersion(api_key=a.key, min_version=a.min_version, max_version=a.max_version)
+        for a in sorted(API_BY_KEY.values(), key=lambda a: a.key) if a.key in served_keys
+    ]
+
+    def answer_api_versions(connection, header: RequestHeader, request):
+        return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=table, throttle_time_ms=0)
+
+    def unsupported_version_answer(header: RequestHeader):
+        if header.api_key != API_VERSIONS.key:
+            return None
+        header.api_version = 0
+        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=table, throttle_time_ms=0)
+
+    return answer_api_versions, unsupported_version_answer

@@ -1,0 +1,175 @@
+"""Fetch: hand consumers whole record batches straight from segment files, and hold the request open until data
+arrives (a long poll woken by appends, never a sleep loop).
+
+The log answers a read with a FileRegion; it goes into the response as it is and the network shell sends it with
+sendfile, so record bytes never pass through Python. Reads stop at the high watermark (read_uncommitted) or the last
+stable offset (read_committed). Limits follow KIP-74: max_bytes for the whole answer and partition_max_bytes for each
+partition, but the first partition with data always gets at least one whole batch so a consumer is never stuck
+behind a batch larger than its limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
+from odradek.cluster.metadata import ZERO_UUID
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+
+FETCH = api("Fetch")
+FetchResponse = FETCH.response
+
+READ_COMMITTED = 1
+EMPTY_RECORDS = b""
+TOPIC_IDS_FROM_VERSION = 13
+
+
+def handlers(broker) -> dict:
+    sessions = FetchSessionCache()
+    broker.fetch_sessions = sessions
+
+    def targets_of(request, version: int) -> tuple[list[FetchTarget], list, list]:
+        """The request's partitions as FetchTargets, the forgotten keys, and answers for unknown topic ids."""
+        targets, unknown = [], []
+        by_id = broker.metadata.topics_by_id
+        for fetch_topic in request.topics:
+            if version >= TOPIC_IDS_FROM_VERSION:
+                topic = by_id.get(fetch_topic.topic_id)
+                if topic is None:
+                    unknown.append(fetch_topic)
+                    continue
+                name = topic.name
+            else:
+                name = fetch_topic.topic
+            for p in fetch_topic.partitions:
+                targets.append(FetchTarget(name, p.partition, fetch_topic.topic_id if version >= TOPIC_IDS_FROM_VERSION else None,
+                                           p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch))
+        forgotten = []
+        for gone in request.forgotten_topics_data or ():
+            if version >= TOPIC_IDS_FROM_VERSION:
+                topic = by_id.get(gone.topic_id)
+                if topic is None:
+                    continue
+                name = topic.name
+            else:
+                name = gone.topic
+            forgotten.extend((name, index) for index in gone.partitions)
+        return targets, forgotten, unknown
+
+    def read(targets: list[FetchTarget], max_bytes: int, isolation_level: int, incremental: bool):
+        """One pass over the targets: (partition answers by target, bytes of records gathered, any error seen)."""
+        answers = []
+        total = 0
+        saw_error = False
+        for target in targets:
+            partition = broker.partitions.get((target.topic, target.partition))
+            if partition is None:
+                answers.append((target, _partition_error(target, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+                saw_error = True
+                continue
+            log = partition.log
+            high_watermark = partition.high_watermark
+            last_stable = partition.last_stable_offset
+            log_start = log.log_start_offset
+            code = None
+            records = EMPTY_RECORDS
+            bound = last_stable if isolation_level == READ_COMMITTED else high_watermark
+            remaining = max_bytes - total
+            try:
+                partition.check_leader_epoch(target.current_leader_epoch)
+                if not log_start <= target.fetch_offset <= log.log_end_offset:
+                    raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+                if target.fetch_offset < bound and (remaining > 0 or total == 0):
+                    region = log.read(target.fetch_offset, min(target.max_bytes, max(remaining, 1)),
+                                      max_offset=bound)
+                    if region is not None:
+                        records = region
+                        total += region.length
+            except KafkaError as exc:
+                code = exc.code
+            if code is not None:
+                saw_error = True
+                answers.append((target, _partition_error(target, code, high_watermark, last_stable, log_start)))
+                continue
+            if incremental and records is EMPTY_RECORDS and not target.moved(high_watermark, last_stable,
+                                                                              log_start):
+                continue
+            answers.append((target, FetchResponse.PartitionData(
+                partition_index=target.partition, error_code=ErrorCode.NONE, high_watermark=high_watermark,
+                last_stable_offset=last_stable, log_start_offset=log_start,
+                aborted_transactions=[] if isolation_level == READ_COMMITTED else None,
+                preferred_read_replica=-1, records=records)))
+        return answers, total, saw_error
+
+    def respond(answers, version: int, session_id: int, unknown_topics, error=ErrorCode.NONE):
+        by_topic: dict = {}
+        for target, data in answers:
+            target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
+            entry = by_topic.get(target.topic)
+            if entry is None:
+                entry = by_topic[target.topic] = FetchResponse.FetchableTopicResponse(
+                    topic=target.topic, topic_id=target.topic_id or ZERO_UUID, partitions=[])
+            entry.partitions.append(data)
+        responses = list(by_topic.values())
+        for fetch_topic in unknown_topics:
+            responses.append(FetchResponse.FetchableTopicResponse(
+                topic="", topic_id=fetch_topic.topic_id, partitions=[
+                    _partition_error(FetchTarget("", p.partition, fetch_topic.topic_id, p.fetch_offset, 0),
+                                     ErrorCode.UNKNOWN_TOPIC_ID)
+                    for p in fetch_topic.partitions]))
+        return FetchResponse(throttle_time_ms=0, error_code=error, session_id=session_id, responses=responses)
+
+    def answer_fetch(connection, header, request):
+        version = header.api_version
+        targets, forgotten, unknown = targets_of(request, version)
+        session_id = request.session_id if version >= 7 else 0
+        epoch = request.session_epoch if version >= 7 else -1
+        try:
+            session, targets, incremental = sessions.begin(session_id, epoch, targets, forgotten)
+        except KafkaError as exc:
+            return respond([], version, 0, [], exc.code)
+        answer_session_id = session.session_id if session is not None else 0
+        max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
+        isolation = request.isolation_level if version >= 4 else 0
+        answers, total, saw_error = read(targets, max_bytes, isolation, incremental)
+        if total >= request.min_bytes or request.max_wait_ms <= 0 or saw_error or unknown:
+            return respond(answers, version, answer_session_id, unknown)
+        return long_poll(targets, request, version, answer_session_id, max_bytes, isolation, incremental, unknown)
+
+    async def long_poll(targets, request, version, session_id, max_bytes, isolation, incremental, unknown):
+        loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + request.max_wait_ms / 1000
+        watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
+                   if key in broker.partitions]
+        answers: list = []
+        while True:
+            woken = loop.create_future()
+
+            def wake(woken=woken):
+                if not woken.done():
+                    woken.set_result(None)
+
+            for partition in watched:
+                partition.on_next_append(wake)
+            try:
+                await asyncio.wait_for(woken, max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                for partition in watched:
+                    partition.cancel_wait(wake)
+            answers, total, saw_error = read(targets, max_bytes, isolation, incremental)
+            if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
+                return respond(answers, version, session_id, unknown)
+
+    return {FETCH.key: answer_fetch}
+
+
+def _partition_error(target: FetchTarget, code: ErrorCode, high_watermark: int = -1, last_stable: int = -1,
+                     log_start: int = -1):
+    return FetchResponse.PartitionData(
+        partition_index=target.partition, error_code=code, high_watermark=high_watermark,
+        last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=None,
+        preferred_read_replica=-1, records=EMPTY_RECORDS)

@@ -1,0 +1,84 @@
+"""Metadata and DescribeCluster: who the brokers are and where every partition's leader is.
+
+Topics are named by name and by a stable UUID (kept in the cluster metadata), because Fetch v13+ addresses topics
+by id. A Metadata request for an unknown topic creates it when auto.create.topics.enable allows and the request
+asks for it, as Kafka does; clients rely on that to produce to a new topic.
+"""
+
+from __future__ import annotations
+
+from odradek.cluster.metadata import ZERO_UUID
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+
+METADATA = api("Metadata")
+DESCRIBE_CLUSTER = api("DescribeCluster")
+MetadataResponse = METADATA.response
+DescribeClusterResponse = DESCRIBE_CLUSTER.response
+
+AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
+
+
+def handlers(broker) -> dict:
+    def topic_entry(name: str, topic) -> object:
+        partitions = [
+            MetadataResponse.MetadataResponsePartition(
+                error_code=ErrorCode.NONE, partition_index=index, leader_id=assignment.leader,
+                leader_epoch=assignment.leader_epoch, replica_nodes=list(assignment.replicas),
+                isr_nodes=list(assignment.isr), offline_replicas=[])
+            for index, assignment in enumerate(topic.partitions)
+        ]
+        return MetadataResponse.MetadataResponseTopic(
+            error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id, is_internal=topic.internal,
+            partitions=partitions, topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN)
+
+    def error_entry(name, topic_id, code: ErrorCode) -> object:
+        return MetadataResponse.MetadataResponseTopic(
+            error_code=code, name=name, topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[],
+            topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN)
+
+    def answer_metadata(connection, header, request):
+        version = header.api_version
+        catalogue = broker.metadata
+        if request.topics is None or (version == 0 and not request.topics):
+            topics = [topic_entry(name, topic) for name, topic in catalogue.topics.items()]
+        else:
+            allow_create = broker.auto_create_allowed() and (version < 4 or request.allow_auto_topic_creation)
+            topics = []
+            for wanted in request.topics:
+                name = wanted.name
+                if name is None:
+                    topic = catalogue.topics_by_id.get(wanted.topic_id)
+                    topics.append(topic_entry(topic.name, topic) if topic is not None
+                                  else error_entry(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                    continue
+                topic = catalogue.topics.get(name)
+                if topic is None and allow_create:
+                    try:
+                        topic = broker.create_topic(name)
+                    except KafkaError as exc:
+                        topics.append(error_entry(name, None, exc.code))
+                        continue
+                    except Exception:
+                        topics.append(error_entry(name, None, ErrorCode.UNKNOWN_SERVER_ERROR))
+                        continue
+                if topic is None:
+                    topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                else:
+                    topics.append(topic_entry(name, topic))
+        return MetadataResponse(
+            throttle_time_ms=0,
+            brokers=[MetadataResponse.MetadataResponseBroker(
+                node_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
+            cluster_id=catalogue.cluster_id, controller_id=broker.node_id, topics=topics,
+            cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN, error_code=ErrorCode.NONE)
+
+    def answer_describe_cluster(connection, header, request):
+        return DescribeClusterResponse(
+            throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,
+            cluster_id=broker.metadata.cluster_id, controller_id=broker.node_id,
+            brokers=[DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
+            cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN)
+
+    return {METADATA.key: answer_metadata, DESCRIBE_CLUSTER.key: answer_describe_cluster}

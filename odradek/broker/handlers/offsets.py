@@ -1,0 +1,107 @@
+"""ListOffsets, DeleteRecords and OffsetForLeaderEpoch: questions and changes about a partition's offset range.
+
+ListOffsets answers the special timestamps Kafka defines (-1 latest, -2 earliest, -3 the record with the largest
+timestamp, -4 earliest local, -5 latest tiered) and otherwise the first offset whose timestamp is at or after the
+one asked, using the logs' time indexes.
+"""
+
+from __future__ import annotations
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+
+LIST_OFFSETS = api("ListOffsets")
+DELETE_RECORDS = api("DeleteRecords")
+OFFSET_FOR_LEADER_EPOCH = api("OffsetForLeaderEpoch")
+ListOffsetsResponse = LIST_OFFSETS.response
+DeleteRecordsResponse = DELETE_RECORDS.response
+OffsetForLeaderEpochResponse = OFFSET_FOR_LEADER_EPOCH.response
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
+
+
+def handlers(broker) -> dict:
+    def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
+        """(offset, timestamp) for one ListOffsets query; (-1, -1) when no record qualifies."""
+        log = partition.log
+        if timestamp == LATEST:
+            end = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
+            return end, -1
+        if timestamp in (EARLIEST, EARLIEST_LOCAL):
+            return log.log_start_offset, -1
+        if timestamp == LATEST_TIERED:
+            return -1, -1
+        found = log.max_timestamp() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
+        if found is None or found[0] >= partition.high_watermark:
+            return -1, -1
+        return found
+
+    def answer_list_offsets(connection, header, request):
+        version = header.api_version
+        isolation = request.isolation_level if version >= 2 else 0
+        topics = []
+        for wanted in request.topics:
+            partitions = []
+            for query in wanted.partitions:
+                answer = ListOffsetsResponse.ListOffsetsPartitionResponse(
+                    partition_index=query.partition_index, error_code=ErrorCode.NONE, timestamp=-1, offset=-1,
+                    leader_epoch=-1, old_style_offsets=[])
+                try:
+                    partition = broker.partition(wanted.name, query.partition_index)
+                    partition.check_leader_epoch(query.current_leader_epoch if version >= 4 else -1)
+                    offset, timestamp = lookup(partition, query.timestamp, isolation)
+                except KafkaError as exc:
+                    answer.error_code = exc.code
+                else:
+                    answer.offset, answer.timestamp = offset, timestamp
+                    answer.leader_epoch = partition.leader_epoch
+                    if version == 0:
+                        answer.old_style_offsets = [offset] if offset >= 0 else []
+                partitions.append(answer)
+            topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=wanted.name, partitions=partitions))
+        return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+    def answer_delete_records(connection, header, request):
+        topics = []
+        for wanted in request.topics:
+            partitions = []
+            for query in wanted.partitions:
+                answer = DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                    partition_index=query.partition_index, low_watermark=-1, error_code=ErrorCode.NONE)
+                try:
+                    partition = broker.partition(wanted.name, query.partition_index)
+                    offset = partition.high_watermark if query.offset == -1 else query.offset
+                    if offset < 0 or offset > partition.high_watermark:
+                        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+                    answer.low_watermark = partition.log.delete_records_before(offset)
+                except KafkaError as exc:
+                    answer.error_code = exc.code
+                partitions.append(answer)
+            topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=wanted.name, partitions=partitions))
+        return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
+
+    def answer_offset_for_leader_epoch(connection, header, request):
+        """Every partition has had one leader epoch so far on a single node: its end is the log end."""
+        topics = []
+        for wanted in request.topics:
+            partitions = []
+            for query in wanted.partitions:
+                answer = OffsetForLeaderEpochResponse.EpochEndOffset(
+                    error_code=ErrorCode.NONE, partition=query.partition, leader_epoch=-1, end_offset=-1)
+                try:
+                    partition = broker.partition(wanted.topic, query.partition)
+                    partition.check_leader_epoch(query.current_leader_epoch)
+                    if query.leader_epoch <= partition.leader_epoch:
+                        answer.leader_epoch = partition.leader_epoch
+                        answer.end_offset = partition.log.log_end_offset
+                except KafkaError as exc:
+                    answer.error_code = exc.code
+                partitions.append(answer)
+            topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=wanted.topic,
+                                                                                  partitions=partitions))
+        return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+    return {LIST_OFFSETS.key: answer_list_offsets, DELETE_RECORDS.key: answer_delete_records,
+            OFFSET_FOR_LEADER_EPOCH.key: answer_offset_for_leader_epoch}
+

@@ -1,0 +1,64 @@
+"""Produce: check each partition's batches, append them, answer per partition.
+
+A batch stays opaque bytes: we check its header and CRC and let the log stamp offsets (and LogAppendTime) in place;
+records are never decoded here. Produce v0-v2 carry the old message formats, which are converted to one v2 batch
+first. Errors are per partition, with Kafka's codes, so one bad partition never fails the rest of the request.
+With acks=0 the client expects no answer at all.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+from odradek.records.batch import validate_batches
+from odradek.records.legacy import convert_message_set
+
+PRODUCE = api("Produce")
+ProduceResponse = PRODUCE.response
+
+log = logging.getLogger("odradek.produce")
+
+
+def handlers(broker) -> dict:
+    def append_partition(topic: str, index: int, records, version: int):
+        partition = broker.partition(topic, index)
+        if records is None or len(records) == 0:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
+        if version < 3:
+            records = convert_message_set(records)
+        headers = validate_batches(records)
+        return partition.append(records, headers)
+
+    def answer_produce(connection, header, request):
+        version = header.api_version
+        acks = request.acks
+        topic_answers = []
+        for topic_data in request.topic_data:
+            name = topic_data.name
+            partition_answers = []
+            for data in topic_data.partition_data:
+                index = data.index
+                try:
+                    if acks not in (0, 1, -1):
+                        raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                    result = append_partition(name, index, data.records, version)
+                except (KafkaError, OSError) as exc:
+                    if isinstance(exc, OSError):
+                        log.error("append to %s-%d failed: %s", name, index, exc)
+                        exc = KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+                    partition_answers.append(ProduceResponse.PartitionProduceResponse(
+                        index=index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
+                        log_start_offset=-1, error_message=exc.message))
+                else:
+                    partition_answers.append(ProduceResponse.PartitionProduceResponse(
+                        index=index, error_code=ErrorCode.NONE, base_offset=result.first_offset,
+                        log_append_time_ms=result.log_append_time_ms, log_start_offset=result.log_start_offset))
+            topic_answers.append(ProduceResponse.TopicProduceResponse(name=name,
+                                                                      partition_responses=partition_answers))
+        if acks == 0:
+            return None
+        return ProduceResponse(responses=topic_answers, throttle_time_ms=0)
+
+    return {PRODUCE.key: answer_produce}

@@ -1,0 +1,302 @@
+"""The network shell: accepts connections, cuts frames, runs handlers, writes answers in order.
+
+Built on raw non-blocking sockets driven by the event loop (uvloop where installed) rather than asyncio streams,
+because a fetch answer's records must go from the segment file to the socket with `os.sendfile`, and that needs the
+socket itself, with nothing buffered in front of it. Each connection has a reader that cuts frames and starts their
+handlers in arrival order, and a writer that sends the answers in that same order; many requests may be in flight on
+one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip.
+
+A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
+that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);
+nothing a peer sends can stop the server or touch another connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import socket
+import struct
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
+from odradek.records.region import FileRegion
+
+log = logging.getLogger("odradek.network")
+
+MAX_IN_FLIGHT = 128
+RECV_SIZE = 256 * 1024
+_SIZE = struct.Struct(">i")
+
+# A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
+# awaitable of either (Fetch long polls).
+Handler = Callable[["Connection", RequestHeader, Any], Any]
+
+
+class CloseConnection(Exception):
+    """Raised by a handler that wants this connection closed (with the reason logged)."""
+
+
+class Connection:
+    __slots__ = ("server", "sock", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
+                 "_answer_ready", "fetch_sessions")
+
+    def __init__(self, server: "NetworkServer", sock: socket.socket, peer: str):
+        self.server = server
+        self.sock = sock
+        self.peer = peer
+        self.last_active = time.monotonic()
+        self.task: asyncio.Task | None = None
+        self.closed = False
+        self._pending: deque = deque()
+        self._slot_freed = asyncio.Event()
+        self._answer_ready = asyncio.Event()
+        self.fetch_sessions: dict = {}
+
+    async def run(self) -> None:
+        writer = asyncio.ensure_future(self._write_answers())
+        try:
+            await self._read_requests()
+        except (ConnectionError, OSError) as exc:
+            log.debug("connection from %s ended: %s", self.peer, exc)
+        except CloseConnection as exc:
+            log.warning("closing connection from %s: %s", self.peer, exc)
+        finally:
+            writer.cancel()
+            self._abort()
+
+    def _abort(self) -> None:
+        """Drop whatever is still in flight and close the socket."""
+        for item in self._pending:
+            if isinstance(item[1], asyncio.Future):
+                item[1].cancel()
+        self._pending.clear()
+        if not self.closed:
+            self.closed = True
+            self.server.connections.discard(self)
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    async def _read_requests(self) -> None:
+        loop = asyncio.get_running_loop()
+        sock = self.sock
+        max_request = self.server.max_request_bytes
+        buffer = bytearray()
+        start = 0
+        while True:
+            data = await loop.sock_recv(sock, RECV_SIZE)
+            if not data:
+                return
+            self.last_active = time.monotonic()
+            if start:
+                del buffer[:start]
+                start = 0
+            buffer += data
+            end = len(buffer)
+            while end - start >= 4:
+                (size,) = _SIZE.unpack_from(buffer, start)
+                if size < 0 or size > max_request:
+                    raise CloseConnection(
+                        f"request size {size} is outside 0..{max_request} (socket.request.max.bytes)")
+                if end - start - 4 < size:
+                    break
+                frame = bytes(buffer[start + 4:start + 4 + size])
+                start += 4 + size
+                self._dispatch(frame)
+                while len(self._pending) >= MAX_IN_FLIGHT:
+                    self._slot_freed.clear()
+                    await self._slot_freed.wait()
+
+    def _dispatch(self, frame: bytes) -> None:
+        """Decode one frame and start its handler; the answer (or its future) joins the ordered queue."""
+        try:
+            header, request = decode_request(frame)
+        except UnsupportedVersion as exc:
+            answer = self.server.unsupported_version_answer(exc.header)
+            if answer is None:
+                raise CloseConnection(f"{exc}") from None
+            self._queue(exc.header, answer)
+            return
+        except ProtocolError as exc:
+            raise CloseConnection(f"malformed request: {exc}") from None
+        handler = self.server.handlers.get(header.api_key)
+        if handler is None:
+            raise CloseConnection(f"no handler for api key {header.api_key}")
+        answer = handler(self, header, request)
+        if asyncio.iscoroutine(answer):
+            answer = asyncio.ensure_future(answer)
+        self._queue(header, answer)
+
+    def _queue(self, header: RequestHeader, answer: Any) -> None:
+        self._pending.append((header, answer))
+        self._answer_ready.set()
+
+    async def _write_answers(self) -> None:
+        pending = self._pending
+        while True:
+            while not pending:
+                self._answer_ready.clear()
+                await self._answer_ready.wait()
+            header, answer = pending[0]
+            if isinstance(answer, asyncio.Future):
+                try:
+                    answer = await answer
+                except CloseConnection as exc:
+                    log.warning("closing connection from %s: %s", self.peer, exc)
+                    self.task.cancel()
+                    return
+                except Exception:
+                    log.exception("handler for api key %d failed; closing connection from %s",
+                                  header.api_key, self.peer)
+                    self.task.cancel()
+                    return
+            pending.popleft()
+            self._slot_freed.set()
+            if answer is not None:
+                await self.send(encode_response(header, answer))
+                self.last_active = time.monotonic()
+
+    async def send(self, chunks: list) -> None:
+        """Write byte chunks with sendmsg and FileRegions with sendfile, in order, waiting when the socket is full."""
+        buffers: list = []
+        for chunk in chunks:
+            if isinstance(chunk, FileRegion):
+                if buffers:
+                    await self._sendmsg(buffers)
+                    buffers = []
+                await self._sendfile(chunk)
+            else:
+                buffers.append(chunk)
+        if buffers:
+            await self._sendmsg(buffers)
+
+    async def _sendmsg(self, buffers: list) -> None:
+        sock = self.sock
+        views = [memoryview(b) for b in buffers]
+        while views:
+            try:
+                sent = sock.sendmsg(views)
+            except BlockingIOError:
+                sent = 0
+            while sent and views:
+                if sent >= len(views[0]):
+                    sent -= len(views[0])
+                    views.pop(0)
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
+            if views:
+                await self._writable()
+
+    async def _sendfile(self, region: FileRegion) -> None:
+        fd = self.sock.fileno()
+        offset, remaining = region.position, region.length
+        while remaining:
+            try:
+                sent = os.sendfile(fd, region.fd, offset, remaining)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                if exc.errno in (errno.EINVAL, errno.ENOSYS):  # no sendfile for this pair: copy instead
+                    await self._sendmsg([os.pread(region.fd, remaining, offset)])
+                    return
+                raise
+            if sent == 0 and remaining:
+                if offset >= os.fstat(region.fd).st_size:
+                    raise ConnectionError("segment file shorter than the region handed out")
+                await self._writable()
+            offset += sent
+            remaining -= sent
+
+    async def _writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        fd = self.sock.fileno()
+        if fd < 0:
+            raise ConnectionError("socket closed")
+        waiter = loop.create_future()
+        loop.add_writer(fd, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            loop.remove_writer(fd)
+
+
+def _resolve(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class NetworkServer:
+    """Listens on one address and runs a Connection per accepted socket."""
+
+    def __init__(self, handlers: dict[int, Handler], *, max_request_bytes: int, idle_ms: int,
+                 unsupported_version_answer: Callable[[RequestHeader], Any]):
+        self.handlers = handlers
+        self.max_request_bytes = max_request_bytes
+        self.idle_seconds = idle_ms / 1000 if idle_ms > 0 else None
+        self.unsupported_version_answer = unsupported_version_answer
+        self.connections: set[Connection] = set()
+        self._listener: socket.socket | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    def bind(self, host: str, port: int) -> tuple[str, int]:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(1024)
+        listener.setblocking(False)
+        self._listener = listener
+        return listener.getsockname()[:2]
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.idle_seconds:
+            self._spawn(self._close_idle())
+        while True:
+            try:
+                sock, address = await loop.sock_accept(self._listener)
+            except OSError as exc:
+                if self._listener is None or self._listener.fileno() < 0:
+                    return
+                log.warning("accept failed: %s", exc)
+                await asyncio.sleep(0.05)
+                continue
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            connection = Connection(self, sock, f"{address[0]}:{address[1]}")
+            self.connections.add(connection)
+            connection.task = self._spawn(connection.run())
+
+    def _spawn(self, coro: Awaitable) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _close_idle(self) -> None:
+        """connections.max.idle.ms: a connection with nothing in flight and no traffic for that long is closed."""
+        interval = min(self.idle_seconds / 4, 10.0)
+        while True:
+            await asyncio.sleep(interval)
+            deadline = time.monotonic() - self.idle_seconds
+            for connection in list(self.connections):
+                if connection.last_active < deadline and not connection._pending:
+                    log.info("closing idle connection from %s (connections.max.idle.ms)", connection.peer)
+                    connection.task.cancel()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)

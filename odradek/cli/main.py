@@ -1,0 +1,103 @@
+"""The `odradek` command: one entry point, one subcommand per job, errors in one clear line and Kafka-tool exit codes.
+
+`odradek serve` runs a single-node broker with an embedded default (data directory, auto-created topics, a cluster id
+made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
+from odradek.errors import KafkaError
+
+DEFAULT_DATA_DIR = "odradek-data"
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    key, value = text.split("=", 1)
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible commit log in Python.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    serve = commands.add_parser("serve", help="run a single-node broker",
+                                description="Run a single-node broker. Settings use Kafka's names "
+                                            "(log.dirs, num.partitions, log.retention.hours, ...).")
+    serve.add_argument("--data-dir", help=f"log directory (log.dirs; default ./{DEFAULT_DATA_DIR})")
+    serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks one)")
+    serve.add_argument("--config", type=Path, help="a server.properties file")
+    serve.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                       help="one broker setting, repeatable; wins over --config")
+    serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    serve.set_defaults(run=run_serve)
+    return parser
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from odradek.broker.broker import Broker
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    props: dict[str, str] = {}
+    if args.config is not None:
+        props.update(parse_properties(args.config.read_text()))
+    props.update(dict(args.set))
+    if args.data_dir is not None:
+        props["log.dirs"] = args.data_dir
+    props.setdefault("log.dirs", DEFAULT_DATA_DIR)
+    host, port = parse_listener(props.get("listeners", BROKER_CONFIGS["listeners"].default))
+    host = host or "0.0.0.0"
+    host = args.host if args.host is not None else host
+    port = args.port if args.port is not None else port
+    _use_uvloop()
+    return asyncio.run(_serve(Broker(props, host=host, port=port)))
+
+
+async def _serve(broker) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    host, port = await broker.start()
+    print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
+          f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
+    await stop.wait()
+    await broker.stop()
+    return 0
+
+
+def _use_uvloop() -> None:
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except KafkaError as exc:
+        print(f"odradek: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"odradek: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""The cluster's metadata: which topics exist, their ids, partitions, replica assignment and config overrides.
+
+This is the state a Kafka controller owns (in ZooKeeper or KRaft). A single-node broker keeps it in one JSON file in
+the log directory, rewritten atomically (write a temporary file, fsync, rename) on every change, so a crash leaves
+either the old or the new catalogue. The replication fields (leader, leader epoch, replicas, in-sync replicas) are
+part of the model from the start so that the ZooKeeper-backed controller replaces only the persistence, not the
+shape. Plain code: no sockets, no event loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from odradek.config import validate_topic_configs
+from odradek.errors import ErrorCode, KafkaError
+
+METADATA_FILE = "odradek-metadata.json"
+META_PROPERTIES = "meta.properties"
+
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+ZERO_UUID = uuid.UUID(int=0)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
+    if not name or name in (".", ".."):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty, '.' or '..'")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.match(name):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name {name!r} is illegal, it contains a character other than "
+                         "ASCII alphanumerics, '.', '_' and '-'")
+
+
+@dataclasses.dataclass
+class PartitionAssignment:
+    """Who holds one partition. leader_epoch grows by one at every leader change."""
+
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+
+
+@dataclasses.dataclass
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionAssignment]
+    configs: dict[str, str]
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "topic_id": str(self.topic_id),
+            "partitions": [dataclasses.asdict(p) for p in self.partitions],
+            "configs": self.configs,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TopicMetadata":
+        return cls(
+            name=data["name"],
+            topic_id=uuid.UUID(data["topic_id"]),
+            partitions=[PartitionAssignment(**p) for p in data["partitions"]],
+            configs=dict(data["configs"]),
+        )
+
+
+def new_cluster_id() -> str:
+    """22 URL-safe base64 characters of a random UUID, as kafka-storage random-uuid prints."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ClusterMetadata:
+    """The catalogue of topics of one log directory, persisted on every change."""
+
+    def __init__(self, log_dir: Path, node_id: int):
+        self.log_dir = log_dir
+        self.node_id = node_id
+        self.topics: dict[str, TopicMetadata] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicMetadata] = {}
+        self.cluster_id = ""
+
+    @classmethod
+    def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
+        log_dir.mkdir(parents=True, exist_ok=True)
+        metadata = cls(log_dir, node_id)
+        metadata.cluster_id = metadata._load_or_make_cluster_id()
+        path = log_dir / METADATA_FILE
+        if path.exists():
+            for data in json.loads(path.read_text())["topics"]:
+                topic = TopicMetadata.from_json(data)
+                metadata.topics[topic.name] = topic
+                metadata.topics_by_id[topic.topic_id] = topic
+        return metadata
+
+    def _load_or_make_cluster_id(self) -> str:
+        """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts."""
+        path = self.log_dir / META_PROPERTIES
+        if path.exists():
+            props = dict(line.split("=", 1) for line in path.read_text().splitlines()
+                         if "=" in line and not line.startswith("#"))
+            if props.get("cluster.id"):
+                return props["cluster.id"].strip()
+        cluster_id = new_cluster_id()
+        _write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n")
+        return cluster_id
+
+    def save(self) -> None:
+        body = {"version": 1, "topics": [t.to_json() for t in self.topics.values()]}
+        _write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1))
+
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str], *, validate_only: bool = False) -> TopicMetadata:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if num_partitions < 1:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication_factor < 1:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+        if replication_factor > 1:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {replication_factor} time(s): "
+                             f"The target replication factor of {replication_factor} cannot be reached "
+                             "because only 1 broker(s) are registered.")
+        validate_topic_configs(configs)
+        topic = TopicMetadata(name, uuid.uuid4(), [self._new_assignment() for _ in range(num_partitions)],
+                              {k: str(v) for k, v in configs.items()})
+        if not validate_only:
+            self.topics[name] = topic
+            self.topics_by_id[topic.topic_id] = topic
+            self.save()
+        return topic
+
+    def _new_assignment(self) -> PartitionAssignment:
+        return PartitionAssignment(leader=self.node_id, leader_epoch=0, replicas=[self.node_id], isr=[self.node_id])
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        del self.topics_by_id[topic.topic_id]
+        self.save()
+        return topic
+
+    def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> list[int]:
+        """Grow a topic to total_count partitions; returns the new partition indexes."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        current = len(topic.partitions)
+        if total_count <= current:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             f"Topic currently has {current} partitions, which is higher than or equal to "
+                             f"the requested {total_count}.")
+        added = list(range(current, total_count))
+        if not validate_only:
+            topic.partitions.extend(self._new_assignment() for _ in added)
+            self.save()
+        return added
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        validate_topic_configs(configs)
+        self.topics[name].configs = dict(configs)
+        self.save()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,10 @@
+"""Every request and response class we speak, one module per area, re-exported here by name."""
+
+from .admin import *  # noqa: F401,F403
+from .fetch import *  # noqa: F401,F403
+from .groups import *  # noqa: F401,F403
+from .handshake import *  # noqa: F401,F403
+from .metadata import *  # noqa: F401,F403
+from .offsets import *  # noqa: F401,F403
+from .produce import *  # noqa: F401,F403
+from .transactions import *  # noqa: F401,F403

@@ -1,0 +1,135 @@
+"""Whole frames: bytes in, (header, typed message) out, and back.  Sans-IO: no sockets, no buffering.
+
+Request frames arrive WITHOUT their 4-byte size prefix (the network shell has already used it to cut the
+frame); encoded frames come back WITH it.  A response is a list of chunks so that a `FileRegion` in a `records`
+field stays a separate object for sendfile; without regions it is a single bytes chunk.
+
+Every failure to parse is a `ProtocolError`; `struct.error`/`IndexError`/`ValueError` raised inside compiled
+decoders on truncated or garbled input are translated here, at the one boundary where bytes enter.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..records.region import FileRegion
+from .codec import decoder, encoder
+from .errors import ProtocolError, UnsupportedVersion
+from .headers import RequestHeader, ResponseHeader
+from .registry import API_BY_KEY, Api
+
+_I32 = struct.Struct(">i")
+_KEY_VERSION = struct.Struct(">hh")
+_REQUEST_HEADER_DECODERS = [decoder(RequestHeader, v) for v in range(3)]
+_REQUEST_HEADER_ENCODERS = [encoder(RequestHeader, v) for v in range(3)]
+_RESPONSE_HEADER_DECODERS = [decoder(ResponseHeader, v) for v in range(2)]
+
+
+def _view(frame) -> memoryview:
+    mv = frame if type(frame) is memoryview else memoryview(frame)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _run_decoder(dec, mv: memoryview, pos: int, what: str):
+    try:
+        return dec(mv, pos)
+    except ProtocolError:
+        raise
+    except (IndexError, struct.error, ValueError) as e:
+        raise ProtocolError(f"malformed {what}: {e}") from None
+
+
+def _known_api(key: int) -> Api:
+    a = API_BY_KEY.get(key)
+    if a is None:
+        raise ProtocolError(f"unknown api key {key}")
+    return a
+
+
+def decode_request(frame) -> tuple:
+    """Parse one request frame (no size prefix) into (RequestHeader, request object).
+
+    Raises UnsupportedVersion(header) for a known API at a version we do not advertise: for ApiVersions answer
+    with `encode_response(RequestHeader(api_key=18, api_version=0, correlation_id=...), ApiVersionsResponse(
+    error_code=UNSUPPORTED_VERSION, api_keys=[...]))` (KIP-511); for anything else close the connection."""
+    mv = _view(frame)
+    if len(mv) < 8:
+        raise ProtocolError(f"request frame of {len(mv)} bytes is shorter than a header")
+    key, version = _KEY_VERSION.unpack_from(mv, 0)
+    a = _known_api(key)
+    header, pos = _run_decoder(_REQUEST_HEADER_DECODERS[a.request_header_version(version)], mv, 0,
+                               "request header")
+    if not a.min_version <= version <= a.max_version:
+        raise UnsupportedVersion(header)
+    body, _ = _run_decoder(a.codec("request_decoder", version), mv, pos, f"{a.name} v{version} request")
+    return header, body
+
+
+def _frame(w: list) -> list:
+    """Size-prefix the chunks in `w`, joining every run of in-memory chunks; FileRegions stay separate."""
+    try:
+        data = b"".join(w)
+    except TypeError:
+        pass
+    else:
+        return [_I32.pack(len(data)) + data]
+    chunks, run, total = [], [], 0
+    for part in w:
+        if type(part) is FileRegion:
+            if run:
+                chunks.append(b"".join(run))
+                total += len(chunks[-1])
+                run = []
+            chunks.append(part)
+            total += part.length
+        else:
+            run.append(part)
+    if run:
+        chunks.append(b"".join(run))
+        total += len(chunks[-1])
+    chunks[0] = _I32.pack(total) + chunks[0]  # the header always opens the first run
+    return chunks
+
+
+def _check_body(a: Api, cls: type, version: int, body):
+    if type(body) is not cls:
+        raise TypeError(f"expected {cls.__name__}, got {type(body).__name__}")
+    if version not in cls._schema.valid_versions:
+        raise ValueError(f"{cls.__name__} has no version {version}")
+
+
+def encode_response(header, body) -> list:
+    """The complete response frame for request `header`, as chunks (bytes and FileRegion objects)."""
+    a = _known_api(header.api_key)
+    version = header.api_version
+    _check_body(a, a.response, version, body)
+    head = _I32.pack(header.correlation_id)
+    w = [head + b"\x00" if a.response_header_version(version) else head]
+    a.codec("response_encoder", version)(body, w)
+    return _frame(w)
+
+
+def encode_request(header, body) -> bytes:
+    """A complete request frame, size prefix included (for tests, tools and inter-broker clients)."""
+    a = _known_api(header.api_key)
+    version = header.api_version
+    _check_body(a, a.request, version, body)
+    w: list = []
+    _REQUEST_HEADER_ENCODERS[a.request_header_version(version)](header, w)
+    a.codec("request_encoder", version)(body, w)
+    data = b"".join(w)
+    return _I32.pack(len(data)) + data
+
+
+def decode_response(api_key: int, api_version: int, frame) -> tuple:
+    """Parse a response frame (no size prefix) to a request we sent: returns (correlation_id, response)."""
+    a = _known_api(api_key)
+    if api_version not in a.response._schema.valid_versions:
+        raise ProtocolError(f"{a.name} has no version {api_version}")
+    mv = _view(frame)
+    header, pos = _run_decoder(_RESPONSE_HEADER_DECODERS[a.response_header_version(api_version)], mv, 0,
+                               "response header")
+    body, _ = _run_decoder(a.codec("response_decoder", api_version), mv, pos, f"{a.name} v{api_version} response")
+    return header.correlation_id, body

@@ -1,0 +1,103 @@
+"""The APIs this broker serves and the version range it advertises for each.
+
+The ranges are a compatibility decision, not a transcription: every minimum is 0 because aiokafka gives up when
+a broker's minimum is above its own maximum and librdkafka before 2.8 turns compression off unless Produce starts
+at 0; maxima follow the brief for this broker and never exceed what Kafka's JSON defines (the schemas in `apis`
+may define more versions than we advertise; those are usable by `encode_request`/`decode_response` only).
+"""
+
+from __future__ import annotations
+
+from . import apis as m
+from .codec import decoder, encoder
+
+
+class Api:
+    """One API key: its message classes, our advertised range, and per-version compiled codecs (filled lazily)."""
+
+    __slots__ = ("key", "name", "request", "response", "min_version", "max_version", "flexible_from",
+                 "_codecs")
+
+    def __init__(self, request: type, response: type, min_version: int, max_version: int):
+        schema = request._schema
+        for v in (min_version, max_version):
+            if v not in schema.valid_versions or v not in response._schema.valid_versions:
+                raise ValueError(f"{schema.name}: advertised version {v} is not defined by the schema")
+        self.key = schema.api_key
+        self.name = schema.name.removesuffix("Request")
+        self.request, self.response = request, response
+        self.min_version, self.max_version = min_version, max_version
+        flexible = schema.flexible_versions
+        self.flexible_from = flexible.lo if flexible.lo <= flexible.hi else None
+        self._codecs: dict = {}
+
+    def is_flexible(self, version: int) -> bool:
+        return self.flexible_from is not None and version >= self.flexible_from
+
+    def request_header_version(self, version: int) -> int:
+        return 2 if self.is_flexible(version) else 1
+
+    def response_header_version(self, version: int) -> int:
+        return 1 if self.is_flexible(version) and self.key != 18 else 0
+
+    def codec(self, kind: str, version: int):
+        """`kind` is "request_decoder", "request_encoder", "response_decoder" or "response_encoder"."""
+        fn = self._codecs.get((kind, version))
+        if fn is None:
+            cls = self.request if kind.startswith("request") else self.response
+            fn = (decoder if kind.endswith("decoder") else encoder)(cls, version)
+            self._codecs[kind, version] = fn
+        return fn
+
+    def __repr__(self) -> str:
+        return f"Api({self.key}, {self.name}, {self.min_version}-{self.max_version})"
+
+
+_ADVERTISED = [
+    (m.ProduceRequest, m.ProduceResponse, 0, 11),
+    (m.FetchRequest, m.FetchResponse, 0, 16),
+    (m.ListOffsetsRequest, m.ListOffsetsResponse, 0, 11),
+    (m.MetadataRequest, m.MetadataResponse, 0, 13),
+    (m.OffsetCommitRequest, m.OffsetCommitResponse, 0, 9),
+    (m.OffsetFetchRequest, m.OffsetFetchResponse, 0, 9),
+    (m.FindCoordinatorRequest, m.FindCoordinatorResponse, 0, 6),
+    (m.JoinGroupRequest, m.JoinGroupResponse, 0, 9),
+    (m.HeartbeatRequest, m.HeartbeatResponse, 0, 4),
+    (m.LeaveGroupRequest, m.LeaveGroupResponse, 0, 5),
+    (m.SyncGroupRequest, m.SyncGroupResponse, 0, 5),
+    (m.DescribeGroupsRequest, m.DescribeGroupsResponse, 0, 5),
+    (m.ListGroupsRequest, m.ListGroupsResponse, 0, 5),
+    (m.SaslHandshakeRequest, m.SaslHandshakeResponse, 0, 1),
+    (m.ApiVersionsRequest, m.ApiVersionsResponse, 0, 4),
+    (m.CreateTopicsRequest, m.CreateTopicsResponse, 0, 7),
+    (m.DeleteTopicsRequest, m.DeleteTopicsResponse, 0, 6),
+    (m.DeleteRecordsRequest, m.DeleteRecordsResponse, 0, 2),
+    (m.InitProducerIdRequest, m.InitProducerIdResponse, 0, 5),
+    (m.OffsetForLeaderEpochRequest, m.OffsetForLeaderEpochResponse, 0, 4),
+    (m.AddPartitionsToTxnRequest, m.AddPartitionsToTxnResponse, 0, 5),
+    (m.AddOffsetsToTxnRequest, m.AddOffsetsToTxnResponse, 0, 4),
+    (m.EndTxnRequest, m.EndTxnResponse, 0, 5),
+    (m.TxnOffsetCommitRequest, m.TxnOffsetCommitResponse, 0, 5),
+    (m.DescribeConfigsRequest, m.DescribeConfigsResponse, 0, 4),
+    (m.AlterConfigsRequest, m.AlterConfigsResponse, 0, 2),
+    (m.DescribeLogDirsRequest, m.DescribeLogDirsResponse, 0, 4),
+    (m.SaslAuthenticateRequest, m.SaslAuthenticateResponse, 0, 2),
+    (m.CreatePartitionsRequest, m.CreatePartitionsResponse, 0, 3),
+    (m.DeleteGroupsRequest, m.DeleteGroupsResponse, 0, 2),
+    (m.IncrementalAlterConfigsRequest, m.IncrementalAlterConfigsResponse, 0, 1),
+    (m.OffsetDeleteRequest, m.OffsetDeleteResponse, 0, 0),
+    (m.DescribeClusterRequest, m.DescribeClusterResponse, 0, 1),
+    (m.DescribeProducersRequest, m.DescribeProducersResponse, 0, 0),
+    (m.DescribeTransactionsRequest, m.DescribeTransactionsResponse, 0, 0),
+    (m.ListTransactionsRequest, m.ListTransactionsResponse, 0, 1),
+    (m.ConsumerGroupHeartbeatRequest, m.ConsumerGroupHeartbeatResponse, 0, 1),
+    (m.ConsumerGroupDescribeRequest, m.ConsumerGroupDescribeResponse, 0, 1),
+]
+
+API_BY_KEY: dict[int, Api] = {a.key: a for a in (Api(*row) for row in _ADVERTISED)}
+_BY_NAME = {a.name: a for a in API_BY_KEY.values()}
+
+
+def api(name: str) -> Api:
+    """Look an API up by Kafka's name, e.g. api("Produce")."""
+    return _BY_NAME[name]

@@ -96,6 +96,7 @@ class ClusterMetadata:
         self.topics: dict[str, TopicMetadata] = {}
         self.topics_by_id: dict[uuid.UUID, TopicMetadata] = {}
         self.cluster_id = ""
+        self.next_producer_id_block = 0
 
     @classmethod
     def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
@@ -104,7 +105,9 @@ class ClusterMetadata:
         metadata.cluster_id = metadata._load_or_make_cluster_id()
         path = log_dir / METADATA_FILE
         if path.exists():
-            for data in json.loads(path.read_text())["topics"]:
+            stored = json.loads(path.read_text())
+            metadata.next_producer_id_block = stored.get("next_producer_id_block", 0)
+            for data in stored["topics"]:
                 topic = TopicMetadata.from_json(data)
                 metadata.topics[topic.name] = topic
                 metadata.topics_by_id[topic.topic_id] = topic
@@ -123,7 +126,8 @@ class ClusterMetadata:
         return cluster_id
 
     def save(self) -> None:
-        body = {"version": 1, "topics": [t.to_json() for t in self.topics.values()]}
+        body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
+                "topics": [t.to_json() for t in self.topics.values()]}
         _write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1))
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -175,6 +179,13 @@ class ClusterMetadata:
             topic.partitions.extend(self._new_assignment() for _ in added)
             self.save()
         return added
+
+    def allocate_producer_id_block(self, size: int) -> int:
+        """Reserve [start, start + size) of producer ids, persisted before use so no id is handed out twice."""
+        start = self.next_producer_id_block
+        self.next_producer_id_block = start + size
+        self.save()
+        return start
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         validate_topic_configs(configs)

@@ -1,0 +1,218 @@
+"""The two sparse indexes of a log segment, in Kafka's file formats: `.index` and `.timeindex`.
+
+Offset index: 8-byte entries `relative offset int32, file position int32`, one per `index.interval.bytes` of log,
+keyed by the LAST offset of the batch that starts at the position (Kafka 3.x). Time index: 12-byte entries
+`timestamp int64, relative offset int32`, appended only when the segment's max timestamp grows, so both columns
+are monotonic. Relative offsets are `offset - segment base offset`.
+
+Each index is loaded once into two `array` columns and searched with `bisect`; an append goes to the arrays and,
+with one `pwrite`, to the file. We do not mmap: Python reads of an mmap cost a call and a copy per entry just like
+an array does, an mmap must be remapped as the preallocated file is trimmed, and the arrays are small (10 MiB
+of index at most per segment). While its segment is active an index file is preallocated to `segment.index.bytes`
+(rounded down to whole entries) and kept open; sealing trims it to its entries, fsyncs and closes it, as Kafka does.
+A file that is short, ragged or not monotonic fails `load` and the segment rebuilds it from the log.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+import os
+import struct
+import sys
+from array import array
+from pathlib import Path
+
+
+class _IndexFile:
+    """File handling shared by both indexes: preallocation while active, trimming, flushing, renaming."""
+
+    ENTRY: struct.Struct
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int):
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.ENTRY.size)
+        self._fd: int | None = None
+        self._dirty = False
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self) >= self.max_entries
+
+    def _read_file(self) -> bytes | None:
+        """The file's bytes if it exists and holds whole entries, else None."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        if len(data) % self.ENTRY.size:
+            return None
+        return data
+
+    def activate(self) -> None:
+        """Open for appending and preallocate the file to its maximum size."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(self._fd, self.max_entries * self.ENTRY.size)
+
+    def seal(self) -> None:
+        """Trim to the real entries, fsync and close: the segment is no longer active."""
+        if self._fd is None:
+            return
+        os.ftruncate(self._fd, len(self) * self.ENTRY.size)
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+        self._dirty = False
+
+    def flush(self) -> None:
+        if self._fd is not None and self._dirty:
+            os.fsync(self._fd)
+            self._dirty = False
+
+    def close(self) -> None:
+        """Close without trimming (an active index stays preallocated on disk, as after a crash)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def rename(self, path: Path) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    def _append_bytes(self, entry: bytes) -> None:
+        if self._fd is None:
+            self.activate()
+        os.pwrite(self._fd, entry, (len(self) - 1) * self.ENTRY.size)
+        self._dirty = True
+
+    def rewrite(self) -> None:
+        """Write the in-memory entries as the whole file (after a rebuild or a truncation)."""
+        data = self._encode_all()
+        with open(self.path, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if self._fd is not None:
+            self.activate()
+
+
+class OffsetIndex(_IndexFile):
+    """Sparse map from offset to the file position of the batch holding it."""
+
+    ENTRY = struct.Struct(">ii")
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int):
+        super().__init__(path, base_offset, max_index_bytes)
+        self._keys = array("i")  # last offset of the indexed batch, relative to base_offset
+        self._positions = array("i")
+
+    def load(self, log_size: int) -> bool:
+        """Read the file; False (and empty) if it is missing or fails Kafka's sanity checks against `log_size`."""
+        data = self._read_file()
+        if data is None:
+            return False
+        pairs = array("i", data)
+        if sys.byteorder == "little":
+            pairs.byteswap()
+        keys, positions = pairs[0::2], pairs[1::2]
+        if keys and not (keys[0] >= 0 and positions[0] > 0 and positions[-1] < log_size
+                         and all(map(operator.lt, keys, keys[1:]))
+                         and all(map(operator.lt, positions, positions[1:]))):
+            return False
+        self._keys, self._positions = keys, positions
+        return True
+
+    def append(self, last_offset: int, position: int) -> None:
+        relative = last_offset - self.base_offset
+        self._keys.append(relative)
+        self._positions.append(position)
+        self._append_bytes(self.ENTRY.pack(relative, position))
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the last entry at or below `offset`, else (base offset, 0): scan from there."""
+        slot = bisect.bisect_right(self._keys, offset - self.base_offset) - 1
+        if slot < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[slot], self._positions[slot]
+
+    def last_position(self) -> int:
+        return self._positions[-1] if self._positions else 0
+
+    def reset(self) -> None:
+        del self._keys[:], self._positions[:]
+
+    def truncate_to_position(self, position: int) -> None:
+        """Drop entries for batches at or after `position` (the log was cut there) and rewrite the file."""
+        keep = bisect.bisect_left(self._positions, position)
+        del self._keys[keep:], self._positions[keep:]
+        self.rewrite()
+
+    def _encode_all(self) -> bytes:
+        pairs = array("i", bytes(8 * len(self._keys)))
+        pairs[0::2], pairs[1::2] = self._keys, self._positions
+        if sys.byteorder == "little":
+            pairs.byteswap()
+        return pairs.tobytes()
+
+
+class TimeIndex(_IndexFile):
+    """Sparse map from timestamp to the offset up to which no record has a larger timestamp."""
+
+    ENTRY = struct.Struct(">qi")
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int):
+        super().__init__(path, base_offset, max_index_bytes)
+        self._keys = array("q")  # timestamps, strictly increasing
+        self._offsets = array("q")  # absolute
+
+    def load(self) -> bool:
+        data = self._read_file()
+        if data is None:
+            return False
+        keys, offsets = array("q"), array("q")
+        base = self.base_offset
+        for timestamp, relative in self.ENTRY.iter_unpack(data):
+            keys.append(timestamp)
+            offsets.append(base + relative)
+        if keys and not (keys[0] >= 0 and offsets[0] >= base and all(map(operator.lt, keys, keys[1:]))
+                         and all(map(operator.le, offsets, offsets[1:]))):
+            return False
+        self._keys, self._offsets = keys, offsets
+        return True
+
+    def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
+        """Record (timestamp, offset) if the timestamp is larger than the last entry's (and the index has room)."""
+        if timestamp < 0 or (self._keys and timestamp <= self._keys[-1]):
+            return
+        if self.is_full and not skip_full_check:
+            return
+        self._keys.append(timestamp)
+        self._offsets.append(offset)
+        self._append_bytes(self.ENTRY.pack(timestamp, offset - self.base_offset))
+
+    def last_entry(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the last entry."""
+        return (self._keys[-1], self._offsets[-1]) if self._keys else None
+
+    def floor_below(self, timestamp: int) -> int | None:
+        """Offset of the last entry whose timestamp is below `timestamp`: no record up to it reaches `timestamp`."""
+        slot = bisect.bisect_left(self._keys, timestamp) - 1
+        return self._offsets[slot] if slot >= 0 else None
+
+    def reset(self) -> None:
+        del self._keys[:], self._offsets[:]
+
+    def truncate_to_offset(self, offset: int) -> None:
+        """Drop entries at or after `offset` and rewrite the file."""
+        keep = bisect.bisect_left(self._offsets, offset)
+        del self._keys[keep:], self._offsets[keep:]
+        self.rewrite()
+
+    def _encode_all(self) -> bytes:
+        base = self.base_offset
+        return b"".join(self.ENTRY.pack(timestamp, offset - base) for timestamp, offset in zip(self._keys, self._offsets))

@@ -1,0 +1,503 @@
+"""The partition log: an ordered run of segments with appends at the end and reads anywhere.
+
+The segment list is copy-on-write: appends that roll, retention, DeleteRecords and truncation build a new tuple
+under `_lock` and swap the reference, while readers (`read`, timestamp lookups) take whatever tuple is current,
+binary-search it and never wait for a writer. Append state that readers look at (`size` of the active segment, the
+log end offset) is published after the bytes are in the file. There is no asyncio and no thread here: the broker's
+event loop calls `append`/`read`, and periodic work (`flush_if_due`, `apply_retention`, `delete_expired_files`)
+is driven by the caller, possibly from a worker thread, which is why mutations hold a `threading.Lock` and fsyncs
+run outside it.
+
+Everything follows Kafka's log (UnifiedLog/LocalLog/LogSegment): offsets are assigned by rewriting batch headers in
+place, segments roll on size, age (by record timestamps, minus jitter), full indexes or relative-offset overflow,
+retention removes whole non-active segments by largest timestamp and by total size, a removed segment is renamed
+`*.deleted` and its files go after `file.delete.delay.ms`, and an unclean start re-validates every batch from the
+segment holding the recovery point and cuts the log at the first bad one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import operator
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from odradek.config import LogConfig
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.batch import NO_TIMESTAMP, BatchHeader
+from odradek.records.batch import assign_offsets as assign_batch_offsets
+from odradek.records.region import FileRegion
+from odradek.storage.segment import (
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, Segment,
+    fsync_directory, segment_file_name,
+)
+
+_BASE_OFFSET_OF = operator.attrgetter("base_offset")
+
+
+def system_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppendResult:
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, segments: list[Segment], log_start_offset: int,
+                 clock: Callable[[], int]):
+        self.directory = directory
+        self._config = config
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._segments: tuple[Segment, ...] = tuple(segments)
+        self._log_end_offset = segments[-1].next_offset
+        self._log_start_offset = log_start_offset
+        self._recovery_point = self._log_end_offset
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock()
+        self._directory_dirty = False
+        self._truncations = 0
+        self._pending_deletes: list[tuple[int, Segment]] = []
+
+    # -- opening and recovery ----------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, *, recovery_point: int = 0, clean_shutdown: bool,
+             log_start_offset: int | None = None, now_ms: Callable[[], int] = system_clock_ms) -> "Log":
+        """Load the partition directory (creating it if needed); recover it unless it was shut down cleanly."""
+        directory.mkdir(parents=True, exist_ok=True)
+        now = now_ms()
+        swapped_bases = _clear_stray_files(directory)
+        bases = sorted(base for path in directory.iterdir()
+                       if (base := _segment_base(path.name, LOG_SUFFIX)) is not None)
+        loaded = [Segment.open(directory, base, config, now) for base in bases]
+        segments = [segment for segment, _ in loaded]
+        recovered = False
+        if clean_shutdown:
+            first_unflushed = len(segments)
+        else:
+            first_unflushed = max(0, bisect.bisect_right(segments, recovery_point, key=_BASE_OFFSET_OF) - 1)
+        for position, (segment, indexes_ok) in enumerate(loaded):
+            if position >= first_unflushed or not indexes_ok:
+                cut = segment.recover()
+                recovered = True
+                if cut and position >= first_unflushed:
+                    for later in segments[position + 1:]:
+                        later.delete_files()
+                    segments = segments[:position + 1]
+                    break
+            else:
+                segment.load_tail()
+        for base in swapped_bases:
+            segments = _drop_segments_replaced_by_swap(segments, base)
+        if not segments:
+            segments = [Segment.create(directory, log_start_offset or 0, config, now)]
+        for segment in segments[:-1]:
+            segment.seal()
+        segments[-1].activate()
+        start = max(log_start_offset or 0, segments[0].base_offset)
+        log = cls(directory, config, segments, start, now_ms)
+        if start > log.log_end_offset:
+            log._truncate_fully_and_start_at(start)
+        if recovered:
+            for segment in log._segments:
+                segment.flush()
+            fsync_directory(directory)
+        return log
+
+    # -- properties ------------------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is fsynced."""
+        return self._recovery_point
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return self._segments
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self._config = config
+            self._segments[-1].index_interval_bytes = config.index_interval_bytes
+
+    # -- appending ---------------------------------------------------------------------------------------------
+
+    def append(self, data, headers: list[BatchHeader], *, assign_offsets: bool = True, now_ms: int | None = None,
+               partition_leader_epoch: int | None = None) -> AppendResult:
+        """Append whole v2 batches (`headers` from `validate_batches`, laid end to end in `data`).
+
+        With `assign_offsets` (the produce path) the batches get dense offsets from the log end offset, the leader
+        epoch if given, and LogAppendTime timestamps if the topic uses them, in a private copy written with one
+        write; CreateTime timestamps are checked against message.timestamp.{before,after}.max.ms. Without it
+        (replication, the cleaner) the batches keep their offsets, which must increase from the log end offset.
+        """
+        config = self._config
+        now = self._clock() if now_ms is None else now_ms
+        total = 0
+        for header in headers:
+            if header.size > config.max_message_bytes:
+                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"Record batch of {header.size} bytes exceeds max.message.bytes "
+                                 f"{config.max_message_bytes}")
+            total += header.size
+        if total != len(data):
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Batches of {total} bytes in {len(data)} bytes of records")
+        if total > config.segment_bytes:
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                             f"Records of {total} bytes exceed segment.bytes {config.segment_bytes}")
+        append_time = -1
+        if assign_offsets:
+            if config.log_append_time:
+                append_time = now
+            else:
+                _check_create_times(headers, now, config)
+        with self._lock:
+            if not headers:
+                return AppendResult(self._log_end_offset, self._log_end_offset - 1, append_time,
+                                    self._log_start_offset)
+            if assign_offsets:
+                buffer = bytearray(data)
+                headers = assign_batch_offsets(buffer, headers, self._log_end_offset,
+                                               log_append_time_ms=append_time if append_time >= 0 else None,
+                                               partition_leader_epoch=partition_leader_epoch)
+                data = buffer
+            else:
+                _check_increasing(headers, self._log_end_offset)
+            first_offset, last_offset = headers[0].base_offset, headers[-1].last_offset
+            segment = self._maybe_roll(total, first_offset, last_offset,
+                                       max(header.max_timestamp for header in headers), now)
+            segment.append(data, headers)
+            self._log_end_offset = last_offset + 1
+            self._unflushed_messages += sum(header.record_count for header in headers)
+            flush_now = self._unflushed_messages >= config.flush_messages
+            result = AppendResult(first_offset, last_offset, append_time, self._log_start_offset)
+        if flush_now:
+            self.flush()
+        return result
+
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now: int) -> Segment:
+        """The segment to append to, after rolling if Kafka would (LogSegment.shouldRoll)."""
+        config = self._config
+        active = self._segments[-1]
+        if active.rolling_timestamp is not None and active.rolling_timestamp >= 0:
+            time_waited = max_timestamp - active.rolling_timestamp
+        else:
+            time_waited = now - active.created_ms
+        if (active.size > config.segment_bytes - size
+                or (active.size > 0 and time_waited > config.segment_ms - active.roll_jitter_ms)
+                or active.offset_index.is_full or active.time_index.is_full
+                or last_offset - active.base_offset > INT32_MAX):
+            return self._roll(first_offset, now)
+        return active
+
+    def roll(self) -> None:
+        """Start a new active segment at the log end offset (nothing happens if the active one is empty)."""
+        with self._lock:
+            self._roll(self._log_end_offset, self._clock())
+
+    def _roll(self, base_offset: int, now: int) -> Segment:
+        active = self._segments[-1]
+        if active.size == 0:
+            if active.base_offset == base_offset:
+                return active
+            active.delete_files()  # empty: no reader can hold a region of it
+            kept = self._segments[:-1]
+        else:
+            active.seal()
+            kept = self._segments
+        segment = Segment.create(self.directory, base_offset, self._config, now)
+        self._segments = kept + (segment,)
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self._directory_dirty = True
+        return segment
+
+    # -- reading -----------------------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> FileRegion | None:
+        """Whole batches from the one holding `offset`: at least one, more while they fit in `max_bytes`, none whose
+        base offset is >= `max_offset`. None at the log end. OFFSET_OUT_OF_RANGE outside the log."""
+        segments = self._segments
+        log_end = self._log_end_offset
+        if offset < self._log_start_offset or offset > log_end:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Offset {offset} is outside the log [{self._log_start_offset}, {log_end}]")
+        if offset == log_end:
+            return None
+        first = max(0, bisect.bisect_right(segments, offset, key=_BASE_OFFSET_OF) - 1)
+        for segment in segments[first:]:
+            region = segment.read(offset, max_bytes, max_offset)
+            if region is not None:
+                return region
+        return None
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`, or None."""
+        log_start = self._log_start_offset
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp_ms and segment.next_offset > log_start:
+                found = segment.find_timestamp(timestamp_ms, log_start)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with the largest timestamp in the log, or None."""
+        best = None
+        for segment in self._segments:
+            if segment.max_timestamp > (best.max_timestamp if best else NO_TIMESTAMP):
+                best = segment
+        if best is None:
+            return None
+        return best.find_max_timestamp_offset(), best.max_timestamp
+
+    # -- flushing ----------------------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync everything appended so far; the recovery point becomes the log end offset."""
+        self._flush_up_to(None)
+
+    def flush_if_due(self, now_ms: int) -> None:
+        """flush.ms: flush if that long has passed since the last flush. Segments rolled since the last flush are
+        synced in any case (Kafka flushes a rolled segment right after the roll), so the recovery point advances
+        even under the default policy that leaves the active segment to the OS."""
+        segments = self._segments
+        if now_ms - self._last_flush_ms >= self._config.flush_ms and self._log_end_offset > self._recovery_point:
+            self._flush_up_to(None)
+        elif len(segments) > 1 and segments[-1].base_offset > self._recovery_point:
+            self._flush_up_to(segments[-1].base_offset)
+
+    def _flush_up_to(self, offset: int | None) -> None:
+        """fsync the segments holding offsets below `offset` (None: all) outside the append lock."""
+        with self._flush_lock:
+            with self._lock:
+                target = self._log_end_offset if offset is None else offset
+                recovery_point = self._recovery_point
+                dirty = [segment for segment in self._segments
+                         if segment.next_offset > recovery_point and segment.base_offset < target]
+                directory_dirty, self._directory_dirty = self._directory_dirty, False
+                truncations = self._truncations
+                if offset is None:
+                    self._unflushed_messages = 0
+                    self._last_flush_ms = self._clock()
+            for segment in dirty:
+                if segment.fd >= 0:
+                    segment.flush()
+            if directory_dirty:
+                fsync_directory(self.directory)
+            with self._lock:
+                if truncations == self._truncations and target > self._recovery_point:
+                    self._recovery_point = target
+
+    # -- retention, DeleteRecords, truncation ------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Remove the oldest non-active segments past retention.ms (by largest timestamp) or retention.bytes;
+        the number removed. Only for topics whose cleanup.policy includes delete."""
+        config = self._config
+        if not config.delete:
+            return 0
+        with self._lock:
+            segments = self._segments
+            candidates = segments[:-1]
+            count = 0
+            if config.retention_ms >= 0:
+                while count < len(candidates) and now_ms - candidates[count].largest_timestamp() > config.retention_ms:
+                    count += 1
+            if config.retention_bytes >= 0:
+                excess = sum(segment.size for segment in segments[count:]) - config.retention_bytes
+                while count < len(candidates) and excess >= candidates[count].size:
+                    excess -= candidates[count].size
+                    count += 1
+            if count:
+                self._remove_oldest(count, now_ms)
+            return count
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset`, drop whole segments below it; the new start."""
+        with self._lock:
+            if offset > self._log_end_offset:
+                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                 f"Cannot delete records up to {offset}: the log ends at {self._log_end_offset}")
+            if offset <= self._log_start_offset:
+                return self._log_start_offset
+            self._log_start_offset = offset
+            segments = self._segments
+            count = 0
+            while count < len(segments) - 1 and segments[count + 1].base_offset <= offset:
+                count += 1
+            if count:
+                self._remove_oldest(count, self._clock())
+            return self._log_start_offset
+
+    def _remove_oldest(self, count: int, now_ms: int) -> None:
+        removed, self._segments = self._segments[:count], self._segments[count:]
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self._schedule_deletion(removed, now_ms)
+
+    def _schedule_deletion(self, segments, now_ms: int) -> None:
+        deadline = now_ms + self._config.file_delete_delay_ms
+        for segment in segments:
+            segment.mark_deleted()
+            self._pending_deletes.append((deadline, segment))
+
+    def delete_expired_files(self, now_ms: int) -> int:
+        """Close and remove the `*.deleted` files whose delay has passed; how many segments went."""
+        with self._lock:
+            expired = [segment for deadline, segment in self._pending_deletes if deadline <= now_ms]
+            self._pending_deletes = [entry for entry in self._pending_deletes if entry[0] > now_ms]
+        for segment in expired:
+            segment.delete_files()
+        return len(expired)
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log so that `offset` is its end (a follower truncating to its leader). No-op at or past the end."""
+        with self._lock:
+            if offset >= self._log_end_offset:
+                return
+            if self._segments[0].base_offset > offset:
+                self._truncate_fully_and_start_at(offset)
+                return
+            kept = tuple(segment for segment in self._segments if segment.base_offset <= offset)
+            removed = self._segments[len(kept):]
+            self._segments = kept
+            self._schedule_deletion(removed, self._clock())
+            kept[-1].truncate_to(offset)
+            kept[-1].activate()
+            self._log_end_offset = offset
+            self._recovery_point = min(self._recovery_point, offset)
+            self._log_start_offset = min(self._log_start_offset, offset)
+            self._truncations += 1
+
+    def _truncate_fully_and_start_at(self, offset: int) -> None:
+        removed = self._segments
+        self._schedule_deletion(removed, self._clock())
+        self._segments = (Segment.create(self.directory, offset, self._config, self._clock()),)
+        self._log_end_offset = self._log_start_offset = self._recovery_point = offset
+        self._directory_dirty = True
+        self._truncations += 1
+
+    # -- shutdown ----------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, seal the active segment's indexes (trimmed, final time index entry) and close every file."""
+        self.flush()
+        with self._lock:
+            self._segments[-1].seal()
+            for segment in self._segments:
+                segment.close()
+            for _, segment in self._pending_deletes:
+                segment.delete_files()
+            self._pending_deletes = []
+
+    def delete_all(self) -> None:
+        """Topic deletion: close every file and remove the partition directory."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close()
+            for _, segment in self._pending_deletes:
+                segment.close()
+            self._pending_deletes = []
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.directory.name}, start={self._log_start_offset}, end={self._log_end_offset}, "
+                f"segments={len(self._segments)})")
+
+
+def _check_create_times(headers: list[BatchHeader], now: int, config: LogConfig) -> None:
+    """message.timestamp.{before,after}.max.ms against each batch's first and max timestamps (per batch, not per
+    record: a record older than its batch's first one is not caught)."""
+    earliest = now - config.message_timestamp_before_max_ms
+    latest = now + config.message_timestamp_after_max_ms
+    for header in headers:
+        too_old = header.base_timestamp != NO_TIMESTAMP and header.base_timestamp < earliest
+        if too_old or header.max_timestamp > latest:
+            raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
+                             f"Timestamp {header.base_timestamp}..{header.max_timestamp} is out of the accepted "
+                             f"range [{earliest}, {latest}]")
+
+
+def _check_increasing(headers: list[BatchHeader], log_end_offset: int) -> None:
+    next_offset = log_end_offset
+    for header in headers:
+        if header.base_offset < next_offset:
+            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             f"Batch at offset {header.base_offset} is below the next offset {next_offset}")
+        next_offset = header.last_offset + 1
+
+
+def _segment_base(name: str, suffix: str) -> int | None:
+    """Base offset of a segment file called `<20 digits><suffix>`, else None."""
+    stem = name[:-len(suffix)]
+    if name.endswith(suffix) and len(stem) == 20 and stem.isdigit():
+        return int(stem)
+    return None
+
+
+def _clear_stray_files(directory: Path) -> list[int]:
+    """Delete `*.deleted` and `*.cleaned` files and index files without a log; complete interrupted swaps by
+    renaming `*.swap` into place (the swapped segment's indexes are dropped so they are rebuilt). Returns the base
+    offsets of swapped-in segments."""
+    swapped = []
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if name.endswith(DELETED_SUFFIX) or name.endswith(CLEANED_SUFFIX):
+            path.unlink()
+        elif name.endswith(SWAP_SUFFIX):
+            target = path.with_name(name[:-len(SWAP_SUFFIX)])
+            os.replace(path, target)
+            base = _segment_base(target.name, LOG_SUFFIX)
+            if base is not None:
+                swapped.append(base)
+    for base in swapped:
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            (directory / segment_file_name(base, suffix)).unlink(missing_ok=True)
+    for path in directory.iterdir():
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            base = _segment_base(path.name, suffix)
+            if base is not None and not (directory / segment_file_name(base, LOG_SUFFIX)).exists():
+                path.unlink()
+    return swapped
+
+
+def _drop_segments_replaced_by_swap(segments: list[Segment], base: int) -> list[Segment]:
+    """Segments the compacted (swapped-in) segment at `base` replaces: those starting inside its offset range."""
+    swapped = next((segment for segment in segments if segment.base_offset == base), None)
+    if swapped is None:
+        return segments
+    kept = []
+    for segment in segments:
+        if base < segment.base_offset < swapped.next_offset:
+            segment.delete_files()
+        else:
+            kept.append(segment)
+    return kept

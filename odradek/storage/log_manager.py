@@ -1,0 +1,114 @@
+"""All partition logs of one log directory: loading at start, creation, deletion, checkpoints, periodic work.
+
+Layout (Kafka's): one directory `<topic>-<partition>` per partition (topic names may hold '.', '_' and '-', so the
+partition is what follows the LAST '-'); `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`
+beside them; `.kafka_cleanshutdown` present only while the broker is cleanly stopped. At start the marker decides
+whether every log runs recovery, and it is removed once the logs are open, so a crash from then on is unclean.
+The manager owns no thread or timer: the broker calls `checkpoint`, `run_retention` and `flush_due` on its own
+schedule (log.flush.offset.checkpoint.interval.ms, log.retention.check.interval.ms, log.flush.scheduler.interval.ms).
+Logs found on disk open with the broker-level defaults; the broker applies topic overrides with `Log.update_config`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from odradek.config import LogConfig
+from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
+from odradek.storage.log import Log, system_clock_ms
+from odradek.storage.segment import fsync_directory
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+
+TopicPartition = tuple[str, int]
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """(topic, partition) of a directory named `<topic>-<partition>`, else None."""
+    topic, dash, partition = name.rpartition("-")
+    if not dash or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    def __init__(self, log_dir: Path, broker_props: Mapping[str, Any], *,
+                 now_ms: Callable[[], int] = system_clock_ms):
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.default_config = LogConfig.resolve(None, broker_props)
+        self._clock = now_ms
+        self._lock = threading.Lock()
+        self._logs: dict[TopicPartition, Log] = {}
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        clean_shutdown = marker.exists()
+        recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
+        log_start_offsets = read_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+        for path in sorted(self.log_dir.iterdir()):
+            partition = parse_partition_dir(path.name)
+            if partition is None or not path.is_dir():
+                continue
+            self._logs[partition] = Log.open(path, self.default_config,
+                                             recovery_point=recovery_points.get(partition, 0),
+                                             clean_shutdown=clean_shutdown,
+                                             log_start_offset=log_start_offsets.get(partition), now_ms=now_ms)
+        marker.unlink(missing_ok=True)
+
+    def get(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def create(self, topic: str, partition: int, config: LogConfig) -> Log:
+        """The partition's log, created empty if it does not exist (an existing one takes `config`)."""
+        with self._lock:
+            log = self._logs.get((topic, partition))
+            if log is not None:
+                log.update_config(config)
+                return log
+            log = Log.open(self.log_dir / f"{topic}-{partition}", config, clean_shutdown=True, now_ms=self._clock)
+            self._logs[(topic, partition)] = log
+            return log
+
+    def delete_partition(self, topic: str, partition: int) -> None:
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+        if log is not None:
+            log.delete_all()
+
+    def logs(self) -> list[tuple[TopicPartition, Log]]:
+        return list(self._logs.items())
+
+    def checkpoint(self) -> None:
+        """Write both checkpoint files from the logs' current recovery points and start offsets."""
+        logs = self.logs()
+        write_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT,
+                         {partition: log.recovery_point for partition, log in logs})
+        write_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT,
+                         {partition: log.log_start_offset for partition, log in logs})
+
+    def run_retention(self, now_ms: int) -> int:
+        """Apply retention to every log and remove `*.deleted` files whose delay passed; segments removed."""
+        removed = 0
+        for _, log in self.logs():
+            removed += log.apply_retention(now_ms)
+            log.delete_expired_files(now_ms)
+        return removed
+
+    def flush_due(self, now_ms: int) -> None:
+        for _, log in self.logs():
+            log.flush_if_due(now_ms)
+
+    def close(self) -> None:
+        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
+        for _, log in self.logs():
+            log.close()
+        self.checkpoint()
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        with open(marker, "w") as file:
+            os.fsync(file.fileno())
+        fsync_directory(self.log_dir)

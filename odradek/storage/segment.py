@@ -1,0 +1,331 @@
+"""One log segment: a `.log` file of whole record batches plus its `.index` and `.timeindex`.
+
+Files are named by the 20-digit base offset (`00000000000000000000.log`). The segment keeps its log file open for
+its whole life, because the `FileRegion`s handed to fetches point into it: a removed segment is renamed
+`*.deleted` and its descriptor is closed only when the log deletes the files after `file.delete.delay.ms`.
+
+Everything here works per batch: appends index the batches they write, reads and lookups `pread` 61-byte headers
+and hop from batch to batch, and only timestamp lookups decode (one batch). `size` is the end of the last whole
+batch and is published after the bytes are written, so a reader that snapshots it never sees a partial batch.
+Recovery (`recover`) re-reads the file in large chunks, checks every batch (fits, magic 2, offsets increasing,
+CRC-32C), rebuilds both indexes from the valid ones and cuts the file after the last of them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from odradek.config import LogConfig
+from odradek.records.batch import (
+    BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, BatchHeader, batch_crc, decode_batch, parse_header,
+)
+from odradek.records.region import FileRegion
+from odradek.storage.index import OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+INT32_MAX = 2**31 - 1
+
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_SCAN_CHUNK_BYTES = 1 << 20
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make file creations, renames and removals in `directory` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view = view[written:]
+        position += written
+
+
+class Segment:
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int, size: int, now_ms: int):
+        self.base_offset = base_offset
+        self.fd = fd
+        self.size = size
+        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
+        self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX), base_offset,
+                                        config.segment_index_bytes)
+        self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), base_offset,
+                                    config.segment_index_bytes)
+        self.index_interval_bytes = config.index_interval_bytes
+        self.next_offset = base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self.rolling_timestamp: int | None = None  # max timestamp of the first batch: what segment.ms ages by
+        self.created_ms = now_ms
+        jitter_bound = min(config.segment_jitter_ms, config.segment_ms)
+        self.roll_jitter_ms = random.randrange(jitter_bound) if jitter_bound > 0 else 0
+        self.bytes_since_last_index_entry = 0
+        self.preallocated = False
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> "Segment":
+        """A new, empty, active segment (its files must not exist)."""
+        fd = os.open(directory / segment_file_name(base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_EXCL,
+                     0o644)
+        segment = cls(directory, base_offset, config, fd, 0, now_ms)
+        if config.preallocate:
+            os.posix_fallocate(fd, 0, config.segment_bytes)
+            segment.preallocated = True
+        segment.activate()
+        return segment
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> tuple["Segment", bool]:
+        """An existing segment, and whether both its indexes loaded and passed their sanity checks."""
+        fd = os.open(directory / segment_file_name(base_offset, LOG_SUFFIX), os.O_RDWR)
+        segment = cls(directory, base_offset, config, fd, os.fstat(fd).st_size, now_ms)
+        indexes_ok = segment.offset_index.load(segment.size) and segment.time_index.load()
+        if indexes_ok:
+            last = segment.time_index.last_entry()
+            if last is not None:
+                segment.max_timestamp, segment.offset_of_max_timestamp = last
+        else:
+            segment.offset_index.reset()
+            segment.time_index.reset()
+        return segment, indexes_ok
+
+    # -- appending ---------------------------------------------------------------------------------------------
+
+    def append(self, data, headers: list[BatchHeader]) -> None:
+        """Write whole batches at the end with one pwrite, then index them and publish the new size."""
+        position = self.size
+        _write_all(self.fd, data, position)
+        for header in headers:
+            self._index_batch(position, header)
+            position += header.size
+        self.size = position
+
+    def _index_batch(self, position: int, header: BatchHeader) -> None:
+        """Account for the batch at `position`: max timestamp, sparse index entries, next offset (Kafka's rules)."""
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        if self.rolling_timestamp is None:
+            self.rolling_timestamp = header.max_timestamp
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(header.last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += header.size
+        self.next_offset = header.last_offset + 1
+
+    def load_tail(self) -> None:
+        """Rebuild the in-memory append state from the batches after the last index entry (clean open, truncation)."""
+        last = self.time_index.last_entry()
+        self.max_timestamp, self.offset_of_max_timestamp = last if last else (NO_TIMESTAMP, self.base_offset)
+        position = self.offset_index.last_position()
+        self.next_offset = self.base_offset
+        self.rolling_timestamp = None
+        if self.size:
+            self.rolling_timestamp = self.read_header(0).max_timestamp
+        self.bytes_since_last_index_entry = self.size - position
+        for _, header in self.iter_headers(position):
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
+            self.next_offset = header.last_offset + 1
+
+    # -- reading -----------------------------------------------------------------------------------------------
+
+    def read_header(self, position: int) -> BatchHeader:
+        return parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
+
+    def iter_headers(self, start: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from `start` up to `end` (default: the published size)."""
+        end = self.size if end is None else end
+        position = start
+        while position + BATCH_HEADER_SIZE <= end:
+            raw = os.pread(self.fd, BATCH_HEADER_SIZE, position)
+            if len(raw) < BATCH_HEADER_SIZE:
+                return
+            header = parse_header(raw)
+            if header.size < BATCH_HEADER_SIZE:
+                return
+            yield position, header
+            position += header.size
+
+    def find_batch(self, offset: int, end: int | None = None) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= `offset`: index, then header hops."""
+        _, position = self.offset_index.lookup(offset)
+        for position, header in self.iter_headers(position, end):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None) -> FileRegion | None:
+        """Whole batches from the one holding `offset`, at least one, then more while they fit in `max_bytes`;
+        none whose base offset is >= `max_offset`."""
+        end_of_data = self.size
+        found = self.find_batch(offset, end_of_data)
+        if found is None:
+            return None
+        start, header = found
+        if max_offset is not None and header.base_offset >= max_offset:
+            return None
+        end = start + header.size
+        while end + LOG_OVERHEAD <= end_of_data:
+            base_offset, batch_length = _OFFSET_AND_LENGTH.unpack(os.pread(self.fd, LOG_OVERHEAD, end))
+            size = batch_length + LOG_OVERHEAD
+            if (max_offset is not None and base_offset >= max_offset) or end + size - start > max_bytes:
+                break
+            end += size
+        return FileRegion(self.fd, start, end - start)
+
+    def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `min_offset` whose timestamp is >= `timestamp`."""
+        below = self.time_index.floor_below(timestamp)
+        start = max(min_offset, below + 1 if below is not None else self.base_offset)
+        found = self.find_batch(start)
+        if found is None:
+            return None
+        for position, header in self.iter_headers(found[0]):
+            if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
+                for offset, record_timestamp in self._record_timestamps(position, header):
+                    if offset >= min_offset and record_timestamp >= timestamp:
+                        return offset, record_timestamp
+        return None
+
+    def find_max_timestamp_offset(self) -> int:
+        """Offset of the first record carrying the segment's max timestamp (decodes the one batch holding it)."""
+        found = self.find_batch(self.offset_of_max_timestamp)
+        if found is not None:
+            for offset, record_timestamp in self._record_timestamps(*found):
+                if record_timestamp == self.max_timestamp:
+                    return offset
+        return self.offset_of_max_timestamp
+
+    def _record_timestamps(self, position: int, header: BatchHeader) -> list[tuple[int, int]]:
+        _, records = decode_batch(os.pread(self.fd, header.size, position))
+        return [(header.base_offset + record.offset_delta, record.timestamp) for record in records]
+
+    def largest_timestamp(self) -> int:
+        """What retention.ms ages the segment by: its max record timestamp, else the file's mtime."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
+    # -- recovery and truncation -------------------------------------------------------------------------------
+
+    def recover(self) -> int:
+        """Check every batch, rebuild the indexes and cut the file after the last valid batch; bytes cut off."""
+        file_size = os.fstat(self.fd).st_size
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
+        self.rolling_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        valid_end = 0
+        for position, header in self._scan_valid_batches(file_size):
+            self._index_batch(position, header)
+            valid_end = position + header.size
+        if valid_end < file_size:
+            os.ftruncate(self.fd, valid_end)
+        self.size = valid_end
+        self.preallocated = False
+        self.offset_index.rewrite()
+        self.time_index.rewrite()
+        return file_size - valid_end
+
+    def _scan_valid_batches(self, file_size: int) -> Iterator[tuple[int, BatchHeader]]:
+        """Batches from the start of the file up to the first one that is cut short, malformed or fails its CRC."""
+        chunk = b""
+        chunk_start = 0
+        position = 0
+        next_offset = self.base_offset
+        while position + BATCH_HEADER_SIZE <= file_size:
+            if position + BATCH_HEADER_SIZE > chunk_start + len(chunk):
+                chunk, chunk_start = os.pread(self.fd, _SCAN_CHUNK_BYTES, position), position
+            header = parse_header(chunk, position - chunk_start)
+            size = header.size
+            if (header.magic != MAGIC_V2 or size < BATCH_HEADER_SIZE or position + size > file_size
+                    or header.base_offset < next_offset or header.last_offset_delta < 0
+                    or header.last_offset - self.base_offset > INT32_MAX):
+                return
+            if position + size > chunk_start + len(chunk):
+                chunk, chunk_start = os.pread(self.fd, max(size, _SCAN_CHUNK_BYTES), position), position
+            if batch_crc(chunk, position - chunk_start, size) != header.crc:
+                return
+            yield position, header
+            next_offset = header.last_offset + 1
+            position += size
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the batch holding `offset` and everything after it."""
+        found = self.find_batch(offset)
+        if found is None:
+            return
+        position = found[0]
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(offset)
+        self.load_tail()
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    def activate(self) -> None:
+        self.offset_index.activate()
+        self.time_index.activate()
+
+    def seal(self) -> None:
+        """The segment stops being active: final time index entry, indexes trimmed and synced (Kafka's roll)."""
+        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True)
+        self.offset_index.seal()
+        self.time_index.seal()
+        if self.preallocated:
+            os.ftruncate(self.fd, self.size)
+            self.preallocated = False
+
+    def flush(self) -> None:
+        os.fdatasync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def mark_deleted(self) -> None:
+        """Rename the files to `*.deleted`; the log descriptor stays open for regions already handed out."""
+        self.offset_index.close()
+        self.time_index.close()
+        for index in (self.offset_index, self.time_index):
+            if index.path.exists():
+                index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
+        deleted_log = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
+        os.replace(self.log_path, deleted_log)
+        self.log_path = deleted_log
+
+    def close(self) -> None:
+        self.offset_index.close()
+        self.time_index.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def delete_files(self) -> None:
+        self.close()
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"Segment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

@@ -201,7 +201,8 @@ def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset:
 
 
 class Record(NamedTuple):
-    """One record of a batch. `timestamp` is absolute; the absolute offset is the batch's base_offset + offset_delta."""
+    """One record of a batch. `timestamp` is absolute; the absolute offset is the batch's base_offset + offset_delta.
+    `decode_batch` gives `headers` as a list."""
 
     offset_delta: int
     timestamp: int

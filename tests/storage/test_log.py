@@ -1,0 +1,348 @@
+"""The partition log in normal operation: appends, reads, rolls, indexes, timestamps, flushing, retention,
+DeleteRecords, truncation."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+
+import pytest
+
+from odradek.config import LogConfig
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.batch import decode_batch, parse_header
+from odradek.storage.log import Log
+from odradek.storage.segment import DELETED_SUFFIX
+
+from .conftest import append, append_raw, batch, read_all
+
+
+def open_log(tmp_path, clock, **config) -> Log:
+    return Log.open(tmp_path / "topic-0", LogConfig(**config), clean_shutdown=True, now_ms=clock)
+
+
+def test_append_assigns_dense_offsets_and_reads_back(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    first = append(log, batch(3, tag=0))
+    second = append(log, batch(2, tag=1) + batch(4, tag=2))
+    assert (first.first_offset, first.last_offset, first.log_append_time_ms) == (0, 2, -1)
+    assert (second.first_offset, second.last_offset, second.log_start_offset) == (3, 8, 0)
+    assert log.log_end_offset == 9
+    records = read_all(log)
+    assert [offset for offset, _ in records] == list(range(9))
+    assert [value[:4] for _, value in records][3:5] == [b"1:0:", b"1:1:"]
+    region = log.read(4, 1)  # inside the second batch
+    header = parse_header(region.read_bytes())
+    assert (header.base_offset, header.last_offset, region.length) == (3, 4, header.size)
+    assert log.read(9, 100) is None
+    for bad in (-1, 10):
+        with pytest.raises(KafkaError) as info:
+            log.read(bad, 100)
+        assert info.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_read_returns_at_least_one_whole_batch_then_what_fits(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    sizes = []
+    for index in range(5):
+        data = batch(1, value_size=1000 * (index + 1), tag=index)
+        sizes.append(len(data))
+        append(log, data)
+    assert log.read(0, 10).length == sizes[0]  # larger than max_bytes, still whole
+    assert log.read(0, sizes[0] + sizes[1] - 1).length == sizes[0]
+    assert log.read(0, sizes[0] + sizes[1]).length == sizes[0] + sizes[1]
+    assert log.read(2, 10**9).length == sum(sizes[2:])
+
+
+def test_read_stops_before_max_offset(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    for index in range(4):
+        append(log, batch(2, tag=index))
+    region = log.read(0, 10**6, max_offset=4)
+    assert [h.base_offset for h in _headers(region.read_bytes())] == [0, 2]
+    assert log.read(4, 10**6, max_offset=4) is None
+    assert [h.base_offset for h in _headers(log.read(3, 10**6, max_offset=5).read_bytes())] == [2, 4]
+
+
+def _headers(data: bytes):
+    position, out = 0, []
+    while position < len(data):
+        header = parse_header(data, position)
+        out.append(header)
+        position += header.size
+    return out
+
+
+def test_roll_by_size_and_reads_across_segments(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_bytes=1000, index_interval_bytes=100)
+    for index in range(40):
+        append(log, batch(2, value_size=50, tag=index))
+    assert len(log.segments) > 5
+    assert all(segment.size <= 1000 for segment in log.segments)
+    assert [s.base_offset for s in log.segments] == sorted(s.base_offset for s in log.segments)
+    for previous, segment in zip(log.segments, log.segments[1:]):
+        assert previous.next_offset == segment.base_offset
+    assert [offset for offset, _ in read_all(log, max_bytes=300)] == list(range(80))
+    names = sorted(os.listdir(log.directory))
+    assert names[:3] == ["00000000000000000000.index", "00000000000000000000.log",
+                         "00000000000000000000.timeindex"]
+
+
+def test_read_continues_into_next_segment_over_a_gap(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_bytes=150)
+    append_raw(log, batch(2, base_offset=0))
+    append_raw(log, batch(2, base_offset=10))  # offsets 2..9 do not exist (compacted away); rolls by size
+    assert [s.base_offset for s in log.segments] == [0, 10]
+    assert parse_header(log.read(5, 100).read_bytes()).base_offset == 10
+    with pytest.raises(KafkaError):
+        append_raw(log, batch(1, base_offset=11))  # below the log end offset 12
+
+
+def test_roll_by_time_uses_record_timestamps_then_clock(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_ms=100)
+    append(log, batch(1, timestamp=5000))
+    append(log, batch(1, timestamp=5100))  # exactly segment.ms: not yet
+    assert len(log.segments) == 1
+    append(log, batch(1, timestamp=5101))
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    append(log, batch(1, timestamp=4000))  # older than the segment's first batch: no roll
+    log.roll()
+    append(log, batch(1, timestamp=-1))  # no timestamps: the segment ages by its creation time
+    append(log, batch(1, timestamp=-1), now_ms=clock.now + 100)
+    append(log, batch(1, timestamp=-1), now_ms=clock.now + 101)
+    assert [s.base_offset for s in log.segments] == [0, 2, 4, 6]
+
+
+def test_full_index_rolls(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_index_bytes=24, index_interval_bytes=0)  # 3 offset entries
+    for index in range(10):
+        append(log, batch(1, timestamp=1000 + index))
+    assert all(len(segment.offset_index) <= 3 for segment in log.segments)
+    assert len(log.segments) >= 3
+    assert [offset for offset, _ in read_all(log)] == list(range(10))
+
+
+def test_index_files_are_preallocated_while_active_and_trimmed_on_roll(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_index_bytes=8000, index_interval_bytes=50)
+    for index in range(20):
+        append(log, batch(2, timestamp=1000 + index, value_size=40))
+    active = log.segments[0]
+    assert os.path.getsize(active.offset_index.path) == 8000
+    assert os.path.getsize(active.time_index.path) == 7992  # whole 12-byte entries
+    log.roll()
+    assert os.path.getsize(active.offset_index.path) == 8 * len(active.offset_index) > 0
+    assert os.path.getsize(active.time_index.path) == 12 * len(active.time_index) > 0
+    log.close()
+
+
+def test_sparse_index_lookups_land_on_or_before_the_batch(tmp_path, clock):
+    log = open_log(tmp_path, clock, index_interval_bytes=200)
+    rng = random.Random(7)
+    for index in range(60):
+        append(log, batch(rng.randint(1, 4), value_size=rng.randint(5, 120), tag=index))
+    [segment] = log.segments
+    positions = {header.base_offset: (position, header) for position, header in segment.iter_headers(0)}
+    assert len(segment.offset_index) > 10
+    for offset in range(log.log_end_offset):
+        _, position = segment.offset_index.lookup(offset)
+        found_position, header = segment.find_batch(offset)
+        assert position <= found_position
+        assert header.base_offset <= offset <= header.last_offset
+        assert positions[header.base_offset][0] == found_position
+
+
+def test_offset_for_timestamp_matches_brute_force(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_bytes=2000, index_interval_bytes=150)
+    rng = random.Random(3)
+    everything = []
+    for index in range(80):
+        count = rng.randint(1, 4)
+        timestamps = [rng.randint(0, 5000) for _ in range(count)]
+        result = append(log, batch(count, timestamps=timestamps, tag=index))
+        everything += [(result.first_offset + i, ts) for i, ts in enumerate(timestamps)]
+    assert len(log.segments) > 3
+    for target in list(range(-5, 5100, 97)) + [ts for _, ts in everything[::7]]:
+        expected = next(((o, ts) for o, ts in everything if ts >= target), None)
+        assert log.offset_for_timestamp(target) == expected, target
+    best = max(ts for _, ts in everything)
+    assert log.max_timestamp() == (next(o for o, ts in everything if ts == best), best)
+
+
+def test_offset_for_timestamp_respects_log_start(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    append(log, batch(3, timestamps=[10, 20, 30]))
+    log.delete_records_before(2)
+    assert log.offset_for_timestamp(0) == (2, 30)
+
+
+def test_log_append_time(tmp_path, clock):
+    log = open_log(tmp_path, clock, message_timestamp_type="LogAppendTime")
+    result = append(log, batch(3, timestamp=5), now_ms=777_000)
+    assert result.log_append_time_ms == 777_000
+    header, records = decode_batch(log.read(0, 1000).read_bytes())
+    assert header.timestamp_type == 1 and [r.timestamp for r in records] == [777_000] * 3
+    assert log.max_timestamp() == (0, 777_000)
+
+
+def test_create_time_bounds_and_size_limits(tmp_path, clock):
+    log = open_log(tmp_path, clock, message_timestamp_after_max_ms=1000, message_timestamp_before_max_ms=5000,
+                   max_message_bytes=500)
+    now = clock.now
+    append(log, batch(1, timestamp=now + 1000))
+    append(log, batch(1, timestamp=-1))
+    for timestamp in (now + 1001, now - 5001):
+        with pytest.raises(KafkaError) as info:
+            append(log, batch(1, timestamp=timestamp))
+        assert info.value.code == ErrorCode.INVALID_TIMESTAMP
+    with pytest.raises(KafkaError) as info:
+        append(log, batch(1, value_size=600))
+    assert info.value.code == ErrorCode.MESSAGE_TOO_LARGE
+    assert log.log_end_offset == 2
+
+
+def test_flush_policies_move_the_recovery_point(tmp_path, clock):
+    log = open_log(tmp_path / "a", clock, flush_messages=3)
+    append(log, batch(2))
+    assert log.recovery_point == 0
+    append(log, batch(1))
+    assert log.recovery_point == 3
+    timed = open_log(tmp_path / "b", clock, flush_ms=1000)
+    append(timed, batch(2))
+    timed.flush_if_due(clock.now + 999)
+    assert timed.recovery_point == 0
+    timed.flush_if_due(clock.now + 1000)
+    assert timed.recovery_point == 2
+    default = open_log(tmp_path / "c", clock)
+    append(default, batch(2))
+    default.roll()
+    append(default, batch(2))
+    default.flush_if_due(clock.now)  # a rolled segment is flushed even under the default policy
+    assert default.recovery_point == 2
+    default.flush()
+    assert default.recovery_point == 4
+
+
+def test_retention_by_time_never_the_active_segment(tmp_path, clock):
+    log = open_log(tmp_path, clock, retention_ms=1000, file_delete_delay_ms=500)
+    for index in range(4):
+        append(log, batch(2, timestamp=10_000 + index * 1000, tag=index))
+        log.roll()
+    append(log, batch(1, timestamp=1))  # the active segment: old but never removed
+    assert log.apply_retention(11_000) == 0
+    assert log.apply_retention(12_001) == 2  # largest timestamps 10_000 and 11_000 are > 1000 ms old
+    assert log.log_start_offset == 4 == log.segments[0].base_offset
+    assert log.apply_retention(10**9) == 2
+    assert len(log.segments) == 1 and log.log_start_offset == 8
+    deleted = [name for name in os.listdir(log.directory) if name.endswith(DELETED_SUFFIX)]
+    assert len(deleted) == 12
+    assert log.delete_expired_files(12_400) == 0
+    assert log.delete_expired_files(12_501) == 2
+    assert log.delete_expired_files(10**9 + 500) == 2
+    assert not [name for name in os.listdir(log.directory) if name.endswith(DELETED_SUFFIX)]
+    with pytest.raises(KafkaError):
+        log.read(0, 100)
+
+
+def test_retention_by_bytes_and_policy(tmp_path, clock):
+    log = open_log(tmp_path, clock, retention_bytes=3000, retention_ms=-1, segment_bytes=1000)
+    for index in range(30):
+        append(log, batch(1, value_size=200, tag=index))
+    before = log.size_bytes
+    removed = log.apply_retention(clock.now)
+    assert removed > 0 and before > log.size_bytes
+    assert 3000 <= log.size_bytes < 3000 + log.segments[0].size  # Kafka's rule: whole segments, never below
+    compacted = open_log(tmp_path / "c", clock, retention_bytes=1, segment_bytes=1000, cleanup_policy=("compact",))
+    for index in range(10):
+        append(compacted, batch(1, value_size=200))
+    assert compacted.apply_retention(clock.now) == 0
+
+
+def test_region_stays_readable_after_its_segment_is_deleted(tmp_path, clock):
+    log = open_log(tmp_path, clock, retention_ms=10, file_delete_delay_ms=1000)
+    append(log, batch(3, timestamp=100))
+    log.roll()
+    append(log, batch(1, timestamp=10**9))
+    region = log.read(0, 10**6)
+    expected = region.read_bytes()
+    assert log.apply_retention(10**6) == 1
+    assert not log.segments[0].base_offset == 0
+    assert region.read_bytes() == expected  # renamed to .deleted, descriptor still open
+    log.delete_expired_files(10**6 + 1000)
+    with pytest.raises(OSError):
+        region.read_bytes()
+
+
+def test_delete_records_before(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    for index in range(3):
+        append(log, batch(2, tag=index))
+        log.roll()
+    assert log.delete_records_before(3) == 3
+    assert [s.base_offset for s in log.segments] == [2, 4, 6]
+    with pytest.raises(KafkaError):
+        log.read(2, 100)
+    assert read_all(log)[0][0] == 2  # the batch holding offset 3 starts at 2
+    assert log.delete_records_before(1) == 3
+    assert log.delete_records_before(6) == 6 and [s.base_offset for s in log.segments] == [6]
+    with pytest.raises(KafkaError) as info:
+        log.delete_records_before(7)
+    assert info.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_truncate_to(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_bytes=600, index_interval_bytes=50)
+    for index in range(20):
+        append(log, batch(2, value_size=60, timestamp=1000 + index, tag=index))
+    assert len(log.segments) > 3
+    log.truncate_to(17)  # inside the batch 16..17: the whole batch goes, the log ends at 17 as in Kafka
+    assert log.log_end_offset == 17
+    assert [offset for offset, _ in read_all(log)] == list(range(16))
+    assert log.max_timestamp()[1] == 1007
+    assert append(log, batch(1)).first_offset == 17
+    log.truncate_to(0)
+    assert log.log_end_offset == 0 and read_all(log) == []
+    assert append(log, batch(2)).last_offset == 1
+    log.delete_records_before(2)
+    log.truncate_to(1)
+    assert (log.log_start_offset, log.log_end_offset) == (1, 1)
+
+
+def test_update_config_and_delete_all(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    append(log, batch(1))
+    log.update_config(LogConfig(max_message_bytes=100))
+    assert log.config.max_message_bytes == 100
+    with pytest.raises(KafkaError):
+        append(log, batch(1, value_size=200))
+    log.delete_all()
+    assert not log.directory.exists()
+
+
+def test_readers_never_wait_for_or_trip_over_appends(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_bytes=4000, index_interval_bytes=100)
+    append(log, batch(1))
+    errors = []
+    stop = threading.Event()
+
+    def reader():
+        try:
+            while not stop.is_set():
+                end = log.log_end_offset
+                offset = random.randrange(log.log_start_offset, end)
+                data = log.read(offset, 2000).read_bytes()
+                header, _ = decode_batch(data)
+                assert header.base_offset <= offset <= header.last_offset
+        except Exception as error:  # noqa: BLE001 - reported to the main thread
+            errors.append(error)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for index in range(400):
+            append(log, batch(2, value_size=50, tag=index))
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors
+    assert len(log.segments) > 5

@@ -140,6 +140,15 @@ class OffsetIndex(_IndexFile):
             return self.base_offset, 0
         return self.base_offset + self._keys[slot], self._positions[slot]
 
+    def floor_position(self, max_position: int, below_offset: int | None) -> int:
+        """Position of the last indexed batch that starts at or before `max_position` and ends below
+        `below_offset` (None: no bound); 0 if none. What precedes it in the file is whole batches below that
+        offset, so a read can jump there instead of hopping over every header."""
+        slot = bisect.bisect_right(self._positions, max_position)
+        if below_offset is not None:
+            slot = min(slot, bisect.bisect_left(self._keys, below_offset - self.base_offset))
+        return self._positions[slot - 1] if slot > 0 else 0
+
     def last_position(self) -> int:
         return self._positions[-1] if self._positions else 0
 

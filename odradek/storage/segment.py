@@ -176,7 +176,8 @@ class Segment:
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None) -> FileRegion | None:
         """Whole batches from the one holding `offset`, at least one, then more while they fit in `max_bytes`;
-        none whose base offset is >= `max_offset`."""
+        none whose base offset is >= `max_offset`. The offset index skips to the last indexed batch that fits, so
+        only the headers after it (under index.interval.bytes of them) are read one by one."""
         end_of_data = self.size
         found = self.find_batch(offset, end_of_data)
         if found is None:
@@ -184,7 +185,8 @@ class Segment:
         start, header = found
         if max_offset is not None and header.base_offset >= max_offset:
             return None
-        end = start + header.size
+        end = max(start + header.size,
+                  self.offset_index.floor_position(min(start + max_bytes, end_of_data), max_offset))
         while end + LOG_OVERHEAD <= end_of_data:
             base_offset, batch_length = _OFFSET_AND_LENGTH.unpack(os.pread(self.fd, LOG_OVERHEAD, end))
             size = batch_length + LOG_OVERHEAD

@@ -346,3 +346,29 @@ def test_readers_never_wait_for_or_trip_over_appends(tmp_path, clock):
         thread.join()
     assert not errors
     assert len(log.segments) > 5
+
+
+def test_region_boundaries_match_a_batch_by_batch_walk(tmp_path, clock):
+    """Reads jump through the offset index; the regions must equal what walking every header would give."""
+    log = open_log(tmp_path, clock, index_interval_bytes=150)
+    rng = random.Random(9)
+    for index in range(120):
+        append(log, batch(rng.randint(1, 3), value_size=rng.randint(5, 90), tag=index))
+    [segment] = log.segments
+    batches = [(position, header) for position, header in segment.iter_headers(0)]
+    for _ in range(300):
+        offset = rng.randrange(log.log_end_offset)
+        max_bytes = rng.randint(1, 4000)
+        max_offset = rng.choice([None, rng.randrange(log.log_end_offset + 1)])
+        first = next(i for i, (_, header) in enumerate(batches) if header.last_offset >= offset)
+        start = batches[first][0]
+        if max_offset is not None and batches[first][1].base_offset >= max_offset:
+            assert log.read(offset, max_bytes, max_offset=max_offset) is None
+            continue
+        end = start + batches[first][1].size
+        for position, header in batches[first + 1:]:
+            if (max_offset is not None and header.base_offset >= max_offset) or position + header.size - start > max_bytes:
+                break
+            end = position + header.size
+        region = log.read(offset, max_bytes, max_offset=max_offset)
+        assert (region.position, region.length) == (start, end - start)

@@ -216,3 +216,19 @@ def test_unclean_flag_alone_triggers_recovery(tmp_path, clock, damage):
     log = reopen(directory, clock, recovery_point=everything[-1][0] + 1)
     assert read_all(log) == everything
     assert append(log, batch(1)).first_offset == everything[-1][0] + 1
+
+
+def test_preallocated_segments_are_trimmed_on_roll_and_recovered_after_a_crash(tmp_path, clock):
+    config = LogConfig(segment_bytes=3000, preallocate=True)
+    directory = tmp_path / "topic-0"
+    log = Log.open(directory, config, clean_shutdown=True, now_ms=clock)
+    for index in range(10):
+        append(log, batch(2, value_size=200, tag=index))
+    first, active = log.segments[0], log.segments[-1]
+    assert len(log.segments) > 1
+    assert first.log_path.stat().st_size == first.size
+    assert active.log_path.stat().st_size == 3000 > active.size
+    everything = read_all(log)
+    log = Log.open(directory, config, clean_shutdown=False, now_ms=clock)  # the zero-filled tail is cut
+    assert read_all(log) == everything
+    assert log.segments[-1].log_path.stat().st_size == log.segments[-1].size

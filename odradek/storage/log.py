@@ -89,7 +89,7 @@ class Log:
         else:
             first_unflushed = max(0, bisect.bisect_right(segments, recovery_point, key=_BASE_OFFSET_OF) - 1)
         for position, (segment, indexes_ok) in enumerate(loaded):
-            if position >= first_unflushed or not indexes_ok:
+            if position >= first_unflushed or not indexes_ok or not segment.load_tail():
                 cut = segment.recover()
                 recovered = True
                 if cut and position >= first_unflushed:
@@ -97,8 +97,6 @@ class Log:
                         later.delete_files()
                     segments = segments[:position + 1]
                     break
-            else:
-                segment.load_tail()
         for base in swapped_bases:
             segments = _drop_segments_replaced_by_swap(segments, base)
         if not segments:

@@ -132,8 +132,9 @@ class Segment:
         self.bytes_since_last_index_entry += header.size
         self.next_offset = header.last_offset + 1
 
-    def load_tail(self) -> None:
-        """Rebuild the in-memory append state from the batches after the last index entry (clean open, truncation)."""
+    def load_tail(self) -> bool:
+        """Rebuild the in-memory append state from the batches after the last index entry (clean open, truncation);
+        False if those batches do not end exactly at the end of the file (the segment then needs `recover`)."""
         last = self.time_index.last_entry()
         self.max_timestamp, self.offset_of_max_timestamp = last if last else (NO_TIMESTAMP, self.base_offset)
         position = self.offset_index.last_position()
@@ -142,10 +143,13 @@ class Segment:
         if self.size:
             self.rolling_timestamp = self.read_header(0).max_timestamp
         self.bytes_since_last_index_entry = self.size - position
-        for _, header in self.iter_headers(position):
+        end = position
+        for position, header in self.iter_headers(position):
             if header.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
             self.next_offset = header.last_offset + 1
+            end = position + header.size
+        return end == self.size
 
     # -- reading -----------------------------------------------------------------------------------------------
 
@@ -153,7 +157,8 @@ class Segment:
         return parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
 
     def iter_headers(self, start: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of each batch from `start` up to `end` (default: the published size)."""
+        """(position, header) of each whole batch from `start` up to `end` (default: the published size), stopping
+        at anything that is not a plausible v2 batch header."""
         end = self.size if end is None else end
         position = start
         while position + BATCH_HEADER_SIZE <= end:
@@ -161,7 +166,7 @@ class Segment:
             if len(raw) < BATCH_HEADER_SIZE:
                 return
             header = parse_header(raw)
-            if header.size < BATCH_HEADER_SIZE:
+            if header.magic != MAGIC_V2 or header.size < BATCH_HEADER_SIZE or position + header.size > end:
                 return
             yield position, header
             position += header.size

@@ -232,3 +232,19 @@ def test_preallocated_segments_are_trimmed_on_roll_and_recovered_after_a_crash(t
     log = Log.open(directory, config, clean_shutdown=False, now_ms=clock)  # the zero-filled tail is cut
     assert read_all(log) == everything
     assert log.segments[-1].log_path.stat().st_size == log.segments[-1].size
+
+
+def test_a_torn_tail_behind_a_clean_marker_is_still_recovered(tmp_path, clock):
+    """The clean-shutdown marker is trusted, but the headers after the last index entry are read anyway: if they
+    do not end at the end of the file, the segment is recovered rather than served with a partial batch."""
+    directory = tmp_path / "topic-0"
+    log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
+    for index in range(5):
+        append(log, batch(2, value_size=100, tag=index))
+    everything = read_all(log)
+    log.close()
+    active = active_log_file(directory)
+    os.truncate(active, active.stat().st_size - 7)
+    log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
+    assert read_all(log) == everything[:-2]
+    assert append(log, batch(1)).first_offset == everything[-2][0]

@@ -2,7 +2,7 @@
 
 Plain code: every method takes `now_ms` and nothing here sleeps or touches a socket, so the rules can be tested by
 calling methods in order. A request that has to wait (JoinGroup until every member has rejoined, SyncGroup until the
-leader's assignment) gets `WAIT` back; its answer appears later in `outbox` as (kind, member_id, result), produced by
+leader's assignment) gets `Wait(member_id)` back; its answer appears later in `outbox` as (kind, member_id, result), produced by
 another member's request or by `expire(now_ms)` once a deadline reported by `next_deadline()` has passed. The
 asyncio layer (coordinator.py) owns the futures and the timer and delivers the outbox after every call.
 
@@ -30,14 +30,10 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
 
-class Wait:
-    """The answer to this request comes later, through the group's outbox."""
+class Wait(NamedTuple):
+    """The answer to this member's request comes later, through the group's outbox."""
 
-    def __repr__(self) -> str:
-        return "WAIT"
-
-
-WAIT = Wait()
+    member_id: str
 
 
 class ClassicGroupConfig(NamedTuple):
@@ -164,7 +160,7 @@ class ClassicGroup:
                 if each.awaiting_sync:
                     each.awaiting_sync = False
                     self.outbox.append((SYNC, each.member_id, self._sync_result(each)))
-        return WAIT
+        return Wait(member_id)
 
     def heartbeat(self, *, member_id: str, instance_id: str | None, generation: int, now_ms: int) -> None:
         """Returns when the member is in good standing; raises REBALANCE_IN_PROGRESS to make it rejoin."""
@@ -270,7 +266,7 @@ class ClassicGroup:
             self.pending_members[fresh.member_id] = now_ms + fresh.session_timeout_ms
             return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, fresh.member_id)
         self._add_member_and_rebalance(fresh, now_ms)
-        return WAIT
+        return Wait(fresh.member_id)
 
     def _join_known(self, fresh: ClassicMember, now_ms: int):
         member_id = fresh.member_id
@@ -279,7 +275,7 @@ class ClassicGroup:
             if len(self.members) >= self.config.max_size:
                 raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED)
             self._add_member_and_rebalance(fresh, now_ms)
-            return WAIT
+            return Wait(member_id)
         member = self._validate_member(member_id, fresh.instance_id)
         unchanged = member.protocols == fresh.protocols
         if self.state is GroupState.COMPLETING_REBALANCE and unchanged:
@@ -290,7 +286,7 @@ class ClassicGroup:
         member.awaiting_join = True
         if self.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(now_ms)
-        return WAIT
+        return Wait(member_id)
 
     def _replace_static_member(self, fresh: ClassicMember, now_ms: int):
         """A static member restarted: its new member id takes over the old one's place and assignment."""
@@ -310,7 +306,7 @@ class ClassicGroup:
         fresh.awaiting_join = True
         if self.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(now_ms)
-        return WAIT
+        return Wait(fresh.member_id)
 
     def _add_member_and_rebalance(self, member: ClassicMember, now_ms: int) -> None:
         if self.is_empty:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.coordinator.classic import (JOIN, SYNC, WAIT, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
-                                         SyncResult)
+from odradek.coordinator.classic import (JOIN, SYNC, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
+                                         SyncResult, Wait)
 from odradek.errors import ErrorCode, KafkaError
 
 CONFIG = ClassicGroupConfig(min_session_timeout_ms=6000, max_session_timeout_ms=1800000,
@@ -30,7 +30,7 @@ def new_member(group, now=0, **kwargs) -> str:
     """Join with an empty id, get MEMBER_ID_REQUIRED and rejoin with the id handed out; returns that id."""
     first = join(group, now=now, **kwargs)
     assert first.error == ErrorCode.MEMBER_ID_REQUIRED
-    assert join(group, first.member_id, now=now, **kwargs) is WAIT
+    assert isinstance(join(group, first.member_id, now=now, **kwargs), Wait)
     return first.member_id
 
 
@@ -45,7 +45,7 @@ def stable_group(n=2):
         return group, ids
     for _ in range(n - 1):
         ids.append(new_member(group))
-    assert join(group, ids[0]) is WAIT
+    assert isinstance(join(group, ids[0]), Wait)
     joins = take(group, JOIN)
     leader = group.leader
     generation = joins[leader].generation
@@ -66,14 +66,14 @@ def test_member_id_required_then_join_completes_with_leader_and_protocol():
                                 [(member_id, None, b"r-meta")])
     assert group.state is GroupState.COMPLETING_REBALANCE
     assert group.sync(member_id=member_id, instance_id=None, generation=1, protocol_type="consumer",
-                      protocol_name="range", assignments={member_id: b"mine"}, now_ms=5) is WAIT
+                      protocol_name="range", assignments={member_id: b"mine"}, now_ms=5) == Wait(member_id)
     assert take(group, SYNC) == {member_id: SyncResult(ErrorCode.NONE, "consumer", "range", b"mine")}
     assert group.state is GroupState.STABLE
 
 
 def test_old_join_versions_get_a_member_id_without_the_extra_round_trip():
     group = ClassicGroup("g", CONFIG, 0)
-    assert join(group, require_known=False) is WAIT
+    assert isinstance(join(group, require_known=False), Wait)
     (answer,) = take(group, JOIN).values()
     assert answer.error == ErrorCode.NONE and answer.member_id.startswith("c-")
 
@@ -174,7 +174,7 @@ def test_rebalance_during_completing_answers_waiting_syncs_with_rebalance_in_pro
     take(group, JOIN)
     follower = next(m for m in (a, b, new) if m != group.leader)
     assert group.sync(member_id=follower, instance_id=None, generation=3, protocol_type=None, protocol_name=None,
-                      assignments={}, now_ms=0) is WAIT
+                      assignments={}, now_ms=0) == Wait(follower)
     group.leave([(new if new != follower and new != group.leader else a, None)], now_ms=1)
     assert take(group, SYNC)[follower].error == ErrorCode.REBALANCE_IN_PROGRESS
 
@@ -183,7 +183,7 @@ def test_static_member_restart_takes_over_without_rebalance_and_old_id_is_fenced
     group = ClassicGroup("g", CONFIG, 0)
     leader_id = new_member(group)
     take(group, JOIN)
-    assert join(group, instance_id="static-1") is WAIT  # static members skip MEMBER_ID_REQUIRED
+    assert isinstance(join(group, instance_id="static-1"), Wait)  # static members skip MEMBER_ID_REQUIRED
     join(group, leader_id)
     answers = take(group, JOIN)
     static_id = next(m for m in answers if m != leader_id)

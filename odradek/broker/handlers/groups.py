@@ -1,0 +1,384 @@
+"""Consumer-group APIs: FindCoordinator, the classic JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-848's
+ConsumerGroupHeartbeat/ConsumerGroupDescribe, OffsetCommit/OffsetFetch/OffsetDelete, and group administration.
+
+Only wire translation lives here: each handler reads the fields its version carries, calls the GroupCoordinator
+(odradek/coordinator/coordinator.py) and turns results and KafkaError codes into that version's response.
+JoinGroup and SyncGroup return a coroutine when the coordinator hands back a future, so the connection's in-order
+answer queue waits for the rebalance without blocking anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from odradek.coordinator.classic import ClassicGroup, JoinResult, SyncResult
+from odradek.coordinator.consumer import ConsumerGroup
+from odradek.coordinator.coordinator import GroupCoordinator
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+
+FIND_COORDINATOR = api("FindCoordinator")
+JOIN_GROUP = api("JoinGroup")
+SYNC_GROUP = api("SyncGroup")
+HEARTBEAT = api("Heartbeat")
+LEAVE_GROUP = api("LeaveGroup")
+OFFSET_COMMIT = api("OffsetCommit")
+OFFSET_FETCH = api("OffsetFetch")
+OFFSET_DELETE = api("OffsetDelete")
+DESCRIBE_GROUPS = api("DescribeGroups")
+LIST_GROUPS = api("ListGroups")
+DELETE_GROUPS = api("DeleteGroups")
+CONSUMER_GROUP_HEARTBEAT = api("ConsumerGroupHeartbeat")
+CONSUMER_GROUP_DESCRIBE = api("ConsumerGroupDescribe")
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+NO_AUTHORIZED_OPERATIONS = -2147483648
+CONSUMER_MEMBER_TYPE = 1
+
+
+def _client_host(connection) -> str:
+    """Kafka reports a member's host as Java's InetAddress.toString(): "/127.0.0.1"."""
+    return "/" + connection.peer.rsplit(":", 1)[0]
+
+
+def handlers(broker) -> dict:
+    def coordinator() -> GroupCoordinator:
+        return broker.group_coordinator
+
+    # ----------------------------------------------------------------------------------- FindCoordinator
+    def answer_find_coordinator(connection, header, request):
+        Response = FIND_COORDINATOR.response
+        version = header.api_version
+        key_type = request.key_type if version >= 1 else GROUP_KEY
+
+        def locate(key: str) -> tuple[ErrorCode, str | None]:
+            if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+                return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+            if not key:
+                return ErrorCode.INVALID_REQUEST, "The coordinator key must not be empty."
+            if key_type == GROUP_KEY:
+                try:
+                    coordinator().ensure_offsets_topic()
+                except (KafkaError, OSError) as exc:
+                    return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
+            return ErrorCode.NONE, None
+
+        host, port, node = broker.advertised_host, broker.advertised_port, broker.node_id
+        if version >= 4:
+            coordinators = []
+            for key in request.coordinator_keys:
+                code, message = locate(key)
+                found = code == ErrorCode.NONE
+                coordinators.append(Response.Coordinator(
+                    key=key, node_id=node if found else -1, host=host if found else "",
+                    port=port if found else -1, error_code=code, error_message=message))
+            return Response(throttle_time_ms=0, coordinators=coordinators)
+        code, message = locate(request.key)
+        found = code == ErrorCode.NONE
+        return Response(throttle_time_ms=0, error_code=code, error_message=message, node_id=node if found else -1,
+                        host=host if found else "", port=port if found else -1)
+
+    # ------------------------------------------------------------------------------------------ JoinGroup
+    def answer_join_group(connection, header, request):
+        Response = JOIN_GROUP.response
+        version = header.api_version
+
+        def respond(result: JoinResult):
+            ok = result.error == ErrorCode.NONE
+            return Response(
+                throttle_time_ms=0, error_code=result.error, generation_id=result.generation if ok else -1,
+                protocol_type=result.protocol_type if ok else None,
+                protocol_name=result.protocol_name if ok else (None if version >= 7 else ""),
+                leader=result.leader if ok else "", skip_assignment=False, member_id=result.member_id,
+                members=[Response.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=data)
+                         for m, i, data in result.members])
+
+        try:
+            answer = coordinator().join(
+                request.group_id, member_id=request.member_id,
+                instance_id=request.group_instance_id if version >= 5 else None,
+                client_id=header.client_id or "", client_host=_client_host(connection),
+                session_timeout_ms=request.session_timeout_ms,
+                rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else -1,
+                protocol_type=request.protocol_type,
+                protocols=[(p.name, p.metadata) for p in request.protocols],
+                require_known_member_id=version >= 4)
+        except KafkaError as exc:
+            return respond(JoinResult(exc.code, request.member_id))
+        if isinstance(answer, asyncio.Future):
+            return _await(answer, respond, lambda code: respond(JoinResult(code, request.member_id)))
+        return respond(answer)
+
+    # ------------------------------------------------------------------------------------------ SyncGroup
+    def answer_sync_group(connection, header, request):
+        Response = SYNC_GROUP.response
+        version = header.api_version
+
+        def respond(result: SyncResult):
+            return Response(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
+                            protocol_name=result.protocol_name, assignment=result.assignment)
+
+        try:
+            answer = coordinator().sync(
+                request.group_id, member_id=request.member_id,
+                instance_id=request.group_instance_id if version >= 3 else None,
+                generation=request.generation_id,
+                protocol_type=request.protocol_type if version >= 5 else None,
+                protocol_name=request.protocol_name if version >= 5 else None,
+                assignments={a.member_id: a.assignment for a in request.assignments})
+        except KafkaError as exc:
+            return respond(SyncResult(exc.code))
+        if isinstance(answer, asyncio.Future):
+            return _await(answer, respond, lambda code: respond(SyncResult(code)))
+        return respond(answer)
+
+    # ------------------------------------------------------------------------------------------ Heartbeat
+    def answer_heartbeat(connection, header, request):
+        try:
+            coordinator().heartbeat(request.group_id, member_id=request.member_id,
+                                    instance_id=request.group_instance_id if header.api_version >= 3 else None,
+                                    generation=request.generation_id)
+        except KafkaError as exc:
+            return HEARTBEAT.response(throttle_time_ms=0, error_code=exc.code)
+        return HEARTBEAT.response(throttle_time_ms=0, error_code=ErrorCode.NONE)
+
+    # ----------------------------------------------------------------------------------------- LeaveGroup
+    def answer_leave_group(connection, header, request):
+        Response = LEAVE_GROUP.response
+        version = header.api_version
+        if version >= 3:
+            leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+        else:
+            leaving = [(request.member_id, None)]
+        try:
+            codes = coordinator().leave(request.group_id, leaving)
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, members=[])
+        if version < 3:
+            return Response(throttle_time_ms=0, error_code=codes[0])
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, members=[
+            Response.MemberResponse(member_id=member_id, group_instance_id=instance_id, error_code=code)
+            for (member_id, instance_id), code in zip(leaving, codes)])
+
+    # --------------------------------------------------------------------------------------- OffsetCommit
+    def answer_offset_commit(connection, header, request):
+        Response = OFFSET_COMMIT.response
+        version = header.api_version
+        wanted = [(topic.name, p.partition_index, p.committed_offset,
+                   p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
+                  for topic in request.topics for p in topic.partitions]
+        try:
+            codes = coordinator().commit_offsets(
+                request.group_id, member_id=request.member_id if version >= 1 else "",
+                instance_id=request.group_instance_id if version >= 7 else None,
+                generation=request.generation_id_or_member_epoch if version >= 1 else -1,
+                api_version=version,
+                retention_ms=request.retention_time_ms if 2 <= version <= 4 else -1, offsets=wanted)
+        except KafkaError as exc:
+            codes = [exc.code] * len(wanted)
+        answers = iter(codes)
+        return Response(throttle_time_ms=0, topics=[
+            Response.OffsetCommitResponseTopic(name=topic.name, partitions=[
+                Response.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=next(answers))
+                for p in topic.partitions])
+            for topic in request.topics])
+
+    # ---------------------------------------------------------------------------------------- OffsetFetch
+    def fetch_group(group_id: str, topics, member_id, member_epoch):
+        """(group error, [(topic, [(partition, committed or None, error)])]) for one group of the request."""
+        asked = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
+        try:
+            found = coordinator().fetch_offsets(group_id, asked, member_id=member_id, member_epoch=member_epoch)
+        except KafkaError as exc:
+            return exc.code, []
+        by_topic: dict[str, list] = {}
+        for (topic, index), committed in found:
+            by_topic.setdefault(topic, []).append((index, committed))
+        return ErrorCode.NONE, list(by_topic.items())
+
+    def answer_offset_fetch(connection, header, request):
+        Response = OFFSET_FETCH.response
+        version = header.api_version
+        if version >= 8:
+            groups = []
+            for group in request.groups:
+                code, topics = fetch_group(group.group_id, group.topics,
+                                           group.member_id if version >= 9 else None,
+                                           group.member_epoch if version >= 9 else -1)
+                groups.append(Response.OffsetFetchResponseGroup(group_id=group.group_id, error_code=code, topics=[
+                    Response.OffsetFetchResponseTopics(name=name, partitions=[
+                        Response.OffsetFetchResponsePartitions(
+                            partition_index=index, committed_offset=c.offset if c else -1,
+                            committed_leader_epoch=c.leader_epoch if c else -1,
+                            metadata=c.metadata if c else "", error_code=ErrorCode.NONE)
+                        for index, c in partitions])
+                    for name, partitions in topics]))
+            return Response(throttle_time_ms=0, groups=groups)
+        code, topics = fetch_group(request.group_id, request.topics, None, -1)
+        if code != ErrorCode.NONE and version < 2:  # no group-level error field: report it on every partition
+            topics = [(t.name, [(i, None) for i in t.partition_indexes]) for t in request.topics or []]
+        partition_code = code if version < 2 else ErrorCode.NONE
+        return Response(throttle_time_ms=0, error_code=code, topics=[
+            Response.OffsetFetchResponseTopic(name=name, partitions=[
+                Response.OffsetFetchResponsePartition(
+                    partition_index=index, committed_offset=c.offset if c else -1,
+                    committed_leader_epoch=c.leader_epoch if c else -1, metadata=c.metadata if c else "",
+                    error_code=partition_code)
+                for index, c in partitions])
+            for name, partitions in topics])
+
+    # --------------------------------------------------------------------------------------- OffsetDelete
+    def answer_offset_delete(connection, header, request):
+        Response = OFFSET_DELETE.response
+        asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        try:
+            codes = iter(coordinator().delete_offsets(request.group_id, asked))
+        except KafkaError as exc:
+            return Response(error_code=exc.code, throttle_time_ms=0, topics=[])
+        return Response(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[
+            Response.OffsetDeleteResponseTopic(name=t.name, partitions=[
+                Response.OffsetDeleteResponsePartition(partition_index=p.partition_index, error_code=next(codes))
+                for p in t.partitions])
+            for t in request.topics])
+
+    # ------------------------------------------------------------------------------------- group admin
+    def answer_describe_groups(connection, header, request):
+        Response = DESCRIBE_GROUPS.response
+        described = []
+        for group_id in request.groups:
+            answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
+                                             protocol_type="", protocol_data="", members=[],
+                                             authorized_operations=NO_AUTHORIZED_OPERATIONS)
+            try:
+                group = coordinator().describe(group_id)
+            except KafkaError as exc:
+                answer.error_code = exc.code
+                group = None
+            if isinstance(group, ClassicGroup):
+                answer.group_state = group.state.value
+                answer.protocol_type = group.protocol_type or ""
+                answer.protocol_data = group.protocol_name or ""
+                answer.members = [Response.DescribedGroupMember(
+                    member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                    client_host=m.client_host, member_metadata=metadata, member_assignment=assignment)
+                    for m, metadata, assignment in group.describe_members()]
+            elif isinstance(group, ConsumerGroup):
+                answer.group_state, answer.protocol_type = group.state_name, "consumer"
+            described.append(answer)
+        return Response(throttle_time_ms=0, groups=described)
+
+    def answer_list_groups(connection, header, request):
+        Response = LIST_GROUPS.response
+        version = header.api_version
+        states = {s.lower() for s in request.states_filter} if version >= 4 else set()
+        types = {t.lower() for t in request.types_filter} if version >= 5 else set()
+        listed = []
+        for group_id, group in coordinator().list_groups():
+            if isinstance(group, ClassicGroup):
+                state, protocol_type, kind = group.state.value, group.protocol_type or "", "classic"
+            else:
+                state, protocol_type, kind = group.state_name, "consumer", "consumer"
+            if (states and state.lower() not in states) or (types and kind not in types):
+                continue
+            listed.append(Response.ListedGroup(group_id=group_id, protocol_type=protocol_type, group_state=state,
+                                               group_type=kind))
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)
+
+    def answer_delete_groups(connection, header, request):
+        Response = DELETE_GROUPS.response
+        results = []
+        for group_id in request.groups_names:
+            code = ErrorCode.NONE
+            try:
+                coordinator().delete_group(group_id)
+            except KafkaError as exc:
+                code = exc.code
+            results.append(Response.DeletableGroupResult(group_id=group_id, error_code=code))
+        return Response(throttle_time_ms=0, results=results)
+
+    # ----------------------------------------------------------------------------------------- KIP-848
+    def answer_consumer_group_heartbeat(connection, header, request):
+        Response = CONSUMER_GROUP_HEARTBEAT.response
+        owned = None
+        if request.topic_partitions is not None:
+            owned = {tp.topic_id: set(tp.partitions) for tp in request.topic_partitions if tp.partitions}
+        try:
+            result = coordinator().consumer_heartbeat(
+                request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
+                instance_id=request.instance_id, rack_id=request.rack_id,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                subscribed_topic_names=request.subscribed_topic_names,
+                subscribed_topic_regex=request.subscribed_topic_regex if header.api_version >= 1 else None,
+                server_assignor=request.server_assignor, owned=owned, client_id=header.client_id or "",
+                client_host=_client_host(connection))
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message, member_id=None,
+                            member_epoch=0, heartbeat_interval_ms=0)
+        assignment = None
+        if result.assignment is not None:
+            assignment = Response.Assignment(topic_partitions=[
+                Response.TopicPartitions(topic_id=topic_id, partitions=sorted(indexes))
+                for topic_id, indexes in result.assignment.items()])
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, member_id=result.member_id,
+                        member_epoch=result.member_epoch,
+                        heartbeat_interval_ms=broker.config["group.consumer.heartbeat.interval.ms"],
+                        assignment=assignment)
+
+    def answer_consumer_group_describe(connection, header, request):
+        Response = CONSUMER_GROUP_DESCRIBE.response
+        names = {topic.topic_id: name for name, topic in broker.metadata.topics.items()}
+
+        def assignment(parts):
+            return Response.Assignment(topic_partitions=[
+                Response.TopicPartitions(topic_id=topic_id, topic_name=names.get(topic_id, ""),
+                                         partitions=sorted(indexes))
+                for topic_id, indexes in parts.items()])
+
+        described = []
+        for group_id in request.group_ids:
+            answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
+                                             group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                                             authorized_operations=NO_AUTHORIZED_OPERATIONS)
+            try:
+                group = coordinator().describe(group_id)
+                if not isinstance(group, ConsumerGroup):
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            except KafkaError as exc:
+                answer.error_code, answer.error_message = exc.code, exc.message
+                described.append(answer)
+                continue
+            answer.group_state, answer.group_epoch = group.state_name, group.group_epoch
+            answer.assignment_epoch, answer.assignor_name = group.assignment_epoch, group.assignor_name
+            answer.members = [Response.Member(
+                member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+                client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex, assignment=assignment(m.assigned),
+                target_assignment=assignment(group.target.get(m.member_id, {})), member_type=CONSUMER_MEMBER_TYPE)
+                for m in group.members.values()]
+            described.append(answer)
+        return Response(throttle_time_ms=0, groups=described)
+
+    return {
+        FIND_COORDINATOR.key: answer_find_coordinator,
+        JOIN_GROUP.key: answer_join_group,
+        SYNC_GROUP.key: answer_sync_group,
+        HEARTBEAT.key: answer_heartbeat,
+        LEAVE_GROUP.key: answer_leave_group,
+        OFFSET_COMMIT.key: answer_offset_commit,
+        OFFSET_FETCH.key: answer_offset_fetch,
+        OFFSET_DELETE.key: answer_offset_delete,
+        DESCRIBE_GROUPS.key: answer_describe_groups,
+        LIST_GROUPS.key: answer_list_groups,
+        DELETE_GROUPS.key: answer_delete_groups,
+        CONSUMER_GROUP_HEARTBEAT.key: answer_consumer_group_heartbeat,
+        CONSUMER_GROUP_DESCRIBE.key: answer_consumer_group_describe,
+    }
+
+
+async def _await(future: asyncio.Future, respond, respond_error):
+    """The response once the coordinator resolves `future`; a KafkaError it was failed with becomes an error
+    response."""
+    try:
+        return respond(await future)
+    except KafkaError as exc:
+        return respond_error(exc.code)

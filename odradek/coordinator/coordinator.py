@@ -1,0 +1,441 @@
+"""The group coordinator: the asyncio edge around the plain group state machines and the offset store.
+
+It owns what the plain code must not: the futures that hold JoinGroup/SyncGroup answers until the group moves on,
+one timer per group set to that group's next deadline (session, join and revocation timeouts), the periodic
+offset-retention check, and the __consumer_offsets log (created on first use, appended to on every commit and
+group change, read back at start while those partitions answer COORDINATOR_LOAD_IN_PROGRESS). Handlers call the
+methods here with decoded request fields and get plain results (or a future to await) back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from collections.abc import Iterable
+
+from odradek.coordinator.assignors import TopicInfo
+from odradek.coordinator.classic import (JOIN, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
+                                         SyncResult, Wait)
+from odradek.coordinator.consumer import ConsumerGroup, HeartbeatResult
+from odradek.coordinator.offsets import OffsetAndMetadata, OffsetStore, TopicPartition
+from odradek.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupRecord, OffsetRecord, group_metadata_record,
+                                               offset_commit_record, parse_record, partition_for,
+                                               restore_classic_group)
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.batch import (BATCH_HEADER_SIZE, CONTROL_COMMIT, Record, decode_batch, decode_control_record,
+                                   encode_batch, parse_header, validate_batches)
+
+log = logging.getLogger("odradek.coordinator")
+
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+LOAD_READ_BYTES = 1 << 20
+
+Group = ClassicGroup | ConsumerGroup
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class GroupCoordinator:
+    def __init__(self, broker):
+        self.broker = broker
+        config = broker.config
+        self.num_partitions: int = config["offsets.topic.num.partitions"]
+        self.classic_config = ClassicGroupConfig(
+            min_session_timeout_ms=config["group.min.session.timeout.ms"],
+            max_session_timeout_ms=config["group.max.session.timeout.ms"],
+            initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+            max_size=config["group.max.size"])
+        self.groups: dict[str, Group] = {}
+        self.offsets = OffsetStore()
+        self._loaded: set[int] = set()
+        self._waiters: dict[tuple[str, str, str], asyncio.Future] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: list[asyncio.Task] = []
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Begin loading __consumer_offsets (if it exists) and the periodic retention check."""
+        loop = asyncio.get_running_loop()
+        if OFFSETS_TOPIC in self.broker.metadata.topics:
+            self._tasks.append(loop.create_task(self._load_all()))
+        else:
+            self._loaded = set(range(self.num_partitions))
+        self._tasks.append(loop.create_task(self._expire_offsets_periodically()))
+
+    async def stop(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        for future in self._waiters.values():
+            if not future.done():
+                future.set_exception(KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        self._waiters.clear()
+
+    def ensure_offsets_topic(self) -> None:
+        if OFFSETS_TOPIC not in self.broker.metadata.topics:
+            self.broker.create_topic(OFFSETS_TOPIC, self.num_partitions, 1, {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
+
+    def check_available(self, group_id: str) -> None:
+        """NOT_COORDINATOR never applies on one node; a group whose partition is still loading must wait."""
+        if not group_id:
+            raise KafkaError(ErrorCode.INVALID_GROUP_ID)
+        self.ensure_offsets_topic()
+        if partition_for(group_id, self.num_partitions) not in self._loaded:
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    # ------------------------------------------------------------------------------------ classic groups
+    def join(self, group_id: str, *, member_id: str, instance_id: str | None, client_id: str, client_host: str,
+             session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+             protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult | asyncio.Future:
+        self.check_available(group_id)
+        group = self._classic_group(group_id, create=True)
+        result = group.join(member_id=member_id, instance_id=instance_id, client_id=client_id,
+                            client_host=client_host, session_timeout_ms=session_timeout_ms,
+                            rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
+                            protocols=protocols, require_known_member_id=require_known_member_id, now_ms=now_ms())
+        return self._answer(group, JOIN, result)
+
+    def sync(self, group_id: str, *, member_id: str, instance_id: str | None, generation: int,
+             protocol_type: str | None, protocol_name: str | None,
+             assignments: dict[str, bytes]) -> SyncResult | asyncio.Future:
+        self.check_available(group_id)
+        group = self._classic_group(group_id)
+        result = group.sync(member_id=member_id, instance_id=instance_id, generation=generation,
+                            protocol_type=protocol_type, protocol_name=protocol_name, assignments=assignments,
+                            now_ms=now_ms())
+        return self._answer(group, "sync", result)
+
+    def heartbeat(self, group_id: str, *, member_id: str, instance_id: str | None, generation: int) -> None:
+        self.check_available(group_id)
+        group = self._classic_group(group_id)
+        try:
+            group.heartbeat(member_id=member_id, instance_id=instance_id, generation=generation, now_ms=now_ms())
+        finally:
+            self._settle(group)
+
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
+        self.check_available(group_id)
+        group = self._classic_group(group_id)
+        codes = group.leave(members, now_ms())
+        self._settle(group)
+        return codes
+
+    # ----------------------------------------------------------------------------------- KIP-848 groups
+    def consumer_heartbeat(self, group_id: str, **fields) -> HeartbeatResult:
+        self.check_available(group_id)
+        group = self.groups.get(group_id)
+        if isinstance(group, ClassicGroup):
+            if not group.is_empty:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            group = None
+        if group is None:
+            config = self.broker.config
+            group = self.groups[group_id] = ConsumerGroup(
+                group_id, session_timeout_ms=config["group.consumer.session.timeout.ms"],
+                heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"], now_ms=now_ms())
+        try:
+            return group.heartbeat(topics=self._topic_catalogue(), now_ms=now_ms(), **fields)
+        finally:
+            self._settle(group)
+
+    def _topic_catalogue(self) -> dict[str, TopicInfo]:
+        return {name: TopicInfo(topic.topic_id, len(topic.partitions))
+                for name, topic in self.broker.metadata.topics.items() if name != OFFSETS_TOPIC}
+
+    # ------------------------------------------------------------------------------------------ offsets
+    def commit_offsets(self, group_id: str, *, member_id: str, instance_id: str | None, generation: int,
+                       api_version: int, retention_ms: int,
+                       offsets: list[tuple[str, int, int, int, str | None]]) -> list[ErrorCode]:
+        """offsets: (topic, partition, offset, leader epoch, metadata); one error code each."""
+        self.check_available(group_id)
+        group = self.groups.get(group_id)
+        simple = generation < 0 and not member_id and instance_id is None
+        if group is None:
+            if not simple:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION if api_version < 9 else ErrorCode.GROUP_ID_NOT_FOUND)
+            group = self.groups[group_id] = ClassicGroup(group_id, self.classic_config, now_ms())
+        if isinstance(group, ClassicGroup):
+            group.validate_offset_commit(member_id, instance_id, generation)
+        else:
+            group.validate_offset_commit(member_id, generation, api_version)
+        now = now_ms()
+        expire = now + retention_ms if retention_ms >= 0 else -1
+        codes, records, accepted = [], [], []
+        for topic, index, offset, leader_epoch, metadata in offsets:
+            if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+                codes.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+                continue
+            topic_meta = self.broker.metadata.topics.get(topic)
+            if topic_meta is None or not 0 <= index < len(topic_meta.partitions):
+                codes.append(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            committed = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, expire)
+            records.append(offset_commit_record(group_id, topic, index, committed))
+            accepted.append(((topic, index), committed, len(codes)))
+            codes.append(ErrorCode.NONE)
+        try:
+            self._append(group_id, records)
+        except (KafkaError, OSError) as exc:
+            log.error("writing offsets of group %s failed: %s", group_id, exc)
+            for _, _, position in accepted:
+                codes[position] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return codes
+        for partition, committed, _ in accepted:
+            self.offsets.commit(group_id, partition, committed)
+        return codes
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None, *,
+                      member_id: str | None = None, member_epoch: int = -1) -> list[tuple[TopicPartition,
+                                                                                       OffsetAndMetadata | None]]:
+        """The committed offset of each partition asked (None: no commit); every committed one when `partitions`
+        is None."""
+        self.check_available(group_id)
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            group.validate_offset_fetch(member_id, member_epoch)
+        if partitions is None:
+            return sorted(self.offsets.of_group(group_id).items())
+        return [(partition, self.offsets.get(group_id, partition)) for partition in partitions]
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> list[ErrorCode]:
+        self.check_available(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
+        subscribed = self._subscribed_topics(group)
+        codes, gone = [], []
+        for topic, index in partitions:
+            if topic in subscribed:
+                codes.append(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+            else:
+                codes.append(ErrorCode.NONE)
+                if self.offsets.get(group_id, (topic, index)) is not None:
+                    gone.append((topic, index))
+        self._drop_offsets(group_id, gone)
+        return codes
+
+    # ------------------------------------------------------------------------------------- group admin
+    def describe(self, group_id: str) -> Group | None:
+        self.check_available(group_id)
+        return self.groups.get(group_id)
+
+    def list_groups(self) -> list[tuple[str, Group]]:
+        return sorted(self.groups.items())
+
+    def delete_group(self, group_id: str) -> None:
+        self.check_available(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
+        if not group.is_empty:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+        self._remove_group(group_id)
+
+    # ---------------------------------------------------------------------------------------- internals
+    def _classic_group(self, group_id: str, *, create: bool = False) -> ClassicGroup:
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            if not (create and group.is_empty):
+                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL if create else ErrorCode.UNKNOWN_MEMBER_ID)
+            group = None
+        if group is None:
+            if not create:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.groups[group_id] = ClassicGroup(group_id, self.classic_config, now_ms())
+        return group
+
+    def _answer(self, group: ClassicGroup, kind: str, result):
+        """The result itself, or a future for it when the group answers later; then deliver what the call
+        released."""
+        if isinstance(result, Wait):
+            key = (group.group_id, kind, result.member_id)
+            previous = self._waiters.pop(key, None)
+            if previous is not None and not previous.done():  # the same member asked again: the old ask is void
+                previous.set_exception(KafkaError(ErrorCode.REBALANCE_IN_PROGRESS))
+            result = self._waiters[key] = asyncio.get_running_loop().create_future()
+        self._settle(group)
+        return result
+
+    def _settle(self, group: Group) -> None:
+        """After every change: hand out answers the group released, persist its metadata, re-arm its timer."""
+        if isinstance(group, ClassicGroup):
+            outbox, group.outbox = group.outbox, []
+            for kind, member_id, result in outbox:
+                future = self._waiters.pop((group.group_id, kind, member_id), None)
+                if future is not None and not future.done():
+                    future.set_result(result)
+            if group.metadata_changed:
+                group.metadata_changed = False
+                try:
+                    self._append(group.group_id, [group_metadata_record(group.group_id, group)])
+                except (KafkaError, OSError) as exc:
+                    log.error("writing metadata of group %s failed: %s", group.group_id, exc)
+        self._arm_timer(group)
+
+    def _arm_timer(self, group: Group) -> None:
+        handle = self._timers.pop(group.group_id, None)
+        if handle is not None:
+            handle.cancel()
+        deadline = group.next_deadline()
+        if deadline is not None:
+            delay = max(0.0, (deadline - now_ms()) / 1000)
+            self._timers[group.group_id] = asyncio.get_running_loop().call_later(delay, self._on_timer, group)
+
+    def _on_timer(self, group: Group) -> None:
+        self._timers.pop(group.group_id, None)
+        if self.groups.get(group.group_id) is not group:
+            return
+        group.expire(now_ms())
+        self._settle(group)
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        if not records:
+            return
+        now = now_ms()
+        data = encode_batch([Record(i, now, key, value) for i, (key, value) in enumerate(records)])
+        partition = self.broker.partition(OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
+        partition.append(data, validate_batches(data))
+
+    def _drop_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        partitions = list(partitions)
+        self._append(group_id, [offset_commit_record(group_id, topic, index, None) for topic, index in partitions])
+        for partition in partitions:
+            self.offsets.remove(group_id, partition)
+
+    def _remove_group(self, group_id: str) -> None:
+        self._drop_offsets(group_id, self.offsets.of_group(group_id))
+        self._append(group_id, [group_metadata_record(group_id, None)])
+        group = self.groups.pop(group_id, None)
+        if isinstance(group, ClassicGroup):
+            group.state = GroupState.DEAD
+        handle = self._timers.pop(group_id, None)
+        if handle is not None:
+            handle.cancel()
+
+    @staticmethod
+    def _subscribed_topics(group: Group) -> set[str]:
+        if isinstance(group, ConsumerGroup):
+            return group.subscribed_topics()
+        if group.protocol_type != "consumer":
+            return set()
+        topics: set[str] = set()
+        for metadata in group.subscribed_member_protocols():
+            topics |= consumer_subscription_topics(metadata)
+        return topics
+
+    # ------------------------------------------------------------------------------------------ retention
+    async def _expire_offsets_periodically(self) -> None:
+        interval = self.broker.config["offsets.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.expire_offsets(now_ms())
+            except Exception:
+                log.exception("offset expiration failed")
+
+    def expire_offsets(self, now: int) -> None:
+        """Drop offsets of empty groups past offsets.retention.minutes, and groups left with nothing."""
+        retention_ms = self.broker.config["offsets.retention.minutes"] * 60_000
+        for group_id in set(self.groups) | set(self.offsets.group_ids()):
+            if partition_for(group_id, self.num_partitions) not in self._loaded:
+                continue
+            group = self.groups.get(group_id)
+            if group is not None and not group.is_empty:
+                continue
+            had_members = isinstance(group, ConsumerGroup) or (group is not None and group.protocol_type)
+            empty_since = group.state_timestamp_ms if had_members else None
+            expired = self.offsets.expired(group_id, now, retention_ms, empty_since)
+            if expired:
+                log.info("expiring %d offset(s) of group %s", len(expired), group_id)
+                self._drop_offsets(group_id, expired)
+            if not self.offsets.has_offsets(group_id):
+                self._remove_group(group_id)
+
+    # -------------------------------------------------------------------------------------------- loading
+    async def _load_all(self) -> None:
+        started = time.monotonic()
+        for index in range(self.num_partitions):
+            try:
+                await self._load_partition(index)
+            except (KafkaError, OSError):
+                log.exception("loading %s-%d failed; its groups start empty", OFFSETS_TOPIC, index)
+            self._loaded.add(index)
+        for group_id in self.offsets.group_ids():
+            if group_id not in self.groups:
+                self.groups[group_id] = ClassicGroup(group_id, self.classic_config, now_ms())
+        for group in self.groups.values():
+            self._arm_timer(group)
+        log.info("loaded %d group(s) from %s in %.0f ms", len(self.groups), OFFSETS_TOPIC,
+                 (time.monotonic() - started) * 1000)
+
+    async def _load_partition(self, index: int) -> None:
+        partition_log = self.broker.partition(OFFSETS_TOPIC, index).log
+        offset = partition_log.log_start_offset
+        open_transactions: dict[int, list] = {}
+        while True:
+            region = partition_log.read(offset, LOAD_READ_BYTES)
+            if region is None:
+                return
+            data = memoryview(region.read_bytes())
+            position = 0
+            while position + BATCH_HEADER_SIZE <= len(data):
+                header = parse_header(data, position)
+                if position + header.size > len(data):
+                    break
+                _, batch_records = decode_batch(data[position:position + header.size])
+                if header.is_control:
+                    pending = open_transactions.pop(header.producer_id, [])
+                    if batch_records and decode_control_record(batch_records[0])[0] == CONTROL_COMMIT:
+                        for record in pending:
+                            self._apply(record)
+                else:
+                    for record in batch_records:
+                        if record.key is None:
+                            continue
+                        if header.is_transactional:
+                            open_transactions.setdefault(header.producer_id, []).append(record)
+                        else:
+                            self._apply(record)
+                position += header.size
+                offset = header.last_offset + 1
+            await asyncio.sleep(0)
+
+    def _apply(self, record: Record) -> None:
+        parsed = parse_record(record.key, record.value)
+        if isinstance(parsed, OffsetRecord):
+            partition = (parsed.topic, parsed.partition)
+            if parsed.committed is None:
+                self.offsets.remove(parsed.group_id, partition)
+            else:
+                self.offsets.commit(parsed.group_id, partition, parsed.committed)
+        elif isinstance(parsed, GroupRecord):
+            if parsed.value is None:
+                self.groups.pop(parsed.group_id, None)
+            else:
+                self.groups[parsed.group_id] = restore_classic_group(parsed.group_id, parsed.value,
+                                                                     self.classic_config, now_ms())
+
+
+def consumer_subscription_topics(metadata: bytes) -> set[str]:
+    """Topics in a classic consumer's ConsumerProtocolSubscription (int16 version, then an int16-length string
+    array, in every version); empty if it does not parse."""
+    try:
+        (count,) = struct.unpack_from(">i", metadata, 2)
+        position, topics = 6, set()
+        for _ in range(count):
+            (length,) = struct.unpack_from(">h", metadata, position)
+            topics.add(metadata[position + 2:position + 2 + length].decode())
+            position += 2 + length
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return set()

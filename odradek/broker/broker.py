@@ -121,7 +121,10 @@ class Broker:
     async def start(self) -> tuple[str, int]:
         from odradek.broker.handlers import build_handlers
         from odradek.broker.network import NetworkServer
+        from odradek.coordinator.coordinator import GroupCoordinator
 
+        self.group_coordinator = GroupCoordinator(self)
+        self.group_coordinator.start()  # loads __consumer_offsets in the background
         handlers, unsupported_version_answer = build_handlers(self)
         self.server = NetworkServer(
             handlers,
@@ -156,6 +159,7 @@ class Broker:
         """Clean shutdown: stop serving, then flush and checkpoint every log and leave the clean-shutdown marker."""
         if self.server is not None:
             await self.server.close()
+            await self.group_coordinator.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -67,7 +67,7 @@ class Broker:
     def _open_partitions(self, topic: TopicMetadata, indexes=None) -> None:
         config = self.log_config(topic)
         for index in (range(len(topic.partitions)) if indexes is None else indexes):
-            partition_log = self.logs.get(topic.name, index) or self.logs.create(topic.name, index, config)
+            partition_log = self.logs.create(topic.name, index, config)
             self.partitions[(topic.name, index)] = Partition(
                 topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id)
 

@@ -129,7 +129,13 @@ class Connection:
         handler = self.server.handlers.get(header.api_key)
         if handler is None:
             raise CloseConnection(f"no handler for api key {header.api_key}")
-        answer = handler(self, header, request)
+        try:
+            answer = handler(self, header, request)
+        except CloseConnection:
+            raise
+        except Exception as exc:
+            log.exception("handler for api key %d v%d failed", header.api_key, header.api_version)
+            raise CloseConnection(f"handler failed: {exc!r}") from None
         if asyncio.iscoroutine(answer):
             answer = asyncio.ensure_future(answer)
         self._queue(header, answer)
@@ -159,9 +165,22 @@ class Connection:
                     return
             pending.popleft()
             self._slot_freed.set()
-            if answer is not None:
-                await self.send(encode_response(header, answer))
-                self.last_active = time.monotonic()
+            if answer is None:
+                continue
+            try:
+                frame = encode_response(header, answer)
+            except Exception:
+                log.exception("cannot encode the answer to api key %d v%d; closing connection from %s",
+                              header.api_key, header.api_version, self.peer)
+                self.task.cancel()
+                return
+            try:
+                await self.send(frame)
+            except (ConnectionError, OSError) as exc:
+                log.debug("connection from %s lost while answering: %s", self.peer, exc)
+                self.task.cancel()
+                return
+            self.last_active = time.monotonic()
 
     async def send(self, chunks: list) -> None:
         """Write byte chunks with sendmsg and FileRegions with sendfile, in order, waiting when the socket is full."""

@@ -1,0 +1,82 @@
+"""One consumer-group member in its own process, so a test can SIGKILL it: `python member.py CLIENT BOOTSTRAP GROUP
+TOPIC SESSION_MS`. CLIENT is confluent, confluent-848 (group.protocol=consumer), kafka-python or aiokafka.
+
+Prints a JSON line {"assigned": [partitions]} whenever its assignment changes; SIGTERM makes it close cleanly
+(leaving the group).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+
+client, bootstrap, group, topic, session_ms = sys.argv[1:6]
+session_ms = int(session_ms)
+stopping = False
+
+
+def stop(*_):
+    global stopping
+    stopping = True
+
+
+signal.signal(signal.SIGTERM, stop)
+last = None
+
+
+def report(partitions) -> None:
+    global last
+    current = sorted(partitions)
+    if current != last:
+        last = current
+        print(json.dumps({"assigned": current}), flush=True)
+
+
+def run_confluent(kip848: bool) -> None:
+    from confluent_kafka import Consumer
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+              "enable.auto.commit": False}
+    if kip848:
+        config["group.protocol"] = "consumer"
+    else:
+        config.update({"session.timeout.ms": session_ms, "heartbeat.interval.ms": 500,
+                       "partition.assignment.strategy": "roundrobin"})
+    consumer = Consumer(config)
+    consumer.subscribe([topic])
+    while not stopping:
+        consumer.poll(0.1)
+        report(tp.partition for tp in consumer.assignment())
+    consumer.close()
+
+
+def run_kafka_python() -> None:
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, session_timeout_ms=session_ms, heartbeat_interval_ms=500,
+                             partition_assignment_strategy=[RoundRobinPartitionAssignor])
+    while not stopping:
+        consumer.poll(timeout_ms=100)
+        report(tp.partition for tp in consumer.assignment())
+    consumer.close()
+
+
+async def run_aiokafka() -> None:
+    from aiokafka import AIOKafkaConsumer
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                                enable_auto_commit=False, session_timeout_ms=session_ms, heartbeat_interval_ms=500)
+    await consumer.start()
+    while not stopping:
+        await consumer.getmany(timeout_ms=100)
+        report(tp.partition for tp in consumer.assignment())
+    await consumer.stop()
+
+
+if client == "aiokafka":
+    asyncio.run(run_aiokafka())
+elif client == "kafka-python":
+    run_kafka_python()
+else:
+    run_confluent(client == "confluent-848")

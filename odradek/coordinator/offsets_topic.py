@@ -96,15 +96,18 @@ def _encode(cls, version: int, obj) -> bytes:
 
 def offset_commit_record(group_id: str, topic: str, partition: int,
                          committed: OffsetAndMetadata | None) -> tuple[bytes, bytes | None]:
-    """(key, value); value v1 when the commit carries an explicit expire timestamp (Kafka's rule), else v3."""
+    """(key, value); value v1 when the commit carries an explicit expire timestamp (Kafka's rule: v1 has no
+    leader epoch, so it is not kept), else v3."""
     key = _encode(OffsetCommitKey, OFFSET_KEY_VERSION, OffsetCommitKey(group=group_id, topic=topic,
                                                                        partition=partition))
     if committed is None:
         return key, None
-    value = OffsetCommitValue(offset=committed.offset, leader_epoch=committed.leader_epoch,
-                              metadata=committed.metadata, commit_timestamp=committed.commit_timestamp_ms,
+    explicit_expiry = committed.expire_timestamp_ms >= 0
+    value = OffsetCommitValue(offset=committed.offset, metadata=committed.metadata,
+                              leader_epoch=-1 if explicit_expiry else committed.leader_epoch,
+                              commit_timestamp=committed.commit_timestamp_ms,
                               expire_timestamp=committed.expire_timestamp_ms)
-    return key, _encode(OffsetCommitValue, 1 if committed.expire_timestamp_ms >= 0 else 3, value)
+    return key, _encode(OffsetCommitValue, 1 if explicit_expiry else 3, value)
 
 
 def group_metadata_record(group_id: str, group: ClassicGroup | None) -> tuple[bytes, bytes | None]:

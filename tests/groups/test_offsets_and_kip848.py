@@ -1,0 +1,121 @@
+"""Committed offsets across a broker restart, group administration, and a KIP-848 (group.protocol=consumer) group."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.embedded import BrokerProcess
+
+PARTITIONS = 6
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep the handle alive until the result is in
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+
+
+def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode(), partition=partition)
+    producer.flush(10)
+
+
+def consume(consumer: Consumer, count: int, timeout: float = 20) -> list:
+    got, deadline = [], time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and not message.error():
+            got.append(message)
+    return got
+
+
+def consumer_for(bootstrap: str, group: str, **extra) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, **extra})
+
+
+def test_committed_offsets_survive_restart_and_consumer_resumes_after_last_commit(tmp_path):
+    with BrokerProcess(tmp_path / "data", settings={"group.initial.rebalance.delay.ms": 0}) as broker:
+        create_topic(broker.bootstrap_servers, "orders", 1)
+        produce(broker.bootstrap_servers, "orders", 10)
+        first = consumer_for(broker.bootstrap_servers, "billing")
+        first.subscribe(["orders"])
+        seen = consume(first, 6)
+        assert [m.offset() for m in seen] == list(range(6))
+        first.commit(offsets=[TopicPartition("orders", 0, 6, metadata="after v5")], asynchronous=False)
+        first.close()
+        broker.restart()
+        second = consumer_for(broker.bootstrap_servers, "billing")
+        (committed,) = second.committed([TopicPartition("orders", 0)], timeout=10)
+        assert (committed.offset, committed.metadata) == (6, "after v5")
+        second.subscribe(["orders"])
+        resumed = consume(second, 4)
+        assert [m.offset() for m in resumed] == [6, 7, 8, 9]
+        second.close()
+
+
+def test_group_administration(broker, topic_name):
+    create_topic(broker.bootstrap_servers, topic_name, 2)
+    group = f"{topic_name}-admin"
+    consumer = consumer_for(broker.bootstrap_servers, group)
+    consumer.commit(offsets=[TopicPartition(topic_name, 0, 3), TopicPartition(topic_name, 1, 4)],
+                    asynchronous=False)
+    consumer.close()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    listed = admin.list_consumer_groups().result(10)
+    assert group in {g.group_id for g in listed.valid}
+    (described,) = admin.describe_consumer_groups([group])[group].result(10).members or [None]
+    assert described is None
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    fetched = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+    assert sorted((tp.partition, tp.offset) for tp in fetched.topic_partitions) == [(0, 3), (1, 4)]
+    admin.delete_consumer_groups([group])[group].result(10)
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+
+
+@pytest.fixture(scope="module")
+def kip848_broker(tmp_path_factory):
+    process = BrokerProcess(tmp_path_factory.mktemp("kip848") / "data", settings={
+        "group.initial.rebalance.delay.ms": 0, "group.consumer.heartbeat.interval.ms": 500,
+        "group.consumer.session.timeout.ms": 6000})
+    process.start()
+    yield process
+    process.stop()
+
+
+def test_kip848_group_splits_rebalances_and_recovers_from_a_killed_member(kip848_broker, members):
+    bootstrap = kip848_broker.bootstrap_servers
+    topic = f"kip848-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    group = f"{topic}-group"
+    started = [members.start("confluent-848", bootstrap, group, topic) for _ in range(3)]
+    took = members.wait_for_split(PARTITIONS, timeout=30)
+    print(f"\nKIP-848: three members joined and split {PARTITIONS} partitions in {took:.2f}s")
+    started[0].stop()
+    took = members.wait_for_split(PARTITIONS, timeout=5)
+    print(f"KIP-848: clean leave rebalanced in {took:.2f}s")
+    started[1].kill()
+    took = members.wait_for_split(PARTITIONS, timeout=6 + 4)
+    print(f"KIP-848: SIGKILLed member's partitions moved in {took:.2f}s (session timeout 6000 ms)")
+
+
+def test_kip848_commits_use_member_epoch_and_resume(kip848_broker):
+    bootstrap = kip848_broker.bootstrap_servers
+    topic = f"kip848-commit-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, 8)
+    first = consumer_for(bootstrap, f"{topic}-g", **{"group.protocol": "consumer"})
+    first.subscribe([topic])
+    seen = consume(first, 5)
+    first.commit(message=seen[-1], asynchronous=False)
+    first.close()
+    second = consumer_for(bootstrap, f"{topic}-g", **{"group.protocol": "consumer"})
+    second.subscribe([topic])
+    assert [m.offset() for m in consume(second, 3)] == [5, 6, 7]
+    second.close()

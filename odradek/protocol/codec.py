@@ -9,20 +9,19 @@ functions, called from the parent.
 Encoders have the signature `enc(obj, w)` and append chunks to the list `w`; a `records` value that is a
 `FileRegion` is appended as the object itself (never read), so the frame layer can hand it to sendfile.
 Decoders have the signature `dec(mv, pos) -> (obj, pos)` over a byte memoryview; `records` decode to a zero-copy
-slice of it.  Truncation and garbage surface as `ProtocolError`, `IndexError` or `struct.error`; the frame layer
-turns the latter two into `ProtocolError` so callers see one exception type.
+slice of it.  Truncation and garbage surface inside them as `ProtocolError`, `IndexError`, `struct.error` or
+`ValueError`; `run_decoder` is the one place that turns all of them into `ProtocolError`.
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 from ..records.region import FileRegion
 from .errors import ProtocolError
 from .schema import NEW, RECORDS, STRING, UUID, Array, Primitive, StructSchema
 from .varint import encode_uvarint, read_uvarint
-
-import uuid as _uuid_mod
 
 _ENCODERS: dict = {}
 _DECODERS: dict = {}
@@ -50,14 +49,10 @@ def _unsupported(obj, name, version):
     raise ProtocolError(f"{type(obj).__name__}.{name} is set but does not exist in version {version}")
 
 
-def _uuid(b: bytes):
-    return _uuid_mod.UUID(bytes=b)
-
-
 _HELPERS = {
     "_uv": encode_uvarint, "_ruv": read_uvarint, "_rlen": _records_length, "_pack": struct.pack,
     "_unpack_from": struct.unpack_from, "_trunc": _truncated, "_neg": _negative_length,
-    "_unsupported": _unsupported, "_uuid": _uuid, "_new": object.__new__,
+    "_unsupported": _unsupported, "_UUID": uuid.UUID, "_new": object.__new__,
 }
 
 
@@ -107,9 +102,9 @@ def _default_expr(g: _Gen, f) -> str:
 
 
 class _EncoderGen(_Gen):
-    def __init__(self, version: int, flexible: bool, write_tagged: bool):
+    def __init__(self, version: int, flexible: bool, write_tagged: bool, strict: bool):
         super().__init__()
-        self.version, self.flexible, self.write_tagged = version, flexible, write_tagged
+        self.version, self.flexible, self.write_tagged, self.strict = version, flexible, write_tagged, strict
 
     def flush(self, indent: int):
         if self.run_fmt:
@@ -168,7 +163,7 @@ class _EncoderGen(_Gen):
                 self.emit(indent, f"for {e} in {a}:")
                 self.value(el, False, compact, e, out, indent + 1, False)
         else:
-            enc = self.const(struct_encoder(t._schema, self.version, self.flexible, self.write_tagged))
+            enc = self.const(struct_encoder(t._schema, self.version, self.flexible, self.write_tagged, self.strict))
             if nullable:
                 self.put("b", f"-1 if {x} is None else 1", out, indent, merge)
                 if merge:
@@ -186,7 +181,7 @@ class _EncoderGen(_Gen):
         for f in schema.fields:
             x = f"o.{f.name}"
             if v not in f.versions:
-                if not f.ignorable:
+                if self.strict and not f.ignorable:
                     self.emit(1, f"if not ({_is_default(self, f, x)}): _unsupported(o, {f.name!r}, {v})")
                 continue
             if flexible and v in f.tagged_versions:
@@ -270,7 +265,7 @@ class _DecoderGen(_Gen):
         if isinstance(t, Primitive) and t.fmt:
             if t is UUID:
                 u = self.tmp("_u")
-                self.take(t.fmt, u, indent, merge, f"{target} = _uuid({u})")
+                self.take(t.fmt, u, indent, merge, f"{target} = _UUID(bytes={u})")
             else:
                 self.take(t.fmt, target, indent, merge)
         elif isinstance(t, Primitive):
@@ -352,11 +347,12 @@ class _DecoderGen(_Gen):
         return self.compile("dec")
 
 
-def struct_encoder(schema: StructSchema, version: int, flexible: bool, write_tagged: bool = True):
-    key = (schema, version, flexible, write_tagged)
+def struct_encoder(schema: StructSchema, version: int, flexible: bool, write_tagged: bool = True,
+                   strict: bool = True):
+    key = (schema, version, flexible, write_tagged, strict)
     fn = _ENCODERS.get(key)
     if fn is None:
-        fn = _ENCODERS[key] = _EncoderGen(version, flexible, write_tagged).generate(schema)
+        fn = _ENCODERS[key] = _EncoderGen(version, flexible, write_tagged, strict).generate(schema)
     return fn
 
 
@@ -368,13 +364,29 @@ def struct_decoder(schema: StructSchema, version: int, flexible: bool):
     return fn
 
 
-def encoder(cls: type, version: int):
-    """The compiled `enc(obj, w)` for message class `cls` at `version`."""
+def encoder(cls: type, version: int, *, strict: bool = True):
+    """The compiled `enc(obj, w)` for message class `cls` at `version`.
+
+    strict: a non-ignorable field set away from its default in a version that lacks it raises ProtocolError, as
+    Kafka's generated code does (it catches a request that would silently lose meaning). Responses the broker writes
+    are encoded with strict=False: one response object serves every version, and each version carries the fields it
+    has, which is what Kafka's broker does by hand field by field.
+    """
     s = cls._schema
-    return struct_encoder(s, version, version in s.flexible_versions, s.write_tagged)
+    return struct_encoder(s, version, version in s.flexible_versions, s.write_tagged, strict)
 
 
 def decoder(cls: type, version: int):
     """The compiled `dec(mv, pos) -> (obj, pos)` for message class `cls` at `version`."""
     s = cls._schema
     return struct_decoder(s, version, version in s.flexible_versions)
+
+
+def run_decoder(dec, mv: memoryview, pos: int, what: str):
+    """Run a compiled decoder on untrusted bytes: every parse failure comes out as ProtocolError."""
+    try:
+        return dec(mv, pos)
+    except ProtocolError:
+        raise
+    except (IndexError, struct.error, ValueError) as e:
+        raise ProtocolError(f"malformed {what}: {e}") from None

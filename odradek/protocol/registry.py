@@ -45,7 +45,10 @@ class Api:
         fn = self._codecs.get((kind, version))
         if fn is None:
             cls = self.request if kind.startswith("request") else self.response
-            fn = (decoder if kind.endswith("decoder") else encoder)(cls, version)
+            if kind == "response_encoder":
+                fn = encoder(cls, version, strict=False)
+            else:
+                fn = (decoder if kind.endswith("decoder") else encoder)(cls, version)
             self._codecs[kind, version] = fn
         return fn
 

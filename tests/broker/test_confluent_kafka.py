@@ -16,8 +16,8 @@ def admin(broker) -> AdminClient:
 
 
 def create_topic(broker, name: str, partitions: int = 1, config: dict | None = None) -> None:
-    futures = admin(broker).create_topics([NewTopic(name, partitions, 1, config=config or {})])
-    futures[name].result(10)
+    client = admin(broker)  # keep the client alive until its future resolves
+    client.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(10)
 
 
 def consume(broker, topic: str, partitions: int, expected: int, timeout: float = 20.0, **settings) -> list:
@@ -90,6 +90,7 @@ def test_a_message_over_max_message_bytes_is_refused(broker, topic_name):
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "message.max.bytes": 100000})
     errors = []
     producer.produce(topic_name, b"x" * 10_000, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(10)  # its own batch: the whole batch is refused, as Kafka does
     producer.produce(topic_name, b"small", on_delivery=lambda err, msg: errors.append(err))
     producer.flush(10)
     assert [e.name() if e else None for e in errors] == ["MSG_SIZE_TOO_LARGE", None]
@@ -164,7 +165,8 @@ def test_incremental_alter_configs(broker, topic_name):
 
 
 def test_describe_cluster(broker):
-    description = admin(broker).describe_cluster().result(10)
+    client = admin(broker)
+    description = client.describe_cluster().result(10)
     assert len(description.cluster_id) == 22
     assert [node.port for node in description.nodes] == [broker.port]
 

@@ -17,7 +17,7 @@ from odradek.embedded import BrokerProcess
 def api_versions_request(version: int = 0, correlation_id: int = 7) -> bytes:
     body = struct.pack(">hhih", 18, version, correlation_id, 4) + b"test"
     if version >= 3:  # header v2 tagged fields, then client software name/version (compact strings) and tags
-        body += b"\x00" + b"\x05odrad" + b"\x021" + b"\x00"
+        body += b"\x00" + b"\x06odrad" + b"\x021" + b"\x00"
     return struct.pack(">i", len(body)) + body
 
 

@@ -4,8 +4,7 @@ Request frames arrive WITHOUT their 4-byte size prefix (the network shell has al
 frame); encoded frames come back WITH it.  A response is a list of chunks so that a `FileRegion` in a `records`
 field stays a separate object for sendfile; without regions it is a single bytes chunk.
 
-Every failure to parse is a `ProtocolError`; `struct.error`/`IndexError`/`ValueError` raised inside compiled
-decoders on truncated or garbled input are translated here, at the one boundary where bytes enter.
+Every failure to parse is a `ProtocolError` (see `codec.run_decoder`).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import struct
 
 from ..records.region import FileRegion
-from .codec import decoder, encoder
+from .codec import decoder, encoder, run_decoder
 from .errors import ProtocolError, UnsupportedVersion
 from .headers import RequestHeader, ResponseHeader
 from .registry import API_BY_KEY, Api
@@ -30,15 +29,6 @@ def _view(frame) -> memoryview:
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
     return mv
-
-
-def _run_decoder(dec, mv: memoryview, pos: int, what: str):
-    try:
-        return dec(mv, pos)
-    except ProtocolError:
-        raise
-    except (IndexError, struct.error, ValueError) as e:
-        raise ProtocolError(f"malformed {what}: {e}") from None
 
 
 def _known_api(key: int) -> Api:
@@ -59,11 +49,11 @@ def decode_request(frame) -> tuple:
         raise ProtocolError(f"request frame of {len(mv)} bytes is shorter than a header")
     key, version = _KEY_VERSION.unpack_from(mv, 0)
     a = _known_api(key)
-    header, pos = _run_decoder(_REQUEST_HEADER_DECODERS[a.request_header_version(version)], mv, 0,
+    header, pos = run_decoder(_REQUEST_HEADER_DECODERS[a.request_header_version(version)], mv, 0,
                                "request header")
     if not a.min_version <= version <= a.max_version:
         raise UnsupportedVersion(header)
-    body, _ = _run_decoder(a.codec("request_decoder", version), mv, pos, f"{a.name} v{version} request")
+    body, _ = run_decoder(a.codec("request_decoder", version), mv, pos, f"{a.name} v{version} request")
     return header, body
 
 
@@ -129,7 +119,7 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple:
     if api_version not in a.response._schema.valid_versions:
         raise ProtocolError(f"{a.name} has no version {api_version}")
     mv = _view(frame)
-    header, pos = _run_decoder(_RESPONSE_HEADER_DECODERS[a.response_header_version(api_version)], mv, 0,
+    header, pos = run_decoder(_RESPONSE_HEADER_DECODERS[a.response_header_version(api_version)], mv, 0,
                                "response header")
-    body, _ = _run_decoder(a.codec("response_decoder", api_version), mv, pos, f"{a.name} v{api_version} response")
+    body, _ = run_decoder(a.codec("response_decoder", api_version), mv, pos, f"{a.name} v{api_version} response")
     return header.correlation_id, body

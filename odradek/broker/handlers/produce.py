@@ -29,6 +29,9 @@ def handlers(broker) -> dict:
         if version < 3:
             records = convert_message_set(records)
         headers = validate_batches(records)
+        if version >= 3 and len(headers) != 1:
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             f"Produce v3 and above carry exactly one record batch per partition, not {len(headers)}")
         return partition.append(records, headers)
 
     def answer_produce(connection, header, request):

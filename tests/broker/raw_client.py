@@ -1,0 +1,37 @@
+"""A bare protocol client for tests that must send what no real client would: our codec over a plain socket."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from odradek.protocol import RequestHeader, api, decode_response, encode_request
+
+
+class RawClient:
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.correlation_id = 0
+
+    def call(self, api_name: str, version: int, **fields):
+        target = api(api_name)
+        self.correlation_id += 1
+        header = RequestHeader(api_key=target.key, api_version=version, correlation_id=self.correlation_id,
+                               client_id="raw-test")
+        self.sock.sendall(encode_request(header, target.request(**fields)))
+        (size,) = struct.unpack(">i", self._exactly(4))
+        correlation_id, body = decode_response(target.key, version, self._exactly(size))
+        assert correlation_id == self.correlation_id
+        return body
+
+    def _exactly(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            data += chunk
+        return data
+
+    def close(self) -> None:
+        self.sock.close()

@@ -116,24 +116,13 @@ class Field:
         if (tag is None) != (tagged_versions is None):
             raise ValueError(f"{name}: tag and tagged_versions go together")
         if default is _UNSET:
-            if isinstance(type_, Array):
-                default = NEW
-            elif isinstance(type_, Primitive):
-                default = type_.zero
-            else:
-                default = NEW
+            default = type_.zero if isinstance(type_, Primitive) else NEW
         self.default = default
 
     def struct_classes(self):
         """The struct classes this field's type refers to (zero or one)."""
         t = self.type.element if isinstance(self.type, Array) else self.type
         return [t] if isinstance(t, type) else []
-
-    def fresh_default(self):
-        """The value a constructor gives this field when none is passed."""
-        if self.default is NEW:
-            return [] if isinstance(self.type, Array) else self.type()
-        return self.default
 
 
 def field(name: str, type_, versions: str, *, nullable_versions: str | None = None,

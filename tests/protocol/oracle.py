@@ -82,6 +82,7 @@ def message_strategy(cls, version: int, kio_safe: bool = False):
 def plain(obj, cls, version: int, skip_tagged: bool = False):
     """`obj` (ours or kafka-python's) as nested dicts over the fields `cls` has at `version`."""
     out = {}
+    defaults = cls()
     for f in cls._schema.fields:
         if version not in f.versions or (skip_tagged and version in f.tagged_versions):
             continue
@@ -89,7 +90,7 @@ def plain(obj, cls, version: int, skip_tagged: bool = False):
         if f.name.endswith("authorized_operations"):
             value = _from_bitfield(getattr(obj, "authorized_operations") if value is _MISSING else value)
         if value is None and f.default is not None and version in f.tagged_versions:
-            value = f.fresh_default()  # kafka-python leaves absent tagged fields unset
+            value = getattr(defaults, f.name)  # kafka-python leaves absent tagged fields unset
         out[f.name] = _plain_value(value, f.type, version)
     return out
 

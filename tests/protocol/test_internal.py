@@ -78,8 +78,8 @@ def test_transaction_log_value_tagged_fields():
     assert data.endswith(b"\x01" + b"\x00\x08" + struct.pack(">q", 7))  # one tagged field: tag 0, 8 bytes
     _, decoded = decode_versioned(TransactionLogValue, data)
     assert decoded == value
-    assert decode_versioned(TransactionLogValue, encode_versioned(TransactionLogValue, 0, value))[1] \
-        .previous_producer_id == -1
+    with pytest.raises(ProtocolError, match="previous_producer_id"):  # tagged fields exist from v1 only
+        encode_versioned(TransactionLogValue, 0, value)
 
 
 def test_newer_consumer_protocol_versions_read_as_the_newest_known():

@@ -37,8 +37,7 @@ def produce(bootstrap: str, topic: str, records: int, acks: str) -> float:
 
 
 def consume(bootstrap: str, topic: str, partitions: int, records: int) -> float:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen = 0
     started = time.perf_counter()

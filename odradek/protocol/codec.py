@@ -204,7 +204,8 @@ class _EncoderGen(_Gen):
                 self.emit(2, f"_t += ({self.const(encode_uvarint(f.tag))}, _uv(len(_tb)), _tb)")
             self.emit(1, "w.append(_uv(len(_t) // 3))")
             self.emit(1, "w += _t")
-        self.emit(1, "pass")
+        if len(self.lines) == 1:
+            self.emit(1, "pass")  # a non-flexible struct with no fields in this version
         return self.compile("enc")
 
 

@@ -1,0 +1,1 @@
+"""Tests of the Kafka wire codec (odradek.protocol)."""

@@ -211,14 +211,17 @@ def test_encode_response_checks_the_body_class():
         encode_response(RequestHeader(api_key=0, api_version=9, correlation_id=1), MetadataResponse())
 
 
-def test_setting_a_field_the_version_lacks_is_refused_unless_ignorable():
+def test_requests_refuse_fields_their_version_lacks_responses_drop_them():
     with pytest.raises(ProtocolError, match="transactional_id"):
         encode_request(RequestHeader(api_key=0, api_version=2, correlation_id=1), _produce(3))
-    # log_start_offset (v5+) is ignorable: silently left out of v4
+    # one response object serves every version: log_start_offset (v5+) and current_leader (v10+, not ignorable)
+    # are simply left out of v4
     response = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=[
-        ProduceResponse.PartitionProduceResponse(index=0, log_start_offset=9)])])
+        ProduceResponse.PartitionProduceResponse(index=0, log_start_offset=9,
+                                                 current_leader=ProduceResponse.LeaderIdAndEpoch(leader_id=2))])])
     chunks = encode_response(RequestHeader(api_key=0, api_version=4, correlation_id=1), response)
-    assert decode_response(0, 4, chunks[0][4:])[1].responses[0].partition_responses[0].log_start_offset == -1
+    partition = decode_response(0, 4, chunks[0][4:])[1].responses[0].partition_responses[0]
+    assert (partition.log_start_offset, partition.current_leader.leader_id) == (-1, -1)
 
 
 def test_registry_ranges():

@@ -6,6 +6,7 @@ import os
 import random
 import socket
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -114,7 +115,6 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 1
                          "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, at_end = [], set()
-    import time
     deadline = time.monotonic() + timeout
     try:
         while len(at_end) < partitions and time.monotonic() < deadline:
@@ -183,3 +183,20 @@ def test_kill_9_with_a_damaged_tail_keeps_exactly_the_valid_prefix(own_broker, d
         assert 200 <= len(survivors) < 400 and len(survivors) % 20 == 0  # cut at a batch boundary
     produce(own_broker.bootstrap_servers, "torn", [b"next"])
     assert read_all(own_broker.bootstrap_servers, "torn")[-1] == b"next"
+
+
+def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path):
+    with BrokerProcess(tmp_path / "data", settings={"connections.max.idle.ms": 1000}) as idle_broker:
+        quiet = connect(idle_broker)
+        busy = connect(idle_broker)
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:  # the busy one keeps talking
+            busy.sendall(api_versions_request())
+            read_frame(busy)
+            time.sleep(0.2)
+        quiet.settimeout(5)
+        assert quiet.recv(1) == b""  # closed by the broker
+        busy.sendall(api_versions_request())
+        assert struct.unpack(">ih", read_frame(busy)[:6]) == (7, 0)
+        quiet.close()
+        busy.close()

@@ -5,18 +5,26 @@ high watermark (the offset below which every in-sync replica has the data, so co
 the in-sync set is this broker alone, so the high watermark follows the log end at every append; a follower fetch
 path will move it instead once replication lands, without changing readers.
 
+Idempotent and transactional appends pass the log's producer state first (odradek/storage/producer_state.py): a
+client's retry of a recent batch is answered with that batch's offsets and not written again, and the first offset of
+the earliest open transaction caps the last stable offset. Transaction markers are written here too, by the
+transaction coordinator, and an abort is recorded in the active segment's `.txnindex`.
+
 Waiters (fetch long polls) register a callback that runs once, after the next append; the partition does not know
 about event loops, so the network shell decides what a wake-up means.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 
 from odradek.cluster.metadata import PartitionAssignment
 from odradek.errors import ErrorCode, KafkaError
-from odradek.storage.log import Log
+from odradek.records.batch import encode_control_batch, parse_header
+from odradek.storage.log import AppendResult, Log
+from odradek.storage.producer_state import AppendOrigin, CompletedTransaction
 
 
 class Partition:
@@ -53,16 +61,47 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """Below this offset no transaction is open; equal to the high watermark until transactions land."""
-        return self.high_watermark
+        """Below this offset no transaction is open: the first offset of the earliest open one, at most the high
+        watermark."""
+        return min(self.log.producer_state.first_unstable_offset(default=self.high_watermark), self.high_watermark)
 
-    def append(self, data, headers):
-        """Append as leader; returns the log's AppendResult and wakes every waiter."""
+    def append(self, data, headers, origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
+        """Append as leader; returns the log's AppendResult (a retried batch's original offsets, nothing written)
+        and wakes every waiter. Batches of idempotent producers come one per append (Produce v3+)."""
+        producer_state = self.log.producer_state
+        for header in headers:
+            if header.producer_id >= 0:
+                duplicate = producer_state.check_batch(header, origin)
+                if duplicate is not None:
+                    return AppendResult(duplicate.first_offset, duplicate.last_offset, -1, self.log.log_start_offset)
         result = self.log.append(data, headers, partition_leader_epoch=self.assignment.leader_epoch)
+        base_offset = result.first_offset
+        for header in headers:
+            if header.producer_id >= 0:
+                producer_state.record_batch(header._replace(base_offset=base_offset))
+            base_offset += header.last_offset_delta + 1
+        self._appended()
+        return result
+
+    def write_transaction_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                                 coordinator_epoch: int) -> CompletedTransaction | None:
+        """Append a COMMIT or ABORT control batch for the producer; the transaction it closed here, if any."""
+        producer_state = self.log.producer_state
+        producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        timestamp = time.time_ns() // 1_000_000
+        data = encode_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, timestamp)
+        result = self.log.append(data, [parse_header(data)], partition_leader_epoch=self.assignment.leader_epoch)
+        completed = producer_state.record_marker(producer_id, producer_epoch, commit, coordinator_epoch,
+                                                 result.first_offset, timestamp)
+        if completed is not None and completed.aborted:
+            self.log.segments[-1].transaction_index.append(producer_state.aborted_entry(completed))
+        self._appended()
+        return completed
+
+    def _appended(self) -> None:
         if self.isr_is_self:
             self.high_watermark = self.log.log_end_offset
         self.wake()
-        return result
 
     def on_next_append(self, callback: Callable[[], None]) -> None:
         self._waiters.append(callback)

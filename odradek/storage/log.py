@@ -32,8 +32,11 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import NO_TIMESTAMP, BatchHeader
 from odradek.records.batch import assign_offsets as assign_batch_offsets
 from odradek.records.region import FileRegion
+from odradek.storage.producer_state import ProducerStateManager
+from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
-    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, Segment,
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX, Segment,
     fsync_directory, segment_file_name,
 )
 
@@ -69,6 +72,7 @@ class Log:
         self._directory_dirty = False
         self._truncations = 0
         self._pending_deletes: list[tuple[int, Segment]] = []
+        self.producer_state = ProducerStateManager(directory)
 
     # -- opening and recovery ----------------------------------------------------------------------------------
 
@@ -108,6 +112,7 @@ class Log:
         log = cls(directory, config, segments, start, now_ms)
         if start > log.log_end_offset:
             log._truncate_fully_and_start_at(start)
+        log.producer_state.load(log._segments, log.log_start_offset, log.log_end_offset)
         if recovered:
             for segment in log._segments:
                 segment.flush()
@@ -232,6 +237,7 @@ class Log:
         else:
             active.seal()
             kept = self._segments
+            self.producer_state.take_snapshot(base_offset)
         segment = Segment.create(self.directory, base_offset, self._config, now)
         self._segments = kept + (segment,)
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
@@ -256,6 +262,16 @@ class Log:
             if region is not None:
                 return region
         return None
+
+    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[AbortedTransaction]:
+        """Aborted transactions that overlap [start_offset, end_offset): from the `.txnindex` of the segment holding
+        `start_offset` and of every later one (a transaction's entry sits with its marker)."""
+        segments = self._segments
+        first = max(0, bisect.bisect_right(segments, start_offset, key=_BASE_OFFSET_OF) - 1)
+        found = []
+        for segment in segments[first:]:
+            found += segment.transaction_index.overlapping(start_offset, end_offset)
+        return found
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`, or None."""
@@ -359,6 +375,7 @@ class Log:
     def _remove_oldest(self, count: int, now_ms: int) -> None:
         removed, self._segments = self._segments[:count], self._segments[count:]
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
         self._schedule_deletion(removed, now_ms)
 
     def _schedule_deletion(self, segments, now_ms: int) -> None:
@@ -394,6 +411,7 @@ class Log:
             self._recovery_point = min(self._recovery_point, offset)
             self._log_start_offset = min(self._log_start_offset, offset)
             self._truncations += 1
+            self.producer_state.load(kept, self._log_start_offset, offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         removed = self._segments
@@ -402,13 +420,16 @@ class Log:
         self._log_end_offset = self._log_start_offset = self._recovery_point = offset
         self._directory_dirty = True
         self._truncations += 1
+        self.producer_state.clear()
 
     # -- shutdown ----------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush, seal the active segment's indexes (trimmed, final time index entry) and close every file."""
+        """Flush, seal the active segment's indexes (trimmed, final time index entry), snapshot the producer state
+        at the log end (so the next start replays nothing) and close every file."""
         self.flush()
         with self._lock:
+            self.producer_state.take_snapshot(self._log_end_offset)
             self._segments[-1].seal()
             for segment in self._segments:
                 segment.close()
@@ -480,7 +501,7 @@ def _clear_stray_files(directory: Path) -> list[int]:
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             (directory / segment_file_name(base, suffix)).unlink(missing_ok=True)
     for path in directory.iterdir():
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             base = _segment_base(path.name, suffix)
             if base is not None and not (directory / segment_file_name(base, LOG_SUFFIX)).exists():
                 path.unlink()

@@ -1,4 +1,5 @@
-"""One log segment: a `.log` file of whole record batches plus its `.index` and `.timeindex`.
+"""One log segment: a `.log` file of whole record batches plus its `.index`, `.timeindex` and, once a transaction
+aborted in it, `.txnindex` (odradek/storage/transaction_index.py).
 
 Files are named by the 20-digit base offset (`00000000000000000000.log`). The segment keeps its log file open for
 its whole life, because the `FileRegion`s handed to fetches point into it: a removed segment is renamed
@@ -25,10 +26,12 @@ from odradek.records.batch import (
 )
 from odradek.records.region import FileRegion
 from odradek.storage.index import OffsetIndex, TimeIndex
+from odradek.storage.transaction_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -69,6 +72,7 @@ class Segment:
                                         config.segment_index_bytes)
         self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), base_offset,
                                     config.segment_index_bytes)
+        self.transaction_index = TransactionIndex(directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX))
         self.index_interval_bytes = config.index_interval_bytes
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -289,6 +293,7 @@ class Segment:
         self.size = position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(offset)
+        self.transaction_index.truncate_from(offset)
         self.load_tail()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -310,12 +315,13 @@ class Segment:
         os.fdatasync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.transaction_index.flush()
 
     def mark_deleted(self) -> None:
         """Rename the files to `*.deleted`; the log descriptor stays open for regions already handed out."""
         self.offset_index.close()
         self.time_index.close()
-        for index in (self.offset_index, self.time_index):
+        for index in (self.offset_index, self.time_index, self.transaction_index):
             if index.path.exists():
                 index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
         deleted_log = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
@@ -325,13 +331,14 @@ class Segment:
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.transaction_index.close()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
     def delete_files(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path, self.transaction_index.path):
             path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:

@@ -1,0 +1,25 @@
+"""The design's client APIs, as a small Pythonic layer over confluent-kafka (librdkafka does the protocol).
+
+- `Producer`: sync and async sends, batched by librdkafka, with a pluggable partitioner (Java's murmur2 by default)
+  and pluggable key/value encoders.
+- `SimpleConsumer`: read one partition from an offset, find the offset for a time.
+- `ConsumerConnector`: a group member handing out message streams per topic, or by a whitelist/blacklist filter,
+  committing what the streams handed out.
+- `Admin`: the topic and group administration the CLI and the mirror share.
+
+There is deliberately no second wire-protocol client here: everything goes through confluent-kafka.
+"""
+
+from odradek.client.admin import Admin, GroupOffset, PartitionInfo, TopicInfo
+from odradek.client.connector import Blacklist, ConsumerConnector, KafkaStream, Whitelist
+from odradek.client.errors import ClientError
+from odradek.client.messages import Message, RecordMetadata
+from odradek.client.partitioners import murmur2, murmur2_partitioner, random_partitioner
+from odradek.client.producer import Producer
+from odradek.client.simple import SimpleConsumer
+
+__all__ = [
+    "Admin", "Blacklist", "ClientError", "ConsumerConnector", "GroupOffset", "KafkaStream", "Message",
+    "PartitionInfo", "Producer", "RecordMetadata", "SimpleConsumer", "TopicInfo", "Whitelist", "murmur2",
+    "murmur2_partitioner", "random_partitioner",
+]

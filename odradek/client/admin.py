@@ -1,0 +1,196 @@
+"""Admin: topic and consumer-group administration over confluent-kafka's AdminClient, returning plain data.
+
+The CLI's `topics` and `groups` commands, the mirror and tests all go through this one place, so each
+administrative question (a topic's partitions, a group's lag, offsets at a time) is answered one way.
+Every call waits for its answer (`timeout` seconds) and raises ClientError with the broker's reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+import confluent_kafka
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                   NewTopic, OffsetSpec)
+
+from odradek.client.errors import ClientError
+
+TIMEOUT_S = 15.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    earliest_offset: int
+    latest_offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: list[PartitionInfo]
+    configs: dict[str, str]  # the topic's own overrides
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupOffset:
+    topic: str
+    partition: int
+    committed: int | None  # None: nothing committed
+    latest_offset: int
+    member: str  # the member it is assigned to, "" if none
+
+    @property
+    def lag(self) -> int | None:
+        return None if self.committed is None else max(0, self.latest_offset - self.committed)
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupInfo:
+    group_id: str
+    state: str
+    assignor: str
+    members: list[tuple[str, str, str]]  # (member id, client id, host)
+    offsets: list[GroupOffset]
+
+
+def _wait(future, timeout: float = TIMEOUT_S):
+    try:
+        return future.result(timeout)
+    except confluent_kafka.KafkaException as exc:
+        raise ClientError.of(exc) from None
+    except TimeoutError:
+        raise ClientError(f"no answer from the cluster within {timeout:g}s") from None
+
+
+class Admin:
+    def __init__(self, bootstrap_servers: str, timeout: float = TIMEOUT_S):
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        self._client = AdminClient({"bootstrap.servers": bootstrap_servers})
+
+    # ------------------------------------------------------------------------------------------- topics
+    def _metadata(self, topic: str | None = None):
+        try:
+            return self._client.list_topics(topic, timeout=self.timeout)
+        except confluent_kafka.KafkaException as exc:
+            raise ClientError.of(exc) from None
+
+    def list_topics(self, include_internal: bool = False) -> list[str]:
+        return sorted(name for name in self._metadata().topics if include_internal or not name.startswith("__"))
+
+    def partition_count(self, topic: str) -> int | None:
+        """Partitions of an existing topic, None if there is no such topic (never auto-creates)."""
+        entry = self._metadata().topics.get(topic)
+        return len(entry.partitions) if entry is not None and entry.error is None else None
+
+    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                     configs: Mapping[str, str] | None = None) -> None:
+        topic = NewTopic(name, partitions, replication_factor, config=dict(configs or {}))
+        _wait(self._client.create_topics([topic], request_timeout=self.timeout)[name], self.timeout)
+
+    def delete_topic(self, name: str) -> None:
+        _wait(self._client.delete_topics([name], request_timeout=self.timeout)[name], self.timeout)
+
+    def add_partitions(self, name: str, total: int) -> None:
+        _wait(self._client.create_partitions([NewPartitions(name, total)], request_timeout=self.timeout)[name],
+              self.timeout)
+
+    def alter_topic_configs(self, name: str, set_configs: Mapping[str, str], delete_configs: Iterable[str] = ()) -> None:
+        entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+                   for key, value in set_configs.items()]
+        entries += [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in delete_configs]
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
+        _wait(self._client.incremental_alter_configs([resource])[resource], self.timeout)
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """The topic's own overrides (not broker or built-in defaults)."""
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+        entries = _wait(self._client.describe_configs([resource])[resource], self.timeout)
+        return {key: entry.value for key, entry in sorted(entries.items())
+                if entry.source == confluent_kafka.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+
+    def describe_topics(self, names: Iterable[str]) -> list[TopicInfo]:
+        metadata = self._metadata().topics
+        infos = []
+        for name in names:
+            entry = metadata.get(name)
+            if entry is None or entry.error is not None:
+                raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {name!r} does not exist",
+                                  "UNKNOWN_TOPIC_OR_PART")
+            indexes = sorted(entry.partitions)
+            earliest = self.list_offsets(name, indexes, OffsetSpec.earliest())
+            latest = self.list_offsets(name, indexes, OffsetSpec.latest())
+            partitions = [PartitionInfo(index, entry.partitions[index].leader, list(entry.partitions[index].replicas),
+                                        list(entry.partitions[index].isrs), earliest[index], latest[index])
+                          for index in indexes]
+            infos.append(TopicInfo(name, partitions, self.topic_configs(name)))
+        return infos
+
+    # ------------------------------------------------------------------------------------------ offsets
+    def list_offsets(self, topic: str, partitions: Iterable[int], spec: OffsetSpec) -> dict[int, int]:
+        """ListOffsets for each partition: OffsetSpec.earliest(), .latest() or .for_timestamp(ms) (-1 if no record
+        is that recent)."""
+        asked = {confluent_kafka.TopicPartition(topic, index): spec for index in partitions}
+        if not asked:
+            return {}
+        futures = self._client.list_offsets(asked, request_timeout=self.timeout)
+        return {tp.partition: _wait(future, self.timeout).offset for tp, future in futures.items()}
+
+    def offsets_for_time(self, topic: str, partitions: Iterable[int], timestamp_ms: int) -> dict[int, int]:
+        """The first offset at or after the time in each partition (the latest offset where none is)."""
+        partitions = list(partitions)
+        found = self.list_offsets(topic, partitions, OffsetSpec.for_timestamp(timestamp_ms))
+        latest = self.list_offsets(topic, [p for p, offset in found.items() if offset < 0], OffsetSpec.latest())
+        return {p: (offset if offset >= 0 else latest[p]) for p, offset in found.items()}
+
+    # ------------------------------------------------------------------------------------------- groups
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, state) of every group."""
+        result = _wait(self._client.list_consumer_groups(request_timeout=self.timeout), self.timeout)
+        return sorted((listing.group_id, listing.state.name if listing.state else "UNKNOWN")
+                      for listing in result.valid)
+
+    def describe_group(self, group_id: str) -> GroupInfo:
+        described = _wait(self._client.describe_consumer_groups([group_id], request_timeout=self.timeout)[group_id],
+                          self.timeout)
+        owner: dict[tuple[str, int], str] = {}
+        for member in described.members:
+            for tp in (member.assignment.topic_partitions if member.assignment else ()):
+                owner[(tp.topic, tp.partition)] = member.member_id
+        committed = self.committed_offsets(group_id)
+        keys = sorted(set(committed) | set(owner))
+        latest: dict[tuple[str, int], int] = {}
+        for topic in sorted({topic for topic, _ in keys}):
+            for index, offset in self.list_offsets(topic, [p for t, p in keys if t == topic],
+                                                   OffsetSpec.latest()).items():
+                latest[(topic, index)] = offset
+        offsets = [GroupOffset(topic, index, committed.get((topic, index)), latest[(topic, index)],
+                               owner.get((topic, index), "")) for topic, index in keys]
+        members = [(m.member_id, m.client_id, m.host) for m in described.members]
+        state = described.state.name if described.state else "UNKNOWN"
+        return GroupInfo(group_id, state, described.partition_assignor or "", members, offsets)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        request = confluent_kafka.ConsumerGroupTopicPartitions(group_id)
+        result = _wait(self._client.list_consumer_group_offsets([request], request_timeout=self.timeout)[group_id],
+                       self.timeout)
+        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+    def set_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit these offsets for the group (it must have no active members)."""
+        request = confluent_kafka.ConsumerGroupTopicPartitions(
+            group_id, [confluent_kafka.TopicPartition(topic, index, offset)
+                       for (topic, index), offset in sorted(offsets.items())])
+        result = _wait(self._client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group_id],
+                       self.timeout)
+        for tp in result.topic_partitions:
+            if tp.error is not None:
+                raise ClientError.of(tp.error)
+
+    def delete_group(self, group_id: str) -> None:
+        _wait(self._client.delete_consumer_groups([group_id], request_timeout=self.timeout)[group_id], self.timeout)

@@ -1,0 +1,125 @@
+"""Producer: sync and async sends over confluent-kafka, with our partitioner and encoders in front.
+
+librdkafka batches (linger.ms, batch.size) and retries; this layer only picks the partition (so the default is
+exactly the Java client's murmur2, whatever librdkafka's own default), encodes keys and values, and turns
+delivery callbacks into futures. A background thread serves those callbacks, so `send()` never has to be
+followed by `poll()`: `send()` returns a concurrent.futures.Future (await it with `asyncio.wrap_future`),
+`send_sync()` waits for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import confluent_kafka
+
+from odradek.client.errors import ClientError
+from odradek.client.messages import RecordMetadata
+from odradek.client.partitioners import Partitioner, murmur2_partitioner
+
+Encoder = Callable[[Any], bytes | None]
+METADATA_TIMEOUT_S = 10.0
+
+
+def encode_default(value: Any) -> bytes | None:
+    """bytes and None pass through; str is UTF-8; anything else is an error (plug in an encoder for it)."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"cannot encode {type(value).__name__}; pass an encoder")
+
+
+class Producer:
+    def __init__(self, bootstrap_servers: str, *, partitioner: Partitioner = murmur2_partitioner,
+                 key_encoder: Encoder = encode_default, value_encoder: Encoder = encode_default,
+                 linger_ms: int = 5, acks: str = "all", config: Mapping[str, Any] | None = None):
+        """`config`: more librdkafka settings under their own names ({"batch.size": 65536})."""
+        settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": linger_ms, "acks": acks, **(config or {})}
+        self._producer = confluent_kafka.Producer(settings)
+        self.partitioner = partitioner
+        self.key_encoder = key_encoder
+        self.value_encoder = value_encoder
+        self._partition_counts: dict[str, int] = {}
+        self._closed = threading.Event()
+        self._poller = threading.Thread(target=self._serve_callbacks, name="odradek-producer-callbacks", daemon=True)
+        self._poller.start()
+
+    def _serve_callbacks(self) -> None:
+        while not self._closed.is_set():
+            self._producer.poll(0.05)
+
+    def partition_count(self, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:
+        """Partitions of `topic` (cached; asking about a missing topic lets the broker auto-create it)."""
+        count = self._partition_counts.get(topic)
+        if count is not None:
+            return count
+        deadline = time.monotonic() + timeout
+        while True:
+            metadata = self._producer.list_topics(topic, timeout=max(0.1, deadline - time.monotonic()))
+            entry = metadata.topics.get(topic)
+            if entry is not None and entry.error is None and entry.partitions:
+                self._partition_counts[topic] = len(entry.partitions)
+                return len(entry.partitions)
+            if time.monotonic() >= deadline:
+                raise ClientError.of(entry.error) if entry is not None and entry.error else ClientError(
+                    f"topic {topic!r} has no partitions")
+            time.sleep(0.05)
+
+    def send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
+             headers: Iterable[tuple[str, bytes | str | None]] | None = None,
+             timestamp_ms: int | None = None) -> "Future[RecordMetadata]":
+        """Queue one record; the future resolves once the broker has it (or fails with ClientError)."""
+        key_bytes = self.key_encoder(key)
+        value_bytes = self.value_encoder(value)
+        if partition is None:
+            partition = self.partitioner(key_bytes, self.partition_count(topic))
+        future: Future[RecordMetadata] = Future()
+
+        def delivered(error, message) -> None:
+            if error is not None:
+                future.set_exception(ClientError.of(error))
+            else:
+                timestamp_type, timestamp = message.timestamp()
+                future.set_result(RecordMetadata(message.topic(), message.partition(), message.offset(),
+                                                 timestamp if timestamp_type else None))
+
+        while True:
+            try:
+                self._producer.produce(topic, value_bytes, key_bytes, partition, on_delivery=delivered,
+                                       timestamp=timestamp_ms or 0, headers=list(headers) if headers else None)
+                return future
+            except BufferError:  # librdkafka's queue is full: let deliveries drain it
+                self._producer.flush(0.1)
+            except confluent_kafka.KafkaException as exc:
+                raise ClientError.of(exc) from None
+
+    def send_sync(self, topic: str, value: Any = None, key: Any = None, *, timeout: float | None = 30.0,
+                  **options: Any) -> RecordMetadata:
+        """Send and wait for the broker's acknowledgement."""
+        return self.send(topic, value, key, **options).result(timeout)
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every queued record is delivered (or failed); ClientError if some are still queued."""
+        left = self._producer.flush(timeout)
+        if left:
+            raise ClientError(f"{left} record(s) still undelivered after {timeout:g}s")
+
+    def close(self, timeout: float = 30.0) -> None:
+        try:
+            self.flush(timeout)
+        finally:
+            self._closed.set()
+            self._poller.join()
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

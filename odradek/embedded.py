@@ -1,12 +1,18 @@
-"""A real broker in a child process: start it, wait for its ready line, stop it cleanly or kill it.
+"""Embedded brokers: `Broker` for users (`from odradek import Broker`), over two ways of running one.
 
-Tests and users' own suites need a broker that behaves exactly as `odradek serve` does, including what happens on
-SIGKILL and restart, so this runs that very command (with port 0, reading the bound port from the ready line) rather
-than an in-process imitation.
+- `BrokerThread`: odradek.broker.broker.Broker on its own event loop in a background thread of this process. It
+  starts in a fraction of a second, which is what a test suite wants (the `odradek_broker` pytest fixture).
+- `BrokerProcess`: a real `odradek serve` child process: start it, wait for its ready line, stop it cleanly or kill
+  it. Tests that need exactly what `odradek serve` does, including SIGKILL and restart, use this one (with port 0,
+  reading the bound port from the ready line) rather than an in-process imitation.
+
+Both take a data directory (a temporary one by default, removed on close), broker settings under Kafka's names and
+a port (0: any free one, kept across restarts), and give `bootstrap_servers`. `Broker` adds test-friendly defaults.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -91,6 +97,133 @@ class BrokerProcess:
             self._tmp.cleanup()
 
     def __enter__(self) -> "BrokerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class BrokerThread:
+    """A broker on its own event loop in a daemon thread; `broker` is the running odradek.broker.broker.Broker."""
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, *, settings: dict[str, object] | None = None,
+                 port: int = 0):
+        self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-")
+        self.data_dir = Path(data_dir if data_dir is not None else self._tmp.name)
+        self.settings = dict(settings or {})
+        self.port = port
+        self.host = "127.0.0.1"
+        self.broker = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Event | None = None
+        self._failure: BaseException | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "BrokerThread":
+        ready = threading.Event()
+        self._failure = None
+        self._thread = threading.Thread(target=self._run, args=(ready,), name="odradek-broker", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout):
+            raise RuntimeError(f"embedded broker did not start within {timeout:g}s")
+        if self._failure is not None:
+            self._thread.join()
+            raise RuntimeError(f"embedded broker failed to start: {self._failure!r}") from self._failure
+        return self
+
+    def _run(self, ready: threading.Event) -> None:
+        with asyncio.Runner(loop_factory=_new_event_loop) as runner:
+            runner.run(self._serve(ready))
+
+    async def _serve(self, ready: threading.Event) -> None:
+        from odradek.broker.broker import Broker as BrokerCore
+
+        try:
+            broker = BrokerCore({**self.settings, "log.dirs": str(self.data_dir)}, host=self.host, port=self.port)
+            _, self.port = await broker.start()
+        except BaseException as exc:
+            self._failure = exc
+            ready.set()
+            return
+        self.broker, self._loop, self._stopped = broker, asyncio.get_running_loop(), asyncio.Event()
+        ready.set()
+        await self._stopped.wait()
+        await broker.stop()
+
+    def stop(self) -> None:
+        """Clean shutdown, as SIGTERM gives `odradek serve`."""
+        if self._thread is None:
+            return
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._stopped.set)
+        self._thread.join()
+        self._thread = self._loop = self._stopped = self.broker = None
+
+    def restart(self) -> "BrokerThread":
+        self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> "BrokerThread":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class Broker:
+    """A broker for your program or test suite: `with Broker() as broker: ... broker.bootstrap_servers`.
+
+    In this process by default (a background thread); `process=True` runs `odradek serve` as a child process
+    instead. Settings use Kafka's names and win over TEST_FRIENDLY_SETTINGS.
+    """
+
+    # Groups form at once and the offsets topic is small: what a test wants, where a server wants Kafka's defaults.
+    TEST_FRIENDLY_SETTINGS = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 1}
+
+    def __init__(self, settings: dict[str, object] | None = None, *, process: bool = False,
+                 data_dir: str | os.PathLike | None = None, port: int = 0):
+        settings = {**self.TEST_FRIENDLY_SETTINGS, **(settings or {})}
+        runner = BrokerProcess if process else BrokerThread
+        self.runner: BrokerProcess | BrokerThread = runner(data_dir, settings=settings, port=port)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.runner.bootstrap_servers
+
+    @property
+    def data_dir(self) -> Path:
+        return self.runner.data_dir
+
+    def start(self, timeout: float = 30.0) -> "Broker":
+        self.runner.start(timeout)
+        return self
+
+    def restart(self) -> "Broker":
+        self.runner.restart()
+        return self
+
+    def close(self) -> None:
+        """Stop the broker and remove its temporary data directory (if it made one)."""
+        self.runner.close()
+
+    def __enter__(self) -> "Broker":
         return self.start()
 
     def __exit__(self, *exc) -> None:

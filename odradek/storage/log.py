@@ -24,7 +24,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from odradek.config import LogConfig
@@ -73,6 +73,8 @@ class Log:
         self._truncations = 0
         self._pending_deletes: list[tuple[int, Segment]] = []
         self.producer_state = ProducerStateManager(directory)
+        self.cleaner_lock = threading.Lock()  # held by the log cleaner while it copies this log
+        self.is_deleted = False
 
     # -- opening and recovery ----------------------------------------------------------------------------------
 
@@ -393,6 +395,33 @@ class Log:
             segment.delete_files()
         return len(expired)
 
+    def replace_segments(self, cleaned: Segment, replaced: Sequence[Segment]) -> bool:
+        """Swap the cleaner's output `cleaned` (sealed, fsynced, files named `*.cleaned`) in for `replaced`, the
+        run of non-active segments it was copied from; False, with nothing changed, if they are no longer a run
+        of this log (retention or truncation got there first).
+
+        Kafka's crash-safe order: rename the cleaned files to `*.swap`, the log last (its rename is the commit
+        point), and fsync the directory; publish the new segment tuple; rename the replaced files to `*.deleted`,
+        kept open for readers until file.delete.delay.ms, and fsync; drop the `.swap` suffix, again log last. A
+        crash before the commit point leaves the old segments, after it the new one (`Log.open` finishes the
+        swap, see `_clear_stray_files`)."""
+        with self._lock:
+            segments = self._segments
+            first = next((position for position, segment in enumerate(segments) if segment is replaced[0]), None)
+            if first is None:
+                return False
+            end = first + len(replaced)
+            if end >= len(segments) or any(old is not new for old, new in zip(segments[first:end], replaced)):
+                return False
+            cleaned.rename_files(CLEANED_SUFFIX, SWAP_SUFFIX)
+            fsync_directory(self.directory)
+            self._segments = segments[:first] + (cleaned,) + segments[end:]
+            self._schedule_deletion(replaced, self._clock())
+            fsync_directory(self.directory)
+            cleaned.rename_files(SWAP_SUFFIX, "")
+            self._directory_dirty = True
+            return True
+
     def truncate_to(self, offset: int) -> None:
         """Cut the log so that `offset` is its end (a follower truncating to its leader). No-op at or past the end."""
         with self._lock:
@@ -438,8 +467,10 @@ class Log:
             self._pending_deletes = []
 
     def delete_all(self) -> None:
-        """Topic deletion: close every file and remove the partition directory."""
-        with self._lock:
+        """Topic deletion: close every file and remove the partition directory (after the cleaner, seeing
+        `is_deleted`, has let go of the log)."""
+        self.is_deleted = True
+        with self.cleaner_lock, self._lock:
             for segment in self._segments:
                 segment.close()
             for _, segment in self._pending_deletes:
@@ -483,23 +514,25 @@ def _segment_base(name: str, suffix: str) -> int | None:
 
 
 def _clear_stray_files(directory: Path) -> list[int]:
-    """Delete `*.deleted` and `*.cleaned` files and index files without a log; complete interrupted swaps by
-    renaming `*.swap` into place (the swapped segment's indexes are dropped so they are rebuilt). Returns the base
-    offsets of swapped-in segments."""
-    swapped = []
-    for path in sorted(directory.iterdir()):
-        name = path.name
-        if name.endswith(DELETED_SUFFIX) or name.endswith(CLEANED_SUFFIX):
-            path.unlink()
-        elif name.endswith(SWAP_SUFFIX):
-            target = path.with_name(name[:-len(SWAP_SUFFIX)])
-            os.replace(path, target)
-            base = _segment_base(target.name, LOG_SUFFIX)
-            if base is not None:
-                swapped.append(base)
+    """Delete `*.deleted` and `*.cleaned` files and index files without a log, and complete interrupted swaps
+    (`Log.replace_segments`). The swap renames a segment's files to `.swap` and back with the log last, so a
+    `<base>.log.swap` means the swap was committed: it is renamed into place with its `.txnindex.swap` if that is
+    still there (the cleaner always writes one, so without it the `.txnindex` in place is already the new one), and
+    the offset and time indexes are rebuilt. Index `.swap` files without a log `.swap` are from a swap that never
+    committed and go. Returns the base offsets of swapped-in segments."""
+    names = sorted(path.name for path in directory.iterdir())
+    swapped = [base for name in names if name.endswith(SWAP_SUFFIX)
+               and (base := _segment_base(name[:-len(SWAP_SUFFIX)], LOG_SUFFIX)) is not None]
     for base in swapped:
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             (directory / segment_file_name(base, suffix)).unlink(missing_ok=True)
+        for suffix in (TXN_INDEX_SUFFIX, LOG_SUFFIX):
+            swap = directory / (segment_file_name(base, suffix) + SWAP_SUFFIX)
+            if swap.exists():
+                os.replace(swap, directory / segment_file_name(base, suffix))
+    for name in names:
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)):
+            (directory / name).unlink(missing_ok=True)
     for path in directory.iterdir():
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             base = _segment_base(path.name, suffix)

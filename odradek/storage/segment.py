@@ -63,16 +63,18 @@ def _write_all(fd: int, data, position: int) -> None:
 
 
 class Segment:
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int, size: int, now_ms: int):
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int, size: int, now_ms: int,
+                 file_suffix: str = ""):
         self.base_offset = base_offset
         self.fd = fd
         self.size = size
-        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
-        self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX), base_offset,
-                                        config.segment_index_bytes)
-        self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), base_offset,
-                                    config.segment_index_bytes)
-        self.transaction_index = TransactionIndex(directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX))
+        self.log_path = directory / (segment_file_name(base_offset, LOG_SUFFIX) + file_suffix)
+        self.offset_index = OffsetIndex(directory / (segment_file_name(base_offset, INDEX_SUFFIX) + file_suffix),
+                                        base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + file_suffix),
+                                    base_offset, config.segment_index_bytes)
+        self.transaction_index = TransactionIndex(
+            directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + file_suffix))
         self.index_interval_bytes = config.index_interval_bytes
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -85,11 +87,13 @@ class Segment:
         self.preallocated = False
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> "Segment":
-        """A new, empty, active segment (its files must not exist)."""
-        fd = os.open(directory / segment_file_name(base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_EXCL,
-                     0o644)
-        segment = cls(directory, base_offset, config, fd, 0, now_ms)
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int,
+               file_suffix: str = "") -> "Segment":
+        """A new, empty, active segment (its files must not exist). The cleaner builds its output under
+        `file_suffix` `.cleaned` and renames it into place (`rename_files`)."""
+        fd = os.open(directory / (segment_file_name(base_offset, LOG_SUFFIX) + file_suffix),
+                     os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        segment = cls(directory, base_offset, config, fd, 0, now_ms, file_suffix)
         if config.preallocate:
             os.posix_fallocate(fd, 0, config.segment_bytes)
             segment.preallocated = True
@@ -173,6 +177,24 @@ class Segment:
             if header.magic != MAGIC_V2 or header.size < BATCH_HEADER_SIZE or position + header.size > end:
                 return
             yield position, header
+            position += header.size
+
+    def iter_batches(self, chunk_bytes: int = _SCAN_CHUNK_BYTES) -> Iterator[tuple[BatchHeader, memoryview]]:
+        """Header and bytes of each whole batch of the file up to the published size, read `chunk_bytes` at a time
+        (the cleaner's sequential read)."""
+        end = self.size
+        chunk = b""
+        chunk_start = position = 0
+        while position + BATCH_HEADER_SIZE <= end:
+            if position + BATCH_HEADER_SIZE > chunk_start + len(chunk):
+                chunk, chunk_start = os.pread(self.fd, min(chunk_bytes, end - position), position), position
+            header = parse_header(chunk, position - chunk_start)
+            if header.magic != MAGIC_V2 or header.size < BATCH_HEADER_SIZE or position + header.size > end:
+                raise ValueError(f"{self.log_path}: no whole v2 batch at byte {position}")
+            if position + header.size > chunk_start + len(chunk):
+                chunk, chunk_start = os.pread(self.fd, min(max(header.size, chunk_bytes), end - position),
+                                              position), position
+            yield header, memoryview(chunk)[position - chunk_start:position - chunk_start + header.size]
             position += header.size
 
     def find_batch(self, offset: int, end: int | None = None) -> tuple[int, BatchHeader] | None:
@@ -319,14 +341,24 @@ class Segment:
 
     def mark_deleted(self) -> None:
         """Rename the files to `*.deleted`; the log descriptor stays open for regions already handed out."""
+        self.rename_files("", DELETED_SUFFIX)
+
+    def rename_files(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the index files, then the log, from `<name><old_suffix>` to `<name><new_suffix>` (the cleaner's
+        swap relies on the log going last); indexes are closed first, a missing one is skipped, and the log
+        descriptor stays open."""
         self.offset_index.close()
         self.time_index.close()
+
+        def renamed(path: Path) -> Path:
+            return path.with_name(path.name[:len(path.name) - len(old_suffix)] + new_suffix)
+
         for index in (self.offset_index, self.time_index, self.transaction_index):
             if index.path.exists():
-                index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
-        deleted_log = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
-        os.replace(self.log_path, deleted_log)
-        self.log_path = deleted_log
+                index.rename(renamed(index.path))
+        new_log_path = renamed(self.log_path)
+        os.replace(self.log_path, new_log_path)
+        self.log_path = new_log_path
 
     def close(self) -> None:
         self.offset_index.close()

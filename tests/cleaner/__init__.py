@@ -1,0 +1,1 @@
+"""cleaner tests"""

@@ -1,9 +1,9 @@
 """Produce: check each partition's batches, append them, answer per partition.
 
 A batch stays opaque bytes: we check its header and CRC and let the log stamp offsets (and LogAppendTime) in place;
-records are never decoded here. Produce v0-v2 carry the old message formats, which are converted to one v2 batch
-first. Errors are per partition, with Kafka's codes, so one bad partition never fails the rest of the request.
-With acks=0 the client expects no answer at all.
+records are decoded only for a compacted topic, whose records must all have keys. Produce v0-v2 carry the old
+message formats, which are converted to one v2 batch first. Errors are per partition, with Kafka's codes, so one
+bad partition never fails the rest of the request. With acks=0 the client expects no answer at all.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import logging
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.records.batch import validate_batches
+from odradek.records.keys import batches_all_keyed
 from odradek.records.legacy import convert_message_set
 
 PRODUCE = api("Produce")
@@ -32,6 +33,9 @@ def handlers(broker) -> dict:
         if version >= 3 and len(headers) != 1:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"Produce v3 and above carry exactly one record batch per partition, not {len(headers)}")
+        if partition.log.config.compact and not batches_all_keyed(records, headers):
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             f"Compacted topic cannot accept message without key in topic partition {topic}-{index}.")
         return partition.append(records, headers)
 
     def answer_produce(connection, header, request):

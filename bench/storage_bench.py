@@ -133,6 +133,28 @@ def read_benchmarks(log: Log, batch_size: int) -> dict[str, float]:
     return results
 
 
+def run(mib: int, sync_mib: int, rounds: int, directory: str | None = None) -> dict[str, float]:
+    """Every figure of this benchmark in MB/s, by name (the suite puts them in its results)."""
+    root = Path(tempfile.mkdtemp(prefix="odradek-bench-", dir=directory))
+    try:
+        data = one_mib_batch()
+        figures = {}
+        figures["raw write"], figures["Log.append, default flush policy"] = best_of_rounds(
+            root, data, mib, rounds, sync=False)
+        figures["write+fdatasync"], figures["Log.append, flush.messages=1"] = best_of_rounds(
+            root, data, sync_mib, rounds, sync=True)
+        start = time.perf_counter()
+        for _ in range(64):
+            validate_batches(data)
+        figures["validate_batches (CRC-32C, produce path)"] = rate(64 * len(data), time.perf_counter() - start)
+        _, log = log_append(root / "read-0", data, mib, LogConfig())
+        figures.update({f"read, {name}": value for name, value in read_benchmarks(log, len(data)).items()})
+        log.close()
+        return figures
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256, help="MiB appended with the default flush policy")
@@ -140,30 +162,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating raw/log rounds; the best of each counts")
     parser.add_argument("--dir", default=None, help="directory on the disk to measure (default: a temp dir)")
     args = parser.parse_args()
-
-    root = Path(tempfile.mkdtemp(prefix="odradek-bench-", dir=args.dir))
-    try:
-        data = one_mib_batch()
-        print(f"batch: {len(data)} bytes, {args.mib} MiB default policy, {args.sync_mib} MiB fdatasync'd, in {root}")
-
-        raw, appended = best_of_rounds(root, data, args.mib, args.rounds, sync=False)
-        print(f"append, default flush policy: {appended:8.1f} MB/s   raw write:       {raw:8.1f} MB/s   "
-              f"ratio {appended / raw:.2f}")
-        raw_sync, synced = best_of_rounds(root, data, args.sync_mib, args.rounds, sync=True)
-        print(f"append, flush.messages=1:     {synced:8.1f} MB/s   write+fdatasync: {raw_sync:8.1f} MB/s   "
-              f"ratio {synced / raw_sync:.2f}")
-
-        start = time.perf_counter()
-        for _ in range(64):
-            validate_batches(data)
-        print(f"validate_batches (CRC-32C, produce path): {rate(64 * len(data), time.perf_counter() - start):8.1f} MB/s")
-
-        _, log = log_append(root / "read-0", data, args.mib, LogConfig())
-        for name, value in read_benchmarks(log, len(data)).items():
-            print(f"read, {name:38s} {value:8.1f} MB/s")
-        log.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    figures = run(args.mib, args.sync_mib, args.rounds, args.dir)
+    print(f"1 MiB batches, {args.mib} MiB default policy, {args.sync_mib} MiB fdatasync'd, best of {args.rounds}")
+    print(f"append, default flush policy: {figures['Log.append, default flush policy']:8.1f} MB/s   "
+          f"raw write:       {figures['raw write']:8.1f} MB/s")
+    print(f"append, flush.messages=1:     {figures['Log.append, flush.messages=1']:8.1f} MB/s   "
+          f"write+fdatasync: {figures['write+fdatasync']:8.1f} MB/s")
+    for name, value in figures.items():
+        if name.startswith(("read", "validate")):
+            print(f"{name:48s} {value:8.1f} MB/s")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+"""The PNG beside each results JSON: what a reader should see at a glance, drawn from the suite's rows alone.
+
+Three panels: Odradek's ratio to the best peer for every compared metric (log scale, 1x and the 1.5x goal marked,
+so "better" always points right whatever the metric's direction), produce/consume throughput per broker with the
+spread as error bars, and end-to-end latency percentiles per broker. matplotlib with the Agg backend, so it needs
+no display.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"odradek": "#1b7837", "tansu": "#762a83", "noida-db": "#e08214"}
+
+
+def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
+    width = 0.8 / max(1, len(brokers))
+    for offset, broker in enumerate(brokers):
+        xs, medians, low, high = [], [], [], []
+        for x, row in enumerate(rows):
+            summary = row["summary"].get(broker)
+            if summary is not None:
+                xs.append(x + (offset - (len(brokers) - 1) / 2) * width)
+                medians.append(summary["median"] / scale)
+                low.append((summary["median"] - summary["min"]) / scale)
+                high.append((summary["max"] - summary["median"]) / scale)
+        axis.bar(xs, medians, width, yerr=[low, high], capsize=2, label=broker, color=COLORS.get(broker))
+    axis.set_xticks(range(len(rows)))
+    axis.set_xticklabels([f"{row['workload']}\n{row['metric']}".replace(", ", "\n", 1) for row in rows],
+                         fontsize=7, rotation=0)
+    axis.legend(fontsize=8)
+
+
+def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
+    compared = [row for row in rows if row["ratio_to_best_peer"]]
+    rates = [row for row in rows if row["unit"] == "records/s"]
+    latencies = [row for row in rows if row["workload"] == "latency"]
+    figure, (ratios, throughput, latency) = plt.subplots(
+        3, 1, figsize=(14, 6 + 0.22 * len(compared)), gridspec_kw={"height_ratios": [max(3, len(compared) / 4), 2, 2]})
+
+    labels = [f"{row['workload']}: {row['metric']}" for row in compared]
+    values = [row["ratio_to_best_peer"] for row in compared]
+    ratios.barh(labels, [v - 1 for v in values], left=1, color=["#1b7837" if v >= 1 else "#b2182b" for v in values])
+    ratios.set_xscale("log")
+    ratios.axvline(1, color="black", linewidth=0.8)
+    ratios.axvline(1.5, color="grey", linestyle="--", linewidth=0.8, label="goal 1.5x")
+    ratios.invert_yaxis()
+    ratios.tick_params(axis="y", labelsize=7)
+    ratios.set_xlabel("Odradek / best peer (right of 1 = Odradek better; medians)")
+    ratios.legend(fontsize=8)
+
+    _grouped(throughput, rates, brokers, 1e6)
+    throughput.set_ylabel("million records/s")
+    _grouped(latency, latencies, brokers, 1)
+    latency.set_yscale("log")
+    latency.set_ylabel("ms (log)")
+
+    figure.suptitle(f"Odradek beside its peers, {meta['date']}, {meta['cpus']} CPUs, load {meta['load_before']} "
+                    f"before / {meta['load_after']} after; median of {meta['sizes']['repeat']}, bars = spread",
+                    fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,111 @@
+"""The client side every workload shares: confluent-kafka configured once, the same for every broker.
+
+One client and one configuration for all three brokers, so that differences come from the brokers. The Python
+loop around the client is kept out of the way: records go in through `produce_batch` (librdkafka loops in C over a
+prebuilt list) and come out through `consume` counted by `len`, because at a million records a second a Python
+statement per record would measure the interpreter instead of the broker. The consumer's prefetch queue is allowed
+to hold the whole run (queued.min.messages) with no back-off when it is full (fetch.queue.backoff.ms=0, whose 1 s
+default would otherwise pause fetching whenever the application is a little behind); fetch sizes stay at the
+client's defaults.
+"""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+RECORD_SIZE = 100
+CHUNK = 10_000  # records per produce_batch call
+
+THROUGHPUT_PRODUCER = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 2_000_000,
+                       "queue.buffering.max.kbytes": 2_000_000}
+CONSUMER = {"enable.auto.commit": False, "queued.min.messages": 10_000_000, "fetch.queue.backoff.ms": 0,
+            "auto.offset.reset": "earliest"}
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> float:
+    """Create the topic and wait until the broker has it; the seconds CreateTopics took."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    started = time.perf_counter()
+    admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=60)[topic].result(120)
+    elapsed = time.perf_counter() - started
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < partitions:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{topic} does not show {partitions} partitions in metadata")
+        time.sleep(0.05)
+    return elapsed
+
+
+def producer(bootstrap: str, **settings) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, **settings})
+
+
+def produce(p: Producer, topic: str, records: int, partitions: int, *, value_size: int = RECORD_SIZE) -> float:
+    """Send `records` records round-robin over the partitions, a chunk to one partition at a time, and wait for
+    every acknowledgement; records per second. Delivery failures raise."""
+    failures = []
+
+    def delivered(err, _msg):
+        if err is not None:
+            failures.append(err)
+
+    p.produce(topic, b"w", partition=0, on_delivery=delivered)  # warm up: metadata and connection
+    p.flush(30)
+    size = max(1, min(CHUNK, records // partitions))  # every partition gets a chunk each round
+    chunk = [{"value": b"x" * value_size} for _ in range(size)]
+    sent = 0
+    partition = 0
+    started = time.perf_counter()
+    while sent < records:
+        batch = chunk[:records - sent]
+        queued = p.produce_batch(topic, batch, partition=partition, on_delivery=delivered)
+        sent += queued
+        partition = (partition + 1) % partitions
+        if queued < len(batch):  # local queue full: the rest were refused (and marked); let acks drain it
+            for message in batch:
+                message.pop("_error", None)
+            p.poll(0.005)
+    if p.flush(120):
+        raise RuntimeError(f"{topic}: records still unacknowledged after 120 s")
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{topic}: {len(failures)} records failed, first: {failures[0]}")
+    return records / elapsed
+
+
+def consume(bootstrap: str, topic: str, partitions: int, records: int) -> float:
+    """Read the topic from offset 0 until `records` past the warm-up record arrived; records per second, timed
+    from the first record's arrival so that connecting and the first metadata round trips are not counted."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", **CONSUMER})
+    assignment = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    consumer.assign(assignment)
+    expected = records + 1  # the warm-up record
+    seen = 0
+    deadline = time.perf_counter() + 120
+    while not seen and time.perf_counter() < deadline:
+        seen = len(consumer.consume(1, 1.0))
+    started = time.perf_counter()
+    while seen < expected and time.perf_counter() < deadline:
+        seen += len(consumer.consume(min(100_000, expected - seen), 1.0))
+    elapsed = time.perf_counter() - started
+    positions = sum(tp.offset for tp in consumer.position(assignment) if tp.offset >= 0)
+    consumer.close()
+    if seen < expected or positions != expected:
+        raise RuntimeError(f"{topic}: consumed {seen} records ({positions} by position) of {expected}")
+    return records / elapsed
+
+
+def high_watermark(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """The partition's high watermark; 0 if the broker no longer knows the partition."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}-watermark"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]
+    except KafkaException as exc:
+        if exc.args[0].code() in (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART):
+            return 0
+        raise
+    finally:
+        consumer.close()

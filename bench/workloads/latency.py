@@ -1,0 +1,90 @@
+"""End-to-end latency at a fixed rate (10k records/s by default): p50, p99 and p99.9, measured at the consumer.
+
+The producer runs in its own process (spawned, so no librdkafka threads are forked) and stamps each 100-byte value
+with CLOCK_MONOTONIC, which is one clock for every process on the machine; the consumer subtracts that stamp from
+its own clock when `poll` hands it the record. Producer and consumer are never in one interpreter, so neither
+waits for the other's GIL. The producer sends with linger.ms=0 and acks=1, paced by a schedule rather than by
+sleeps of one record each, and the first second of every run is a warm-up that is not counted.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import struct
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from bench import client, peers
+from bench.measure import Results, percentile
+
+WORKLOAD = "latency"
+WARMUP_SECONDS = 1.0
+_STAMP = struct.Struct(">q")
+
+
+def paced_producer(bootstrap: str, topic: str, rate: int, seconds: float) -> None:
+    """Send rate*seconds stamped records, each when its slot on the schedule has come."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    padding = b"x" * (client.RECORD_SIZE - _STAMP.size)
+    total = int(rate * seconds)
+    sent = 0
+    started = time.perf_counter()
+    while sent < total:
+        due = min(total, int((time.perf_counter() - started) * rate) + 1)
+        while sent < due:
+            producer.produce(topic, _STAMP.pack(time.monotonic_ns()) + padding)
+            sent += 1
+        producer.poll(0)
+        time.sleep(0.0002)
+    producer.flush(30)
+
+
+def measure(broker: peers.Broker, topic: str, rate: int, seconds: float) -> list[float]:
+    """Latencies in milliseconds of the records sent after the warm-up, sorted."""
+    client.create_topic(broker.bootstrap, topic, 1)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"bench-{topic}", **client.CONSUMER})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.poll(0.5)  # connect and start fetching before the first record is sent
+    sender = multiprocessing.get_context("spawn").Process(
+        target=paced_producer, args=(broker.bootstrap, topic, rate, seconds + WARMUP_SECONDS))
+    sender.start()
+    count_from = None  # the first record's stamp plus the warm-up
+    expected = int(rate * (seconds + WARMUP_SECONDS))
+    latencies = []
+    received = 0
+    deadline = time.monotonic() + seconds + WARMUP_SECONDS + 30
+    while received < expected and time.monotonic() < deadline:
+        message = consumer.poll(0.1)
+        if message is None or message.error():
+            continue
+        now = time.monotonic_ns()
+        stamp = _STAMP.unpack_from(message.value())[0]
+        received += 1
+        if count_from is None:
+            count_from = stamp + int(WARMUP_SECONDS * 1e9)
+        if stamp >= count_from:
+            latencies.append((now - stamp) / 1e6)
+    consumer.close()
+    sender.join(30)
+    if received < expected:
+        raise RuntimeError(f"{topic}: received {received} of {expected} records")
+    return sorted(latencies)
+
+
+def run(results: Results, brokers: list[str], sizes) -> None:
+    skipped: dict[str, str] = {}
+    rate = sizes.latency_rate
+    with peers.running_all(brokers, skipped) as running:
+        for name, reason in skipped.items():
+            results.note(WORKLOAD, "skipped", f"{name}: {reason}")
+        for round_number in range(sizes.repeat):
+            for name, broker in running.items():
+                try:
+                    latencies = measure(broker, f"latency-{round_number}", rate, sizes.latency_seconds)
+                except Exception as exc:
+                    results.error(WORKLOAD, f"p99 at {rate} records/s", name, repr(exc), unit="ms")
+                    continue
+                for label, fraction in (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)):
+                    results.add(WORKLOAD, f"{label} at {rate} records/s", name, percentile(latencies, fraction),
+                                unit="ms", better="lower")

@@ -28,5 +28,9 @@ serve: $(INSTALLED)
 test: $(INSTALLED) system-packages
 	$(BIN)/python -m pytest -q
 
+# Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>.json and .png.
 bench: $(INSTALLED)
-	$(BIN)/python bench/storage_bench.py
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,bench]'
+	@if ! command -v iperf3 >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null; fi
+	$(BIN)/python -m bench.suite

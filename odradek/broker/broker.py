@@ -124,9 +124,12 @@ class Broker:
         from odradek.broker.handlers import build_handlers
         from odradek.broker.network import NetworkServer
         from odradek.coordinator.coordinator import GroupCoordinator
+        from odradek.coordinator.transaction_coordinator import TransactionCoordinator
 
         self.group_coordinator = GroupCoordinator(self)
         self.group_coordinator.start()  # loads __consumer_offsets in the background
+        self.transaction_coordinator = TransactionCoordinator(self)
+        self.transaction_coordinator.start()  # loads __transaction_state in the background
         handlers, unsupported_version_answer = build_handlers(self)
         self.server = NetworkServer(
             handlers,
@@ -163,6 +166,7 @@ class Broker:
         if self.server is not None:
             await self.server.close()
             await self.group_coordinator.stop()
+            await self.transaction_coordinator.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -5,6 +5,10 @@ one timer per group set to that group's next deadline (session, join and revocat
 offset-retention check, and the __consumer_offsets log (created on first use, appended to on every commit and
 group change, read back at start while those partitions answer COORDINATOR_LOAD_IN_PROGRESS). Handlers call the
 methods here with decoded request fields and get plain results (or a future to await) back.
+
+Offsets committed inside a transaction (TxnOffsetCommit) are written as the producer's transactional batch and kept
+pending, invisible to OffsetFetch, until the transaction coordinator's marker reaches the group's partition
+(`complete_transaction`): a commit marker makes them the group's offsets, an abort drops them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from odradek.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupRecord, Offse
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import (BATCH_HEADER_SIZE, CONTROL_COMMIT, Record, decode_batch, decode_control_record,
                                    encode_batch, parse_header, validate_batches)
+from odradek.storage.producer_state import AppendOrigin
 
 log = logging.getLogger("odradek.coordinator")
 
@@ -51,6 +56,7 @@ class GroupCoordinator:
             max_size=config["group.max.size"])
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore()
+        self._pending_transactional_offsets: dict[int, dict[tuple[str, TopicPartition], OffsetAndMetadata]] = {}
         self._loaded: set[int] = set()
         self._waiters: dict[tuple[str, str, str], asyncio.Future] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -170,6 +176,21 @@ class GroupCoordinator:
             group.validate_offset_commit(member_id, generation, api_version)
         now = now_ms()
         expire = now + retention_ms if retention_ms >= 0 else -1
+        codes, records, accepted = self._offset_records(group_id, offsets, now, expire)
+        try:
+            self._append(group_id, records)
+        except (KafkaError, OSError) as exc:
+            log.error("writing offsets of group %s failed: %s", group_id, exc)
+            for _, _, position in accepted:
+                codes[position] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return codes
+        for partition, committed, _ in accepted:
+            self.offsets.commit(group_id, partition, committed)
+        return codes
+
+    def _offset_records(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]], now: int,
+                        expire: int):
+        """(error code per offset, records to write, [(partition, offset, its position in the codes)])."""
         codes, records, accepted = [], [], []
         for topic, index, offset, leader_epoch, metadata in offsets:
             if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
@@ -183,16 +204,48 @@ class GroupCoordinator:
             records.append(offset_commit_record(group_id, topic, index, committed))
             accepted.append(((topic, index), committed, len(codes)))
             codes.append(ErrorCode.NONE)
+        return codes, records, accepted
+
+    def commit_transactional_offsets(self, group_id: str, *, producer_id: int, producer_epoch: int, member_id: str,
+                                     generation: int,
+                                     offsets: list[tuple[str, int, int, int, str | None]]) -> list[ErrorCode]:
+        """TxnOffsetCommit: Kafka checks a named member and a given generation only, and creates a missing group."""
+        self.check_available(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ClassicGroup(group_id, self.classic_config, now_ms())
+        if isinstance(group, ClassicGroup):
+            if member_id and member_id not in group.members:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            if generation >= 0 and generation != group.generation:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+        elif member_id:
+            group.validate_offset_commit(member_id, generation, 9)
+        codes, records, accepted = self._offset_records(group_id, offsets, now_ms(), -1)
         try:
-            self._append(group_id, records)
+            self._append(group_id, records, producer=(producer_id, producer_epoch))
         except (KafkaError, OSError) as exc:
-            log.error("writing offsets of group %s failed: %s", group_id, exc)
+            log.error("writing transactional offsets of group %s failed: %s", group_id, exc)
+            code = exc.code if isinstance(exc, KafkaError) else ErrorCode.COORDINATOR_NOT_AVAILABLE
             for _, _, position in accepted:
-                codes[position] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                codes[position] = code
             return codes
+        pending = self._pending_transactional_offsets.setdefault(producer_id, {})
         for partition, committed, _ in accepted:
-            self.offsets.commit(group_id, partition, committed)
+            pending[(group_id, partition)] = committed
         return codes
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """The producer's marker reached `offsets_partition`: its pending offsets there take effect or vanish."""
+        pending = self._pending_transactional_offsets.get(producer_id)
+        if not pending:
+            return
+        for key in [key for key in pending if partition_for(key[0], self.num_partitions) == offsets_partition]:
+            committed = pending.pop(key)
+            if commit:
+                self.offsets.commit(key[0], key[1], committed)
+        if not pending:
+            del self._pending_transactional_offsets[producer_id]
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None, *,
                       member_id: str | None = None, member_epoch: int = -1) -> list[tuple[TopicPartition,
@@ -298,13 +351,20 @@ class GroupCoordinator:
         group.expire(now_ms())
         self._settle(group)
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+                producer: tuple[int, int] | None = None) -> None:
+        """Write records to the group's partition; with `producer` (id, epoch) as part of its transaction."""
         if not records:
             return
         now = now_ms()
-        data = encode_batch([Record(i, now, key, value) for i, (key, value) in enumerate(records)])
+        batch_records = [Record(i, now, key, value) for i, (key, value) in enumerate(records)]
         partition = self.broker.partition(OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
-        partition.append(data, validate_batches(data))
+        if producer is None:
+            data = encode_batch(batch_records)
+            partition.append(data, validate_batches(data))
+        else:
+            data = encode_batch(batch_records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
+            partition.append(data, [parse_header(data)], origin=AppendOrigin.COORDINATOR)
 
     def _drop_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
         partitions = list(partitions)
@@ -385,6 +445,7 @@ class GroupCoordinator:
         while True:
             region = partition_log.read(offset, LOAD_READ_BYTES)
             if region is None:
+                self._restore_pending_offsets(open_transactions)
                 return
             data = memoryview(region.read_bytes())
             position = 0
@@ -409,6 +470,15 @@ class GroupCoordinator:
                 position += header.size
                 offset = header.last_offset + 1
             await asyncio.sleep(0)
+
+    def _restore_pending_offsets(self, open_transactions: dict[int, list]) -> None:
+        """Offsets of transactions still open at the end of the log wait for their marker, as before the restart."""
+        for producer_id, records in open_transactions.items():
+            for record in records:
+                parsed = parse_record(record.key, record.value)
+                if isinstance(parsed, OffsetRecord) and parsed.committed is not None:
+                    pending = self._pending_transactional_offsets.setdefault(producer_id, {})
+                    pending[(parsed.group_id, (parsed.topic, parsed.partition))] = parsed.committed
 
     def _apply(self, record: Record) -> None:
         parsed = parse_record(record.key, record.value)

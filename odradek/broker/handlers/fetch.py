@@ -3,7 +3,8 @@ arrives (a long poll woken by appends, never a sleep loop).
 
 The log answers a read with a FileRegion; it goes into the response as it is and the network shell sends it with
 sendfile, so record bytes never pass through Python. Reads stop at the high watermark (read_uncommitted) or the last
-stable offset (read_committed). Limits follow KIP-74: max_bytes for the whole answer and partition_max_bytes for each
+stable offset (read_committed); read_committed answers also list the aborted transactions that overlap the range up
+to the last stable offset (from the segments' `.txnindex`), which the consumer uses to drop aborted records. Limits follow KIP-74: max_bytes for the whole answer and partition_max_bytes for each
 partition, but the first partition with data always gets at least one whole batch so a consumer is never stuck
 behind a batch larger than its limits.
 """
@@ -96,10 +97,15 @@ def handlers(broker) -> dict:
             if incremental and records is EMPTY_RECORDS and not target.moved(high_watermark, last_stable,
                                                                               log_start):
                 continue
+            aborted = None
+            if isolation_level == READ_COMMITTED:
+                aborted = [FetchResponse.AbortedTransaction(producer_id=entry.producer_id,
+                                                            first_offset=entry.first_offset)
+                           for entry in log.aborted_transactions(target.fetch_offset, bound)
+                           ] if records is not EMPTY_RECORDS else []
             answers.append((target, FetchResponse.PartitionData(
                 partition_index=target.partition, error_code=ErrorCode.NONE, high_watermark=high_watermark,
-                last_stable_offset=last_stable, log_start_offset=log_start,
-                aborted_transactions=[] if isolation_level == READ_COMMITTED else None,
+                last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=aborted,
                 preferred_read_replica=-1, records=records)))
         return answers, total, saw_error
 

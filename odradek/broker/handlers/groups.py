@@ -56,11 +56,13 @@ def handlers(broker) -> dict:
                 return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
             if not key:
                 return ErrorCode.INVALID_REQUEST, "The coordinator key must not be empty."
-            if key_type == GROUP_KEY:
-                try:
+            try:
+                if key_type == GROUP_KEY:
                     coordinator().ensure_offsets_topic()
-                except (KafkaError, OSError) as exc:
-                    return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
+                else:
+                    broker.transaction_coordinator.ensure_topic()
+            except (KafkaError, OSError) as exc:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
             return ErrorCode.NONE, None
 
         host, port, node = broker.advertised_host, broker.advertised_port, broker.node_id

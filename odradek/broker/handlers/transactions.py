@@ -1,0 +1,203 @@
+"""Producer and transaction APIs: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+and the admin views DescribeProducers, DescribeTransactions and ListTransactions.
+
+Only wire translation lives here: each handler reads the fields its version carries, calls the transaction
+coordinator (odradek/coordinator/transaction_coordinator.py), the group coordinator (TxnOffsetCommit) or a
+partition's producer state (DescribeProducers), and turns KafkaError codes into that version's answer. KIP-588's
+PRODUCER_FENCED goes only to versions that know it (InitProducerId v4+, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2+,
+TxnOffsetCommit v3+); older ones get INVALID_PRODUCER_EPOCH, as Kafka answers them.
+"""
+
+from __future__ import annotations
+
+from odradek.coordinator.transaction_state import TransactionState
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+from odradek.storage.producer_state import NO_OFFSET
+
+INIT_PRODUCER_ID = api("InitProducerId")
+ADD_PARTITIONS_TO_TXN = api("AddPartitionsToTxn")
+ADD_OFFSETS_TO_TXN = api("AddOffsetsToTxn")
+END_TXN = api("EndTxn")
+TXN_OFFSET_COMMIT = api("TxnOffsetCommit")
+DESCRIBE_PRODUCERS = api("DescribeProducers")
+DESCRIBE_TRANSACTIONS = api("DescribeTransactions")
+LIST_TRANSACTIONS = api("ListTransactions")
+
+BATCHED_ADD_PARTITIONS_VERSION = 4
+
+
+def _code_for(exc: KafkaError, version: int, fenced_from_version: int) -> ErrorCode:
+    if exc.code == ErrorCode.PRODUCER_FENCED and version < fenced_from_version:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return exc.code
+
+
+def handlers(broker) -> dict:
+    def coordinator():
+        return broker.transaction_coordinator
+
+    def answer_init_producer_id(connection, header, request):
+        Response = INIT_PRODUCER_ID.response
+        version = header.api_version
+        try:
+            producer_id, epoch = coordinator().init_producer_id(
+                request.transactional_id, request.transaction_timeout_ms,
+                request.producer_id if version >= 3 else -1, request.producer_epoch if version >= 3 else -1)
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=_code_for(exc, version, 4), producer_id=-1,
+                            producer_epoch=-1)
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch)
+
+    def add_partitions(transactional_id: str, producer_id: int, producer_epoch: int, topics, version: int,
+                       verify_only: bool = False):
+        """[(topic, [(partition, code)])] for one transaction of AddPartitionsToTxn."""
+        asked = [(topic.name, index) for topic in topics for index in topic.partitions]
+        unknown = {key for key in asked if key not in broker.partitions}
+        if unknown:
+            codes = {key: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if key in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                     for key in asked}
+        else:
+            try:
+                if verify_only:
+                    metadata = coordinator().describe(transactional_id)
+                    codes = {key: ErrorCode.NONE if key in metadata.partitions else ErrorCode.INVALID_TXN_STATE
+                             for key in asked}
+                else:
+                    coordinator().add_partitions(transactional_id, producer_id, producer_epoch, set(asked))
+                    codes = dict.fromkeys(asked, ErrorCode.NONE)
+            except KafkaError as exc:
+                codes = dict.fromkeys(asked, _code_for(exc, version, 2))
+        return [(topic.name, [(index, codes[(topic.name, index)]) for index in topic.partitions]) for topic in topics]
+
+    def answer_add_partitions_to_txn(connection, header, request):
+        Response = ADD_PARTITIONS_TO_TXN.response
+        version = header.api_version
+
+        def topic_results(results):
+            return [Response.AddPartitionsToTxnTopicResult(name=name, results_by_partition=[
+                Response.AddPartitionsToTxnPartitionResult(partition_index=index, partition_error_code=code)
+                for index, code in partitions]) for name, partitions in results]
+
+        if version < BATCHED_ADD_PARTITIONS_VERSION:
+            results = add_partitions(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                                     request.v3_and_below_producer_epoch, request.v3_and_below_topics, version)
+            return Response(throttle_time_ms=0, results_by_topic_v3_and_below=topic_results(results))
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=[
+            Response.AddPartitionsToTxnResult(transactional_id=t.transactional_id, topic_results=topic_results(
+                add_partitions(t.transactional_id, t.producer_id, t.producer_epoch, t.topics, version, t.verify_only)))
+            for t in request.transactions])
+
+    def answer_add_offsets_to_txn(connection, header, request):
+        try:
+            coordinator().add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
+                                      request.group_id)
+        except KafkaError as exc:
+            return ADD_OFFSETS_TO_TXN.response(throttle_time_ms=0, error_code=_code_for(exc, header.api_version, 2))
+        return ADD_OFFSETS_TO_TXN.response(throttle_time_ms=0, error_code=ErrorCode.NONE)
+
+    def answer_end_txn(connection, header, request):
+        Response = END_TXN.response
+        try:
+            coordinator().end_transaction(request.transactional_id, request.producer_id, request.producer_epoch,
+                                          request.committed)
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=_code_for(exc, header.api_version, 2))
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=request.producer_id,
+                        producer_epoch=request.producer_epoch)
+
+    def answer_txn_offset_commit(connection, header, request):
+        Response = TXN_OFFSET_COMMIT.response
+        version = header.api_version
+        wanted = [(topic.name, p.partition_index, p.committed_offset,
+                   p.committed_leader_epoch if version >= 2 else -1, p.committed_metadata)
+                  for topic in request.topics for p in topic.partitions]
+        try:
+            coordinator().check_producer(request.transactional_id, request.producer_id, request.producer_epoch)
+            codes = broker.group_coordinator.commit_transactional_offsets(
+                request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
+                member_id=request.member_id if version >= 3 else "",
+                generation=request.generation_id if version >= 3 else -1, offsets=wanted)
+        except KafkaError as exc:
+            codes = [_code_for(exc, version, 3)] * len(wanted)
+        answers = iter(codes)
+        return Response(throttle_time_ms=0, topics=[
+            Response.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+                Response.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=next(answers))
+                for p in topic.partitions])
+            for topic in request.topics])
+
+    def answer_describe_producers(connection, header, request):
+        Response = DESCRIBE_PRODUCERS.response
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for index in topic.partition_indexes:
+                partition = broker.partitions.get((topic.name, index))
+                if partition is None:
+                    partitions.append(Response.PartitionResponse(
+                        partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, active_producers=[]))
+                    continue
+                partitions.append(Response.PartitionResponse(
+                    partition_index=index, error_code=ErrorCode.NONE, active_producers=[
+                        Response.ProducerState(producer_id=entry.producer_id, producer_epoch=entry.epoch,
+                                               last_sequence=entry.last_sequence, last_timestamp=entry.last_timestamp,
+                                               coordinator_epoch=entry.coordinator_epoch,
+                                               current_txn_start_offset=entry.transaction_first_offset
+                                               if entry.transaction_first_offset != NO_OFFSET else -1)
+                        for entry in partition.log.producer_state.producers.values()]))
+            topics.append(Response.TopicResponse(name=topic.name, partitions=partitions))
+        return Response(throttle_time_ms=0, topics=topics)
+
+    def answer_describe_transactions(connection, header, request):
+        Response = DESCRIBE_TRANSACTIONS.response
+        states = []
+        for transactional_id in request.transactional_ids:
+            answer = Response.TransactionState(
+                error_code=ErrorCode.NONE, transactional_id=transactional_id, transaction_state="",
+                transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[])
+            try:
+                metadata = coordinator().describe(transactional_id)
+            except KafkaError as exc:
+                answer.error_code = exc.code
+            else:
+                by_topic: dict[str, list[int]] = {}
+                for topic, index in sorted(metadata.partitions):
+                    by_topic.setdefault(topic, []).append(index)
+                answer.transaction_state = metadata.state.display_name
+                answer.transaction_timeout_ms = metadata.timeout_ms
+                answer.transaction_start_time_ms = metadata.start_ms
+                answer.producer_id, answer.producer_epoch = metadata.producer_id, metadata.producer_epoch
+                answer.topics = [Response.TopicData(topic=topic, partitions=indexes)
+                                 for topic, indexes in by_topic.items()]
+            states.append(answer)
+        return Response(throttle_time_ms=0, transaction_states=states)
+
+    def answer_list_transactions(connection, header, request):
+        Response = LIST_TRANSACTIONS.response
+        version = header.api_version
+        known = {state.display_name for state in TransactionState}
+        unknown = [name for name in request.state_filters if name not in known]
+        try:
+            found = coordinator().list_transactions(
+                set(request.state_filters), set(request.producer_id_filters),
+                request.duration_filter if version >= 1 else -1,
+                request.transactional_id_pattern if version >= 2 else None)
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, unknown_state_filters=unknown,
+                            transaction_states=[])
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
+                        transaction_states=[Response.TransactionState(
+                            transactional_id=m.transactional_id, producer_id=m.producer_id,
+                            transaction_state=m.state.display_name) for m in found])
+
+    return {
+        INIT_PRODUCER_ID.key: answer_init_producer_id,
+        ADD_PARTITIONS_TO_TXN.key: answer_add_partitions_to_txn,
+        ADD_OFFSETS_TO_TXN.key: answer_add_offsets_to_txn,
+        END_TXN.key: answer_end_txn,
+        TXN_OFFSET_COMMIT.key: answer_txn_offset_commit,
+        DESCRIBE_PRODUCERS.key: answer_describe_producers,
+        DESCRIBE_TRANSACTIONS.key: answer_describe_transactions,
+        LIST_TRANSACTIONS.key: answer_list_transactions,
+    }

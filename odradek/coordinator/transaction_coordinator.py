@@ -1,0 +1,260 @@
+"""The transaction coordinator: the asyncio edge around the plain transaction state machine (transaction_state.py).
+
+It owns producer ids (idempotent producers get theirs here too, as in Kafka), the in-memory transactions, the
+compacted __transaction_state topic (created on first use, written before every state change takes effect, read back
+at start while requests answer COORDINATOR_LOAD_IN_PROGRESS), the markers and the periodic abort of transactions past
+their timeout. On one broker every write is a local append, so EndTxn writes PrepareCommit/PrepareAbort, the marker
+of every partition of the transaction and CompleteCommit/CompleteAbort in one go; a crash between them leaves a
+prepared transaction that loading (or the periodic check, after a failed write) completes by writing the markers
+again, which is harmless for partitions that already have one. Markers on __consumer_offsets partitions also settle
+the offsets the group coordinator holds for the transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+
+from odradek.cluster.producer_ids import ProducerIdManager
+from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+from odradek.coordinator.transaction_state import (
+    COMPLETED, PREPARED, TRANSACTION_STATE_TOPIC, TopicPartition, TransactionMetadata, TransactionState,
+    add_partitions, begin_abort, check_producer, complete, fence_epoch, init_producer, parse_transaction_record,
+    prepare_end, transaction_record,
+)
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.batch import BATCH_HEADER_SIZE, Record, decode_batch, encode_batch, parse_header, validate_batches
+
+log = logging.getLogger("odradek.transactions")
+
+LOAD_READ_BYTES = 1 << 20
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TransactionCoordinator:
+    def __init__(self, broker):
+        self.broker = broker
+        config = broker.config
+        self.num_partitions: int = config["transaction.state.log.num.partitions"]
+        self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
+        self.producer_ids = ProducerIdManager(broker.metadata)
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self._loaded = False
+        self._tasks: list[asyncio.Task] = []
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        if TRANSACTION_STATE_TOPIC in self.broker.metadata.topics:
+            self._tasks.append(loop.create_task(self._load()))
+        else:
+            self._loaded = True
+        self._tasks.append(loop.create_task(self._check_periodically()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def ensure_topic(self) -> None:
+        if TRANSACTION_STATE_TOPIC not in self.broker.metadata.topics:
+            self.broker.create_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, 1, {"cleanup.policy": "compact"})
+
+    def _check_available(self, transactional_id: str) -> None:
+        if not transactional_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "The transactional id must not be empty.")
+        self.ensure_topic()
+        if not self._loaded:
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    # ------------------------------------------------------------------------------------------- requests
+    def init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
+                         producer_epoch: int = -1) -> tuple[int, int]:
+        """(producer id, epoch). Without a transactional id: a fresh id at epoch 0. With one: the next epoch of its
+        producer id, after aborting an open transaction of an older instance (Kafka aborts and answers
+        CONCURRENT_TRANSACTIONS so the client asks again; here the abort is already done, so we answer at once)."""
+        if transactional_id is None:
+            return self.producer_ids.next_id(), 0
+        self._check_available(transactional_id)
+        if not 0 < timeout_ms <= self.max_timeout_ms:
+            raise KafkaError(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        now = now_ms()
+        current = self.transactions.get(transactional_id)
+        if current is not None and current.state is TransactionState.ONGOING:
+            self._abort(fence_epoch(current, now))
+            current, producer_id = self.transactions[transactional_id], -1
+        elif current is not None and current.state in PREPARED:
+            current = self._send_markers(current)
+        metadata = init_producer(current, transactional_id, timeout_ms, now, self.producer_ids.next_id, producer_id,
+                                 producer_epoch)
+        self._write(metadata)
+        return metadata.producer_id, metadata.producer_epoch
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: set[TopicPartition]) -> None:
+        self._check_available(transactional_id)
+        metadata = add_partitions(self.transactions.get(transactional_id), producer_id, producer_epoch,
+                                  frozenset(partitions), now_ms())
+        if metadata is not None:
+            self._write(metadata)
+
+    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> None:
+        """AddOffsetsToTxn: the group's __consumer_offsets partition joins the transaction."""
+        self.broker.group_coordinator.ensure_offsets_topic()
+        offsets_partition = partition_for(group_id, self.broker.group_coordinator.num_partitions)
+        self.add_partitions(transactional_id, producer_id, producer_epoch, {(OFFSETS_TOPIC, offsets_partition)})
+
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        self._check_available(transactional_id)
+        prepared = prepare_end(self.transactions.get(transactional_id), producer_id, producer_epoch, commit,
+                               now_ms())
+        if prepared is not None:
+            self._write(prepared)
+            self._send_markers(prepared)
+
+    def check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> None:
+        """TxnOffsetCommit's guard: the producer is the transactional id's current one."""
+        self._check_available(transactional_id)
+        check_producer(self.transactions.get(transactional_id), producer_id, producer_epoch)
+
+    def describe(self, transactional_id: str) -> TransactionMetadata:
+        self._check_available(transactional_id)
+        metadata = self.transactions.get(transactional_id)
+        if metadata is None:
+            raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        return metadata
+
+    def list_transactions(self, states: set[str], producer_ids: set[int], min_duration_ms: int,
+                          pattern: str | None) -> list[TransactionMetadata]:
+        """ListTransactions' filters: state names, producer ids, open for at least `min_duration_ms` (-1: any), and a
+        regular expression over the transactional id."""
+        if not self._loaded:
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        matcher = re.compile(pattern) if pattern else None
+        now = now_ms()
+        return [metadata for transactional_id, metadata in sorted(self.transactions.items())
+                if (not states or metadata.state.display_name in states)
+                and (not producer_ids or metadata.producer_id in producer_ids)
+                and (min_duration_ms < 0 or (metadata.start_ms >= 0 and now - metadata.start_ms >= min_duration_ms))
+                and (matcher is None or matcher.fullmatch(transactional_id))]
+
+    # ----------------------------------------------------------------------------------------- internals
+    def _abort(self, fenced: TransactionMetadata) -> None:
+        aborting = begin_abort(fenced, now_ms())
+        self._write(aborting)
+        self._send_markers(aborting)
+
+    def _send_markers(self, prepared: TransactionMetadata) -> TransactionMetadata:
+        """Write the marker to every partition of a prepared transaction, then complete it; the metadata after (still
+        prepared if a write failed: the periodic check tries again)."""
+        commit = prepared.state is TransactionState.PREPARE_COMMIT
+        coordinator_epoch = self._state_partition(prepared.transactional_id).leader_epoch
+        for topic, index in sorted(prepared.partitions):
+            partition = self.broker.partitions.get((topic, index))
+            if partition is None:  # deleted since
+                continue
+            try:
+                partition.write_transaction_marker(prepared.producer_id, prepared.producer_epoch, commit,
+                                                   coordinator_epoch)
+            except KafkaError as exc:
+                log.warning("marker for %s on %s-%d refused: %s", prepared.transactional_id, topic, index, exc)
+            except OSError as exc:
+                log.error("marker for %s on %s-%d failed: %s", prepared.transactional_id, topic, index, exc)
+                return prepared
+            if topic == OFFSETS_TOPIC:
+                self.broker.group_coordinator.complete_transaction(index, prepared.producer_id, commit)
+        completed = complete(prepared, now_ms())
+        self._write(completed)
+        return completed
+
+    def _state_partition(self, transactional_id: str):
+        return self.broker.partition(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions))
+
+    def _write(self, metadata: TransactionMetadata) -> None:
+        """Persist the transaction's new metadata, then make it current."""
+        key, value = transaction_record(metadata)
+        data = encode_batch([Record(0, now_ms(), key, value)])
+        try:
+            self._state_partition(metadata.transactional_id).append(data, validate_batches(data))
+        except OSError as exc:
+            log.error("writing the state of %s failed: %s", metadata.transactional_id, exc)
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
+        self.transactions[metadata.transactional_id] = metadata
+
+    def _forget(self, metadata: TransactionMetadata) -> None:
+        """transactional.id.expiration.ms: drop an idle transactional id (a tombstone for compaction)."""
+        key, _ = transaction_record(metadata)
+        data = encode_batch([Record(0, now_ms(), key, None)])
+        self._state_partition(metadata.transactional_id).append(data, validate_batches(data))
+        del self.transactions[metadata.transactional_id]
+
+    # ---------------------------------------------------------------------------------- periodic work
+    async def _check_periodically(self) -> None:
+        interval = self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.check_transactions(now_ms())
+            except Exception:
+                log.exception("transaction timeout check failed")
+
+    def check_transactions(self, now: int) -> None:
+        """Abort (with a bumped epoch) transactions open past their timeout, finish prepared ones whose markers
+        failed, forget transactional ids idle past transactional.id.expiration.ms."""
+        if not self._loaded:
+            return
+        id_expiration_ms = self.broker.config["transactional.id.expiration.ms"]
+        for metadata in list(self.transactions.values()):
+            if metadata.expired(now):
+                log.info("aborting transaction %s: open longer than %d ms", metadata.transactional_id,
+                         metadata.timeout_ms)
+                self._abort(fence_epoch(metadata, now))
+            elif metadata.state in PREPARED:
+                self._send_markers(metadata)
+            elif metadata.state in COMPLETED and now - metadata.last_update_ms > id_expiration_ms:
+                self._forget(metadata)
+
+    # -------------------------------------------------------------------------------------------- loading
+    async def _load(self) -> None:
+        started = time.monotonic()
+        for index in range(self.num_partitions):
+            try:
+                await self._load_partition(index)
+            except (KafkaError, OSError):
+                log.exception("loading %s-%d failed; its transactions start empty", TRANSACTION_STATE_TOPIC, index)
+        self._loaded = True
+        for metadata in list(self.transactions.values()):
+            if metadata.state in PREPARED:
+                self._send_markers(metadata)
+        log.info("loaded %d transactional id(s) from %s in %.0f ms", len(self.transactions), TRANSACTION_STATE_TOPIC,
+                 (time.monotonic() - started) * 1000)
+
+    async def _load_partition(self, index: int) -> None:
+        partition_log = self.broker.partition(TRANSACTION_STATE_TOPIC, index).log
+        offset = partition_log.log_start_offset
+        while True:
+            region = partition_log.read(offset, LOAD_READ_BYTES)
+            if region is None:
+                return
+            data = memoryview(region.read_bytes())
+            position = 0
+            while position + BATCH_HEADER_SIZE <= len(data):
+                header = parse_header(data, position)
+                if position + header.size > len(data):
+                    break
+                if not header.is_control:
+                    for record in decode_batch(data[position:position + header.size])[1]:
+                        transactional_id, metadata = parse_transaction_record(record.key, record.value)
+                        if metadata is None:
+                            self.transactions.pop(transactional_id, None)
+                        else:
+                            self.transactions[transactional_id] = metadata
+                position += header.size
+                offset = header.last_offset + 1
+            await asyncio.sleep(0)

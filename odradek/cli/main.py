@@ -2,6 +2,9 @@
 
 `odradek serve` runs a single-node broker with an embedded default (data directory, auto-created topics, a cluster id
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
+The client-side commands live one group per module (topics, produce, consume, groups, perf, dump-log, mirror), each
+adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines imports (pyspark is
+optional).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
+from odradek.cli import consume, dump_log, groups, mirror, perf, produce, topics
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
 from odradek.errors import KafkaError
 
@@ -41,7 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
+    for module in (topics, produce, consume, groups, perf, dump_log, mirror):
+        module.add_commands(commands)
+    _add_pipeline_commands(commands)
     return parser
+
+
+def _add_pipeline_commands(commands) -> None:
+    """Spark's commands, when odradek.spark.pipelines exists and its imports (pyspark) are installed."""
+    try:
+        from odradek.spark.pipelines import add_pipeline_commands
+    except ImportError:
+        return
+    add_pipeline_commands(commands)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -87,12 +104,10 @@ def _use_uvloop() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)  # the command reports failures itself, in one line
     try:
         return args.run(args)
-    except KafkaError as exc:
-        print(f"odradek: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, ValueError) as exc:
+    except (KafkaError, ClientError, OSError, ValueError) as exc:
         print(f"odradek: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

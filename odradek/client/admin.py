@@ -14,7 +14,7 @@ import confluent_kafka
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
                                    NewTopic, OffsetSpec)
 
-from odradek.client.errors import ClientError
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 
 TIMEOUT_S = 15.0
 
@@ -71,7 +71,7 @@ class Admin:
     def __init__(self, bootstrap_servers: str, timeout: float = TIMEOUT_S):
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
-        self._client = AdminClient({"bootstrap.servers": bootstrap_servers})
+        self._client = AdminClient({"bootstrap.servers": bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
 
     # ------------------------------------------------------------------------------------------- topics
     def _metadata(self, topic: str | None = None):

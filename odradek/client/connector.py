@@ -24,7 +24,7 @@ from typing import Any
 
 import confluent_kafka
 
-from odradek.client.errors import ClientError
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import Decoder, Message, identity
 
 _END = object()
@@ -86,7 +86,7 @@ class ConsumerConnector:
         self.value_decoder = value_decoder
         self._consumer = confluent_kafka.Consumer({
             "bootstrap.servers": bootstrap_servers, "group.id": group_id, "auto.offset.reset": auto_offset_reset,
-            "enable.auto.commit": False, **(config or {})})
+            "enable.auto.commit": False, "logger": LIBRDKAFKA_LOGGER, **(config or {})})
         self._consumed: dict[tuple[str, int], int] = {}
         self._consumed_lock = threading.Lock()
         self._streams_of: dict[str, list[KafkaStream]] = {}  # topic ("" for a filter) -> its streams

@@ -17,7 +17,7 @@ from typing import Any
 
 import confluent_kafka
 
-from odradek.client.errors import ClientError
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import RecordMetadata
 from odradek.client.partitioners import Partitioner, murmur2_partitioner
 
@@ -41,7 +41,8 @@ class Producer:
                  key_encoder: Encoder = encode_default, value_encoder: Encoder = encode_default,
                  linger_ms: int = 5, acks: str = "all", config: Mapping[str, Any] | None = None):
         """`config`: more librdkafka settings under their own names ({"batch.size": 65536})."""
-        settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": linger_ms, "acks": acks, **(config or {})}
+        settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": linger_ms, "acks": acks,
+                    "logger": LIBRDKAFKA_LOGGER, **(config or {})}
         self._producer = confluent_kafka.Producer(settings)
         self.partitioner = partitioner
         self.key_encoder = key_encoder

@@ -10,7 +10,7 @@ from typing import Any
 
 import confluent_kafka
 
-from odradek.client.errors import ClientError
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import Decoder, Message, identity
 
 OFFSET_TIMEOUT_S = 10.0
@@ -26,7 +26,7 @@ class SimpleConsumer:
         self.value_decoder = value_decoder
         self._consumer = confluent_kafka.Consumer({
             "bootstrap.servers": bootstrap_servers, "group.id": "odradek-simple-consumer",
-            "enable.auto.commit": False, "enable.partition.eof": False, **(config or {})})
+            "enable.auto.commit": False, "enable.partition.eof": False, "logger": LIBRDKAFKA_LOGGER, **(config or {})})
 
     def _partition(self, offset: int) -> confluent_kafka.TopicPartition:
         return confluent_kafka.TopicPartition(self.topic, self.partition, offset)

@@ -1,0 +1,59 @@
+"""What every client-side command shares: the --bootstrap-server option, KEY=VALUE and time arguments, tables.
+
+Commands talk to a cluster through odradek.client only; failures surface as ClientError (or ValueError for bad
+input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+from collections.abc import Iterable, Sequence
+
+from odradek.client import Admin
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", "-b", dest="bootstrap_server",
+                        default=os.environ.get("ODRADEK_BOOTSTRAP_SERVER", DEFAULT_BOOTSTRAP), metavar="HOST:PORT",
+                        help=f"broker to connect to (default $ODRADEK_BOOTSTRAP_SERVER or {DEFAULT_BOOTSTRAP})")
+
+
+def add_admin_options(parser: argparse.ArgumentParser) -> None:
+    """--bootstrap-server and --timeout, for commands that ask the cluster questions through Admin."""
+    add_bootstrap(parser)
+    parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="how long to wait for the cluster's answers (default 15)")
+
+
+def admin_of(args: argparse.Namespace) -> Admin:
+    return Admin(args.bootstrap_server, args.timeout)
+
+
+def key_value(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    return key.strip(), value
+
+
+def timestamp_ms(text: str) -> int:
+    """Milliseconds since the epoch, or an ISO-8601 date/time (local time when it names no zone)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected epoch milliseconds or an ISO-8601 time, got {text!r}") from None
+    return int(moment.timestamp() * 1000)
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """Left-aligned columns, as kafka-consumer-groups prints them; '-' for a missing value."""
+    cells = [list(headers)] + [["-" if value is None else str(value) for value in row] for row in rows]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(headers))]
+    for row in cells:
+        print("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip())

@@ -1,0 +1,124 @@
+"""`odradek consume`: print records as raw lines or JSON, like kafka-console-consumer.
+
+Without --group the partitions are assigned directly (all of them, or --partition) and nothing is committed; with
+--group the command joins that group and commits what it printed. The start is the latest offset unless
+--from-beginning, --offset or --from-time says otherwise (in a group, committed offsets win over --from-beginning,
+as in Kafka). It stops after --max-messages, after --idle-timeout-ms with nothing new, or on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import confluent_kafka
+
+from odradek.cli.common import add_admin_options, admin_of, timestamp_ms
+from odradek.client import Admin, ClientError, Message
+from odradek.client.errors import LIBRDKAFKA_LOGGER
+
+
+def add_commands(commands) -> None:
+    consume = commands.add_parser("consume", help="print records of a topic",
+                                  description="Print the records of a topic, one per line.")
+    consume.add_argument("topic")
+    start = consume.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
+    start.add_argument("--offset", type=int, help="start at this offset (in every partition read)")
+    start.add_argument("--from-time", type=timestamp_ms, metavar="TIME",
+                       help="start at the first record at or after TIME (epoch ms or ISO-8601)")
+    consume.add_argument("--partition", "-p", type=int, help="read only this partition (not with --group)")
+    consume.add_argument("--group", "-g", help="consume as a member of this group, committing progress")
+    consume.add_argument("--format", choices=["raw", "json"], default="raw",
+                         help="raw: the value (and key) as text; json: one object per record")
+    consume.add_argument("--print-key", action="store_true", help="raw format: print KEY<separator>VALUE")
+    consume.add_argument("--key-separator", default="\t", metavar="SEP", help="raw format key separator (tab)")
+    consume.add_argument("--max-messages", "-n", type=int, help="stop after this many records")
+    consume.add_argument("--idle-timeout-ms", type=int, metavar="MS",
+                         help="stop when nothing arrives for this long (default: run until Ctrl-C)")
+    add_admin_options(consume)
+    consume.set_defaults(run=run_consume)
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def format_message(message: Message, args: argparse.Namespace) -> str:
+    if args.format == "json":
+        return json.dumps({"topic": message.topic, "partition": message.partition, "offset": message.offset,
+                           "timestamp": message.timestamp_ms, "key": _text(message.key),
+                           "value": _text(message.value),
+                           "headers": {name: _text(value) for name, value in message.headers}})
+    value = _text(message.value) or ""
+    return f"{_text(message.key) or ''}{args.key_separator}{value}" if args.print_key else value
+
+
+def start_offsets(admin: Admin, args: argparse.Namespace, partitions: list[int]) -> dict[int, int] | None:
+    """Where to start in each partition, or None to let the group's committed offsets / auto.offset.reset decide."""
+    if args.offset is not None:
+        return {p: args.offset for p in partitions}
+    if args.from_time is not None:
+        return admin.offsets_for_time(args.topic, partitions, args.from_time)
+    if args.group is None:
+        end = confluent_kafka.OFFSET_BEGINNING if args.from_beginning else confluent_kafka.OFFSET_END
+        return {p: end for p in partitions}
+    return None
+
+
+def run_consume(args: argparse.Namespace) -> int:
+    if args.group is not None and args.partition is not None:
+        raise ValueError("--partition reads without a group; leave out --group")
+    admin = admin_of(args)
+    count = admin.partition_count(args.topic)
+    if count is None:
+        raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {args.topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-console-consumer",
+        "enable.auto.commit": args.group is not None, "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest" if args.from_beginning else "latest", "logger": LIBRDKAFKA_LOGGER})
+    if args.group is None:
+        partitions = [args.partition] if args.partition is not None else list(range(count))
+        offsets = start_offsets(admin, args, partitions)
+        consumer.assign([confluent_kafka.TopicPartition(args.topic, p, offset) for p, offset in offsets.items()])
+    else:
+        def on_assign(consumer, assigned):
+            offsets = start_offsets(admin, args, [tp.partition for tp in assigned])
+            if offsets is not None:
+                for tp in assigned:
+                    tp.offset = offsets[tp.partition]
+            consumer.assign(assigned)
+
+        consumer.subscribe([args.topic], on_assign=on_assign)
+    try:
+        printed = _print_records(consumer, args)
+    finally:
+        consumer.close()  # in a group: commits the stored offsets of what was printed
+    print(f"Processed a total of {printed} messages", file=sys.stderr)
+    return 0
+
+
+def _print_records(consumer, args: argparse.Namespace) -> int:
+    printed = 0
+    last_seen = time.monotonic()
+    out = sys.stdout
+    try:
+        while args.max_messages is None or printed < args.max_messages:
+            batch = consumer.consume(min(500, (args.max_messages or 500) - printed), 0.2)
+            if not batch:
+                if args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
+                    break
+                continue
+            last_seen = time.monotonic()
+            for raw in batch:
+                if raw.error() is not None:
+                    raise ClientError.of(raw.error())
+                out.write(format_message(Message.of(raw), args) + "\n")
+                consumer.store_offsets(raw)
+                printed += 1
+            out.flush()
+    except KeyboardInterrupt:
+        pass
+    return printed

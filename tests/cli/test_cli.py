@@ -1,0 +1,175 @@
+"""The `odradek` command as a user runs it (`python -m odradek ...` in a subprocess) against a real broker:
+output, exit codes and one-line errors for topics, produce, consume and groups."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from odradek.cli.main import build_parser
+from odradek.client import Admin, Producer, murmur2_partitioner
+
+
+def odradek(broker, *args, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "odradek", *args]
+    if broker is not None:
+        command += ["--bootstrap-server", broker.bootstrap_servers]
+    return subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout)
+
+
+def _subcommands(parser, prefix=()):
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            for name, child in action.choices.items():
+                yield prefix + (name,), child
+                yield from _subcommands(child, prefix + (name,))
+
+
+def test_every_command_has_help(capsys):
+    commands = list(_subcommands(build_parser()))
+    assert {("serve",), ("topics", "create"), ("produce",), ("consume",), ("groups", "reset-offsets"),
+            ("perf", "produce"), ("perf", "consume"), ("dump-log",), ("mirror",)} <= {path for path, _ in commands}
+    for path, parser in commands:
+        assert parser.description or path[0] == "pipeline", path  # Spark's commands are not ours to judge
+        with pytest.raises(SystemExit) as exit:
+            build_parser().parse_args([*path, "--help"])
+        assert exit.value.code == 0
+        assert "usage: odradek " + " ".join(path) in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2_and_unreachable_cluster_is_one_line_exit_1():
+    bad = odradek(None, "topics", "create")
+    assert bad.returncode == 2 and "required: topic" in bad.stderr
+    down = odradek(None, "topics", "list", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1")
+    assert down.returncode == 1
+    assert down.stderr.startswith("odradek: ") and down.stderr.count("\n") == 1, down.stderr
+
+
+def test_topics_lifecycle(broker, topic_name):
+    created = odradek(broker, "topics", "create", topic_name, "--partitions", "3", "--config", "retention.ms=60000")
+    assert created.returncode == 0, created.stderr
+    assert created.stdout == f"Created topic {topic_name}.\n"
+
+    again = odradek(broker, "topics", "create", topic_name)
+    assert again.returncode == 1
+    assert again.stderr.startswith("odradek: TOPIC_ALREADY_EXISTS") and again.stderr.count("\n") == 1
+    assert odradek(broker, "topics", "create", topic_name, "--if-not-exists").returncode == 0
+
+    listed = odradek(broker, "topics", "list")
+    assert topic_name in listed.stdout.split() and "__consumer_offsets" not in listed.stdout
+
+    altered = odradek(broker, "topics", "alter", topic_name, "--partitions", "5", "--config", "cleanup.policy=compact",
+                      "--delete-config", "retention.ms")
+    assert altered.returncode == 0, altered.stderr
+    described = odradek(broker, "topics", "describe", topic_name)
+    lines = described.stdout.splitlines()
+    assert lines[0] == (f"Topic: {topic_name}\tPartitionCount: 5\tReplicationFactor: 1\t"
+                        f"Configs: cleanup.policy=compact")
+    assert lines[1] == f"\tTopic: {topic_name}\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tOffsets: 0..0"
+    assert len(lines) == 6
+
+    assert odradek(broker, "topics", "alter", topic_name).returncode == 1
+    deleted = odradek(broker, "topics", "delete", topic_name)
+    assert deleted.returncode == 0 and deleted.stdout == f"Deleted topic {topic_name}.\n"
+    missing = odradek(broker, "topics", "delete", topic_name)
+    assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PART" in missing.stderr
+    assert odradek(broker, "topics", "delete", topic_name, "--if-exists").returncode == 0
+    assert odradek(broker, "topics", "describe", topic_name).returncode == 1
+
+
+def test_produce_keys_headers_then_consume_as_json(broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 4)
+    lines = [f"key-{i}:value {i}" for i in range(40)] + ["no key here"]
+    produced = odradek(broker, "produce", topic_name, "--key-separator", ":", "--header", "source=cli",
+                       "--header", "n=1", input="\n".join(lines) + "\n")
+    assert produced.returncode == 0, produced.stderr
+    assert "Produced 41 record(s)" in produced.stderr
+
+    consumed = odradek(broker, "consume", topic_name, "--from-beginning", "--format", "json",
+                       "--max-messages", "41", "--idle-timeout-ms", "5000")
+    assert consumed.returncode == 0, consumed.stderr
+    records = [json.loads(line) for line in consumed.stdout.splitlines()]
+    assert len(records) == 41 and "Processed a total of 41 messages" in consumed.stderr
+    by_value = {record["value"]: record for record in records}
+    for i in range(40):
+        record = by_value[f"value {i}"]
+        assert record["key"] == f"key-{i}"
+        assert record["headers"] == {"source": "cli", "n": "1"}
+        assert record["partition"] == murmur2_partitioner(f"key-{i}".encode(), 4)  # Java's partitioning
+    assert by_value["no key here"]["key"] is None
+
+
+def test_consume_from_offset_and_from_time_raw(broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 1)
+    now = int(time.time() * 1000)
+    with Producer(broker.bootstrap_servers) as producer:
+        for i in range(10):
+            producer.send(topic_name, f"v{i}", f"k{i}", timestamp_ms=now - 10_000 + i * 1000)
+    from_offset = odradek(broker, "consume", topic_name, "--partition", "0", "--offset", "7", "--print-key",
+                          "--idle-timeout-ms", "1500")
+    assert from_offset.returncode == 0, from_offset.stderr
+    assert from_offset.stdout.splitlines() == ["k7\tv7", "k8\tv8", "k9\tv9"]
+    from_time = odradek(broker, "consume", topic_name, "--from-time", str(now - 2500), "--max-messages", "2")
+    assert from_time.stdout.splitlines() == ["v8", "v9"]
+    latest = odradek(broker, "consume", topic_name, "--idle-timeout-ms", "1000")
+    assert latest.returncode == 0 and latest.stdout == ""
+
+
+def test_produce_to_a_partition_from_a_file(broker, topic_name, tmp_path):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 3)
+    source = tmp_path / "lines.txt"
+    source.write_text("a\nb\nc\n")
+    assert odradek(broker, "produce", topic_name, "--file", str(source), "--partition", "2").returncode == 0
+    only_2 = odradek(broker, "consume", topic_name, "--partition", "2", "--from-beginning", "--max-messages", "3")
+    assert only_2.stdout.splitlines() == ["a", "b", "c"]
+    bad_partition = odradek(broker, "produce", topic_name, "--partition", "9", input="x\n")
+    assert bad_partition.returncode == 1 and bad_partition.stderr.startswith("odradek: ")
+
+
+def test_groups_describe_lag_reset_and_delete(broker, topic_name):
+    group = f"g-{topic_name}"
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 2)
+    base = int(time.time() * 1000) - 100_000
+    with Producer(broker.bootstrap_servers) as producer:
+        for i in range(20):
+            producer.send(topic_name, f"v{i}", partition=i % 2, timestamp_ms=base + i * 1000)
+    consumed = odradek(broker, "consume", topic_name, "--group", group, "--from-beginning", "--max-messages", "12")
+    assert consumed.returncode == 0, consumed.stderr
+    assert len(consumed.stdout.splitlines()) == 12
+
+    listed = odradek(broker, "groups", "list")
+    assert listed.stdout.splitlines()[0].split() == ["GROUP", "STATE"]
+    assert any(line.split()[0] == group for line in listed.stdout.splitlines()[1:])
+
+    described = odradek(broker, "groups", "describe", group)
+    assert described.returncode == 0, described.stderr
+    rows = [line.split() for line in described.stdout.splitlines()[2:]]
+    assert described.stdout.splitlines()[1].split()[:5] == ["TOPIC", "PARTITION", "CURRENT-OFFSET",
+                                                             "LOG-END-OFFSET", "LAG"]
+    assert sum(int(row[2]) for row in rows) == 12 and sum(int(row[4]) for row in rows) == 8
+    assert all(row[3] == "10" for row in rows)
+
+    dry = odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-earliest")
+    assert dry.returncode == 0 and "Dry run" in dry.stderr
+    assert [row.split()[3] for row in dry.stdout.splitlines()[1:]] == ["0", "0"]
+    assert Admin(broker.bootstrap_servers).committed_offsets(group) != {(topic_name, 0): 0, (topic_name, 1): 0}
+
+    to_time = odradek(broker, "groups", "reset-offsets", group, "--all-topics", "--to-datetime",
+                      str(base + 15_000), "--execute")
+    assert to_time.returncode == 0, to_time.stderr
+    assert Admin(broker.bootstrap_servers).committed_offsets(group) == {(topic_name, 0): 8, (topic_name, 1): 7}
+    assert odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-offset", "3",
+                   "--execute").returncode == 0
+    assert Admin(broker.bootstrap_servers).committed_offsets(group) == {(topic_name, 0): 3, (topic_name, 1): 3}
+    assert odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-latest",
+                   "--execute").returncode == 0
+    lag = odradek(broker, "groups", "describe", group).stdout.splitlines()[2:]
+    assert [row.split()[4] for row in lag] == ["0", "0"]
+
+    assert odradek(broker, "groups", "delete", group).stdout == f"Deleted group {group}.\n"
+    gone = odradek(broker, "groups", "delete", group)
+    assert gone.returncode == 1 and gone.stderr.count("\n") == 1

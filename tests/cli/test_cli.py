@@ -4,8 +4,6 @@ output, exit codes and one-line errors for topics, produce, consume and groups."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -13,12 +11,7 @@ import pytest
 from odradek.cli.main import build_parser
 from odradek.client import Admin, Producer, murmur2_partitioner
 
-
-def odradek(broker, *args, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "odradek", *args]
-    if broker is not None:
-        command += ["--bootstrap-server", broker.bootstrap_servers]
-    return subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout)
+from .run import odradek
 
 
 def _subcommands(parser, prefix=()):

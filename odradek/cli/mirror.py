@@ -16,7 +16,7 @@ import sys
 import time
 from concurrent.futures import Future
 
-from odradek.cli.common import add_bootstrap
+from odradek.cli.common import add_admin_options
 from odradek.client import Admin, ClientError, ConsumerConnector, Message, Producer, Whitelist
 
 
@@ -33,14 +33,15 @@ def add_commands(commands) -> None:
                         help="how often progress is committed (default 1000)")
     mirror.add_argument("--idle-timeout-ms", type=int, metavar="MS",
                         help="stop once nothing new arrived for this long (default: run until stopped)")
-    add_bootstrap(mirror)
+    add_admin_options(mirror)
     mirror.set_defaults(run=run_mirror)
 
 
 class Mirror:
-    def __init__(self, source: str, target: str, topics: str, group: str, commit_interval_ms: int):
-        self.source_admin = Admin(source)
-        self.target_admin = Admin(target)
+    def __init__(self, source: str, target: str, topics: str, group: str, commit_interval_ms: int,
+                 admin_timeout: float):
+        self.source_admin = Admin(source, admin_timeout)
+        self.target_admin = Admin(target, admin_timeout)
         self.connector = ConsumerConnector(source, group, consumer_timeout_ms=commit_interval_ms,
                                            topic_refresh_ms=commit_interval_ms)
         self.producer = Producer(target)
@@ -104,7 +105,8 @@ class Mirror:
 
 
 def run_mirror(args: argparse.Namespace) -> int:
-    mirror = Mirror(args.bootstrap_server, args.target, args.topics, args.group, args.commit_interval_ms)
+    mirror = Mirror(args.bootstrap_server, args.target, args.topics, args.group, args.commit_interval_ms,
+                    args.timeout)
 
     def stop(*_):
         mirror.stopping = True

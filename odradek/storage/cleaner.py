@@ -428,6 +428,8 @@ class LogCleaner:
         if target is None:
             return None
         partition = target.partition
+        logger.info("cleaning %s-%d: dirty from offset %d to %d, dirty ratio %.2f", *partition,
+                    target.first_dirty_offset, target.first_uncleanable_offset, target.dirty_ratio)
         stats = None
         try:
             stats = cleaner.clean(target)

@@ -146,12 +146,19 @@ class Broker:
                                          lambda now: self.logs.flush_due(now))),
             loop.create_task(self._every(self.config["log.flush.offset.checkpoint.interval.ms"],
                                          lambda now: self.logs.checkpoint())),
+            loop.create_task(self._every(self.config["log.retention.check.interval.ms"], self._expire_producers)),
         ]
         self.cleaner.start()
         return self.host, self.port
 
     def _retention(self, now: int) -> None:
         self.logs.run_retention(now)
+
+    def _expire_producers(self, now: int) -> None:
+        """producer.id.expiration.ms: partitions forget idle producers that have no open transaction."""
+        expiration_ms = self.config["producer.id.expiration.ms"]
+        for partition in list(self.partitions.values()):
+            partition.log.producer_state.remove_expired(now, expiration_ms)
 
     async def _every(self, interval_ms: int, work) -> None:
         while True:

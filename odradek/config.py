@@ -198,6 +198,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),
         ConfigKey("socket.request.max.bytes", _T.INT, 104857600, "Largest request frame", minimum=1),
         ConfigKey("connections.max.idle.ms", _T.LONG, 600000, "Close connections idle this long"),
+        ConfigKey("metrics.port", _T.INT, 0, "Port of the Prometheus /metrics endpoint (0: off)", minimum=0),
         ConfigKey("log.retention.check.interval.ms", _T.LONG, 300000, "How often retention runs", minimum=1),
         ConfigKey("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, "How often flush.ms is checked"),
         ConfigKey("log.flush.offset.checkpoint.interval.ms", _T.INT, 60000, "How often recovery points are saved"),

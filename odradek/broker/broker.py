@@ -44,6 +44,7 @@ class Broker:
         for topic in self.metadata.topics.values():
             self._open_partitions(topic)
         self.server = None
+        self.metrics = None  # odradek.metrics.BrokerMetrics while serving, when metrics.port is set
         self._tasks: list[asyncio.Task] = []
         self.started_at_ms = now_ms()
 
@@ -138,6 +139,11 @@ class Broker:
             unsupported_version_answer=unsupported_version_answer,
         )
         self.host, self.port = self.server.bind(self.host, self.port)
+        if self.config["metrics.port"]:
+            from odradek.metrics import BrokerMetrics
+
+            self.metrics = BrokerMetrics(self, self.config["metrics.port"])
+            self.server.observe_request = self.metrics.observe_request
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self.server.serve()),
@@ -152,7 +158,9 @@ class Broker:
         return self.host, self.port
 
     def _retention(self, now: int) -> None:
-        self.logs.run_retention(now)
+        removed = self.logs.run_retention(now)
+        if removed:
+            log.info("retention removed %d segment(s)", removed)
 
     def _expire_producers(self, now: int) -> None:
         """producer.id.expiration.ms: partitions forget idle producers that have no open transaction."""
@@ -179,5 +187,7 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         self.cleaner.stop()
+        if self.metrics is not None:
+            self.metrics.close()
         self.logs.close()
         log.info("broker %d stopped cleanly", self.node_id)

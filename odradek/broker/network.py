@@ -129,6 +129,7 @@ class Connection:
         handler = self.server.handlers.get(header.api_key)
         if handler is None:
             raise CloseConnection(f"no handler for api key {header.api_key}")
+        started = time.perf_counter()
         try:
             answer = handler(self, header, request)
         except CloseConnection:
@@ -138,6 +139,12 @@ class Connection:
             raise CloseConnection(f"handler failed: {exc!r}") from None
         if asyncio.iscoroutine(answer):
             answer = asyncio.ensure_future(answer)
+        observe = self.server.observe_request
+        if observe is not None:  # metrics: one call per request, when the answer is ready
+            if isinstance(answer, asyncio.Future):
+                answer.add_done_callback(lambda _: observe(header.api_key, time.perf_counter() - started))
+            else:
+                observe(header.api_key, time.perf_counter() - started)
         self._queue(header, answer)
 
     def _queue(self, header: RequestHeader, answer: Any) -> None:
@@ -261,6 +268,7 @@ class NetworkServer:
         self.max_request_bytes = max_request_bytes
         self.idle_seconds = idle_ms / 1000 if idle_ms > 0 else None
         self.unsupported_version_answer = unsupported_version_answer
+        self.observe_request: Callable[[int, float], None] | None = None  # (api key, seconds) per request
         self.connections: set[Connection] = set()
         self._listener: socket.socket | None = None
         self._tasks: set[asyncio.Task] = set()

@@ -329,6 +329,8 @@ class GroupCoordinator:
                     future.set_result(result)
             if group.metadata_changed:
                 group.metadata_changed = False
+                log.info("group %s is %s at generation %d with %d member(s)", group.group_id, group.state.name,
+                         group.generation, len(group.members))
                 try:
                     self._append(group.group_id, [group_metadata_record(group.group_id, group)])
                 except (KafkaError, OSError) as exc:

@@ -113,6 +113,8 @@ def handlers(broker) -> dict:
         by_topic: dict = {}
         for target, data in answers:
             target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
+            if broker.metrics is not None:
+                broker.metrics.record_fetch(target.topic, data.records)
             entry = by_topic.get(target.topic)
             if entry is None:
                 entry = by_topic[target.topic] = FetchResponse.FetchableTopicResponse(

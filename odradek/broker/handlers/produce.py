@@ -36,7 +36,10 @@ def handlers(broker) -> dict:
         if partition.log.config.compact and not batches_all_keyed(records, headers):
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"Compacted topic cannot accept message without key in topic partition {topic}-{index}.")
-        return partition.append(records, headers)
+        result = partition.append(records, headers)
+        if broker.metrics is not None:
+            broker.metrics.record_produce(topic, len(records), sum(h.record_count for h in headers))
+        return result
 
     def answer_produce(connection, header, request):
         version = header.api_version

@@ -3,7 +3,9 @@
 Request handlers (odradek.broker.handlers) read and change broker state through this object only; it is the single
 place that knows how a topic in the metadata becomes Partition objects over logs on disk. Periodic storage work
 (retention, flush.ms, recovery-point checkpoints, removal of deleted segment files) runs as event-loop tasks here,
-calling into the plain storage code, so storage stays free of timers and threads.
+calling into the plain storage code, so storage keeps no timers of its own. The one exception is the log cleaner:
+compaction is long, CPU-bound work, so it runs on its own threads (log.cleaner.threads), started and stopped here,
+and meets the event loop only through the logs' copy-on-write segment lists.
 """
 
 from __future__ import annotations

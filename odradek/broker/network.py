@@ -85,34 +85,57 @@ class Connection:
                 pass
 
     async def _read_requests(self) -> None:
+        """Receive into one fixed buffer and cut frames from it. Small frames are copied out of it once; a frame
+        larger than what the buffer holds gets its own bytearray and the socket fills it directly, so the bulk
+        of a produce request is copied only by the kernel."""
         loop = asyncio.get_running_loop()
         sock = self.sock
         max_request = self.server.max_request_bytes
-        buffer = bytearray()
-        start = 0
+        buffer = bytearray(RECV_SIZE)
+        view = memoryview(buffer)
+        start = end = 0
         while True:
-            data = await loop.sock_recv(sock, RECV_SIZE)
-            if not data:
+            received = await loop.sock_recv_into(sock, view[end:])
+            if not received:
                 return
             self.last_active = time.monotonic()
-            if start:
-                del buffer[:start]
-                start = 0
-            buffer += data
-            end = len(buffer)
+            end += received
             while end - start >= 4:
                 (size,) = _SIZE.unpack_from(buffer, start)
                 if size < 0 or size > max_request:
                     raise CloseConnection(
                         f"request size {size} is outside 0..{max_request} (socket.request.max.bytes)")
-                if end - start - 4 < size:
+                if end - start - 4 >= size:
+                    frame = bytes(view[start + 4:start + 4 + size])
+                    start += 4 + size
+                elif 4 + size > RECV_SIZE:
+                    frame = await self._receive_large(loop, view[start + 4:end], size)
+                    start = end = 0
+                else:
                     break
-                frame = bytes(buffer[start + 4:start + 4 + size])
-                start += 4 + size
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()
                     await self._slot_freed.wait()
+            if start == end:
+                start = end = 0
+            elif end == RECV_SIZE:  # a partial frame at the end, which fits once moved to the front
+                buffer[:end - start] = bytes(view[start:end])
+                start, end = 0, end - start
+
+    async def _receive_large(self, loop, received: memoryview, size: int) -> bytearray:
+        """A frame that does not fit the receive buffer: its first bytes, then the rest straight from the socket."""
+        frame = bytearray(size)
+        target = memoryview(frame)
+        got = len(received)
+        target[:got] = received
+        while got < size:
+            count = await loop.sock_recv_into(self.sock, target[got:])
+            if not count:
+                raise ConnectionError("connection closed inside a request")
+            got += count
+        self.last_active = time.monotonic()
+        return frame
 
     def _dispatch(self, frame: bytes) -> None:
         """Decode one frame and start its handler; the answer (or its future) joins the ordered queue."""

@@ -1,0 +1,67 @@
+"""The network shell cuts frames correctly however the bytes arrive: small frames in any fragments, frames split
+across the receive buffer's end, and produce frames larger than the receive buffer (which the socket writes straight
+into their own buffer), mixed on one connection and answered in order with the records intact."""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+
+from odradek.broker.network import RECV_SIZE
+from odradek.protocol import RequestHeader, api, decode_response, encode_request
+from odradek.records.batch import Record, encode_batch
+
+from .raw_client import RawClient
+from .test_produce_validation import create, fetch_batches
+
+Produce = api("Produce").request
+
+
+def produce_frame(topic: str, records: bytes, correlation_id: int) -> bytes:
+    header = RequestHeader(api_key=0, api_version=9, correlation_id=correlation_id, client_id="framing-test")
+    return encode_request(header, Produce(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        Produce.TopicProduceData(name=topic, partition_data=[Produce.PartitionProduceData(index=0, records=records)])]))
+
+
+def api_versions_frame(correlation_id: int) -> bytes:
+    return encode_request(RequestHeader(api_key=18, api_version=0, correlation_id=correlation_id,
+                                        client_id="framing-test"), api("ApiVersions").request())
+
+
+def test_frames_in_any_fragments_and_larger_than_the_receive_buffer(broker, topic_name):
+    create(broker, topic_name)
+    big_value = os.urandom(RECV_SIZE * 3)  # one record, so the batch and its frame are larger than the buffer
+    values = [b"small-1", big_value, b"small-2", os.urandom(RECV_SIZE - 200), b"small-3"]
+    frames, kinds = [], []
+    for index, value in enumerate(values, start=1):
+        frames.append(produce_frame(topic_name, encode_batch([Record(0, 1_700_000_000_000, None, value)]), index))
+        kinds.append(0)
+        frames.append(api_versions_frame(100 + index))  # small frames between and after the large ones
+        kinds.append(18)
+    stream = b"".join(frames)
+    client = RawClient(broker.port)
+    try:
+        client.sock.settimeout(30)
+        rng = random.Random(7)
+        pos = 0
+        while pos < len(stream):  # fragments from one byte (splitting size prefixes) to beyond the buffer size
+            step = rng.choice([1, 3, 4, 5, 61, 1000, RECV_SIZE - 1, RECV_SIZE + 17])
+            client.sock.sendall(stream[pos:pos + step])
+            pos += step
+        for index, kind in enumerate(kinds):
+            (size,) = struct.unpack(">i", client._exactly(4))
+            correlation_id, answer = decode_response(kind, 9 if kind == 0 else 0, client._exactly(size))
+            expected = index // 2 + 1 if kind == 0 else 100 + index // 2 + 1
+            assert correlation_id == expected
+            if kind == 0:
+                assert answer.responses[0].partition_responses[0].error_code == 0
+        records = []
+        offset = 0
+        while offset < len(values):
+            batches = fetch_batches(client, topic_name, offset)
+            records += [record.value for _, batch_records in batches for record in batch_records]
+            offset += len(batches)
+        assert records == values
+    finally:
+        client.close()

@@ -1,0 +1,64 @@
+"""The Prometheus endpoint of a broker process (`--set metrics.port=...`), scraped after real traffic."""
+
+from __future__ import annotations
+
+import socket
+import time
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from odradek.client import Admin, ConsumerConnector, Producer
+from odradek.embedded import BrokerProcess
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def scrape(port: int) -> dict[tuple[str, frozenset], float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return {(sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def test_metrics_after_produce_consume_and_commit(tmp_path):
+    port = free_port()
+    settings = {"metrics.port": port, "group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 1}
+    with BrokerProcess(tmp_path / "data", settings=settings) as broker:
+        Admin(broker.bootstrap_servers).create_topic("metered", 2)
+        with Producer(broker.bootstrap_servers) as producer:
+            for i in range(100):
+                producer.send("metered", "x" * 50, f"key-{i}")
+        connector = ConsumerConnector(broker.bootstrap_servers, "metered-group", consumer_timeout_ms=1500)
+        [stream] = connector.create_message_streams({"metered": 1})["metered"]
+        for count, _ in enumerate(stream, 1):
+            if count == 60:
+                break
+        connector.commit_offsets()
+        connector.shutdown()
+        time.sleep(0.2)
+        metrics = scrape(port)
+
+    topic = frozenset({("topic", "metered")})
+    assert metrics[("odradek_topic_messages_in_total", topic)] == 100
+    assert metrics[("odradek_topic_bytes_in_total", topic)] > 100 * 50
+    assert metrics[("odradek_topic_messages_out_total", topic)] >= 60
+    assert metrics[("odradek_topic_bytes_out_total", topic)] > 60 * 50
+    log_sizes = [value for (name, labels), value in metrics.items()
+                 if name == "odradek_log_size_bytes" and ("topic", "metered") in labels]
+    assert len(log_sizes) == 2 and sum(log_sizes) == metrics[("odradek_topic_bytes_in_total", topic)]
+    lag = sum(value for (name, labels), value in metrics.items()
+              if name == "odradek_consumer_group_lag" and ("group", "metered-group") in labels)
+    assert lag == 40
+    assert metrics[("odradek_requests_total", frozenset({("api", "Produce")}))] >= 1
+    assert metrics[("odradek_request_latency_seconds_count", frozenset({("api", "Fetch")}))] >= 1
+    assert ("odradek_connections", frozenset()) in metrics
+    assert ("odradek_log_cleaner_dead_thread_count", frozenset()) in metrics
+    assert "created topic metered" in broker.log_tail(200)
+
+
+def test_metrics_are_off_by_default(broker):
+    assert "metrics on" not in broker.log_tail(200)

@@ -67,6 +67,7 @@ def consumer_config(client_config: dict[str, str]) -> dict:
     """The user's kafka.* settings plus the ones the source owns: no group membership, no commits, exact offsets."""
     return {
         "fetch.wait.max.ms": 10,  # a range's last fetch should not sit out the broker's max wait
+        "fetch.queue.backoff.ms": 5,  # a full prefetch queue pauses fetching 1 s by default: reads stalled
         "log.connection.close": False,
         **client_config,
         "group.id": f"odradek-spark-source-{uuid.uuid4().hex}",  # required by the client; never joined or committed

@@ -85,46 +85,48 @@ class Connection:
                 pass
 
     async def _read_requests(self) -> None:
-        """Receive into one fixed buffer and cut frames from it. Small frames are copied out of it once; a frame
-        larger than what the buffer holds gets its own bytearray and the socket fills it directly, so the bulk
-        of a produce request is copied only by the kernel."""
+        """Cut frames out of what each receive returns. A frame that arrived whole is handed on as a view of the
+        received bytes, without a copy; only a frame split across receives is assembled in `partial`, and a frame
+        larger than RECV_SIZE gets its own bytearray that the socket fills directly. An idle connection holds no
+        buffer at all."""
         loop = asyncio.get_running_loop()
         sock = self.sock
         max_request = self.server.max_request_bytes
-        buffer = bytearray(RECV_SIZE)
-        view = memoryview(buffer)
-        start = end = 0
+        partial = bytearray()
         while True:
-            received = await loop.sock_recv_into(sock, view[end:])
-            if not received:
+            data = await loop.sock_recv(sock, RECV_SIZE)
+            if not data:
                 return
             self.last_active = time.monotonic()
-            end += received
+            if partial:  # frames cut from it are views, so it is replaced (never resized) once they exist
+                partial += data
+                data = partial
+            view = memoryview(data)
+            start, end = 0, len(data)
             while end - start >= 4:
-                (size,) = _SIZE.unpack_from(buffer, start)
+                (size,) = _SIZE.unpack_from(data, start)
                 if size < 0 or size > max_request:
                     raise CloseConnection(
                         f"request size {size} is outside 0..{max_request} (socket.request.max.bytes)")
                 if end - start - 4 >= size:
-                    frame = bytes(view[start + 4:start + 4 + size])
+                    frame = view[start + 4:start + 4 + size]
                     start += 4 + size
                 elif 4 + size > RECV_SIZE:
                     frame = await self._receive_large(loop, view[start + 4:end], size)
-                    start = end = 0
+                    start = end
                 else:
                     break
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()
                     await self._slot_freed.wait()
-            if start == end:
-                start = end = 0
-            elif end == RECV_SIZE:  # a partial frame at the end, which fits once moved to the front
-                buffer[:end - start] = bytes(view[start:end])
-                start, end = 0, end - start
+            if start == 0 and data is partial:  # nothing cut yet: keep collecting in the same bytearray
+                view.release()
+            else:
+                partial = bytearray(view[start:end])
 
     async def _receive_large(self, loop, received: memoryview, size: int) -> bytearray:
-        """A frame that does not fit the receive buffer: its first bytes, then the rest straight from the socket."""
+        """A frame larger than one receive: its first bytes, then the rest straight from the socket into it."""
         frame = bytearray(size)
         target = memoryview(frame)
         got = len(received)

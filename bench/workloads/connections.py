@@ -5,7 +5,7 @@ whatever it keeps per client) and then say nothing; after the busy phase every o
 ApiVersions, so a broker that drops or starves idle clients fails the round instead of looking cheap. The 20
 producers are separate librdkafka clients driven in turn from one thread (a chunk of records each), into a topic
 of 8 partitions, acks=1. RSS is read from /proc before, with the idle connections open, and sampled every 20 ms
-during the busy phase for its peak. Each round uses a fresh broker so that rounds do not inherit memory.
+during the busy phase for its peak. Each round uses a freshly started broker so that rounds do not inherit memory.
 """
 
 from __future__ import annotations
@@ -54,34 +54,34 @@ def busy(broker: peers.Broker, topic: str, producers: int, records: int) -> floa
     return sent / (time.perf_counter() - started)
 
 
-def one_round(results: Results, name: str, sizes) -> None:
-    with peers.running(name) as broker:
-        client.create_topic(broker.bootstrap, "busy", PARTITIONS)
+def one_round(results: Results, broker: peers.Broker, sizes) -> None:
+    client.create_topic(broker.bootstrap, "busy", PARTITIONS)
+    time.sleep(0.5)
+    base = broker.rss_bytes()
+    idle = open_idle(broker.port, sizes.idle_connections)
+    try:
         time.sleep(0.5)
-        base = broker.rss_bytes()
-        idle = open_idle(broker.port, sizes.idle_connections)
+        with_idle = broker.rss_bytes()
+        peak = [with_idle]
+        done = threading.Event()
+
+        def sample():
+            while not done.wait(0.02):
+                peak[0] = max(peak[0], broker.rss_bytes())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         try:
-            time.sleep(0.5)
-            with_idle = broker.rss_bytes()
-            peak = [with_idle]
-            done = threading.Event()
-
-            def sample():
-                while not done.wait(0.02):
-                    peak[0] = max(peak[0], broker.rss_bytes())
-
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-            try:
-                rate = busy(broker, "busy", sizes.busy_producers, sizes.records)
-            finally:
-                done.set()
-                sampler.join()
-            for sock in idle:  # every idle client must still be served
-                peers.api_versions(sock)
+            rate = busy(broker, "busy", sizes.busy_producers, sizes.records)
         finally:
-            for sock in idle:
-                sock.close()
+            done.set()
+            sampler.join()
+        for sock in idle:  # every idle client must still be served
+            peers.api_versions(sock)
+    finally:
+        for sock in idle:
+            sock.close()
+    name = broker.name
     label = f"{sizes.idle_connections} idle + {sizes.busy_producers} busy"
     results.add(WORKLOAD, f"produce, {label}", name, rate, unit="records/s")
     results.add(WORKLOAD, "RSS at start (one topic)", name, base / MIB, unit="MiB", better="lower")
@@ -93,12 +93,9 @@ def one_round(results: Results, name: str, sizes) -> None:
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
-    for round_number in range(sizes.repeat):
-        for name in brokers:
-            try:
-                one_round(results, name, sizes)
-            except peers.Unavailable as exc:
-                results.note(WORKLOAD, "skipped", f"{name}: {exc}")
-            except Exception as exc:
-                results.error(WORKLOAD, f"produce, {sizes.idle_connections} idle + {sizes.busy_producers} busy",
-                              name, repr(exc), unit="records/s")
+    for _, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
+        try:
+            one_round(results, broker, sizes)
+        except Exception as exc:
+            results.error(WORKLOAD, f"produce, {sizes.idle_connections} idle + {sizes.busy_producers} busy",
+                          broker.name, repr(exc), unit="records/s")

@@ -73,18 +73,13 @@ def measure(broker: peers.Broker, topic: str, rate: int, seconds: float) -> list
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
-    skipped: dict[str, str] = {}
     rate = sizes.latency_rate
-    with peers.running_all(brokers, skipped) as running:
-        for name, reason in skipped.items():
-            results.note(WORKLOAD, "skipped", f"{name}: {reason}")
-        for round_number in range(sizes.repeat):
-            for name, broker in running.items():
-                try:
-                    latencies = measure(broker, f"latency-{round_number}", rate, sizes.latency_seconds)
-                except Exception as exc:
-                    results.error(WORKLOAD, f"p99 at {rate} records/s", name, repr(exc), unit="ms")
-                    continue
-                for label, fraction in (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)):
-                    results.add(WORKLOAD, f"{label} at {rate} records/s", name, percentile(latencies, fraction),
-                                unit="ms", better="lower")
+    for round_number, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
+        try:
+            latencies = measure(broker, f"latency-{round_number}", rate, sizes.latency_seconds)
+        except Exception as exc:
+            results.error(WORKLOAD, f"p99 at {rate} records/s", broker.name, repr(exc), unit="ms")
+            continue
+        for label, fraction in (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)):
+            results.add(WORKLOAD, f"{label} at {rate} records/s", broker.name, percentile(latencies, fraction),
+                        unit="ms", better="lower")

@@ -35,13 +35,8 @@ def one_round(results: Results, broker: peers.Broker, topic: str, partitions: in
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
-    skipped: dict[str, str] = {}
-    with peers.running_all(brokers, skipped) as running:
-        for name, reason in skipped.items():
-            results.note(WORKLOAD, "skipped", f"{name}: {reason}")
-        for round_number in range(sizes.repeat):
-            for name, broker in running.items():
-                try:
-                    one_round(results, broker, f"wide-{round_number}", sizes.many_partitions, sizes.records)
-                except Exception as exc:
-                    results.error(WORKLOAD, "create topic", name, repr(exc), unit="s", better="lower")
+    for round_number, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
+        try:
+            one_round(results, broker, f"wide-{round_number}", sizes.many_partitions, sizes.records)
+        except Exception as exc:
+            results.error(WORKLOAD, "create topic", broker.name, repr(exc), unit="s", better="lower")

@@ -1,8 +1,9 @@
 """Produce and consume throughput of 100-byte records: one producer, 1 and 8 partitions, acks=1 and acks=all.
 
-Every broker runs at once and the repetitions interleave (round r of every configuration on every broker before
-round r+1), so a burst of load from elsewhere falls on all of them alike. Each round produces into a fresh topic and
-then consumes that same data from offset 0. Beside records per second, the broker's own CPU time per record is
+The repetitions interleave (round r on every broker before round r+1), so a burst of load from elsewhere falls on
+all of them alike, and every round gets a freshly started broker with nothing else of the suite running, so that
+no broker pays for another's background work or its own earlier rounds. Each configuration produces into a fresh
+topic and then consumes that same data from offset 0. Beside records per second, the broker's own CPU time per record is
 recorded: with one Python client on two shared cores the client is usually the bottleneck, and CPU per record is
 the figure that still tells the brokers apart.
 """
@@ -20,14 +21,9 @@ ACKS = ("1", "all")
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
-    skipped: dict[str, str] = {}
-    with peers.running_all(brokers, skipped) as running:
-        for name, reason in skipped.items():
-            results.note(WORKLOAD, "skipped", f"{name}: {reason}")
-        for round_number, partitions, acks in itertools.product(range(sizes.repeat), PARTITIONS, ACKS):
-            for name, broker in running.items():
-                one_round(results, broker, f"t{round_number}-p{partitions}-a{acks}", partitions, acks,
-                          sizes.records)
+    for round_number, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
+        for partitions, acks in itertools.product(PARTITIONS, ACKS):
+            one_round(results, broker, f"t{round_number}-p{partitions}-a{acks}", partitions, acks, sizes.records)
 
 
 def one_round(results: Results, broker: peers.Broker, topic: str, partitions: int, acks: str, records: int) -> None:

@@ -72,7 +72,8 @@ class Goal:
         if self.absolute is not None:
             value = ours["median"]
             met = value >= self.absolute if row["better"] == "higher" else value <= self.absolute
-            parts.append(f"{'met' if met else 'MISSED'} {value / self.absolute:.2f}x of {fmt(self.absolute, row['unit'])}")
+            target = fmt(self.absolute, row["unit"])
+            parts.append(f"{'met' if met else 'MISSED'} {value / self.absolute:.2f}x of {target}")
         if self.ratio is not None and row["ratio_to_best_peer"] is not None:
             ratio = row["ratio_to_best_peer"]
             parts.append(f"{'met' if ratio >= self.ratio else 'MISSED'} {ratio:.2f}x/{self.ratio}x peer")
@@ -112,8 +113,8 @@ def versus_machine(results: Results) -> list[dict]:
          results.median("machine", "disk write, 1 MiB blocks, page cache", MACHINE)),
         ("consume 1 partition, payload MB/s / loopback TCP",
          results.median("throughput", "consume, 1 partition", "odradek"), record_mb,
-         next((results.median("machine", m, MACHINE) for m in ("loopback TCP (iperf3)", "loopback TCP (python socket pair)")
-               if results.median("machine", m, MACHINE)), None)),
+         results.median("machine", "loopback TCP (iperf3)", MACHINE)
+         or results.median("machine", "loopback TCP (python socket pair)", MACHINE)),
         ("Log.append / raw write (storage bench)",
          results.median("storage", "Log.append, default flush policy", "odradek"), 1,
          results.median("storage", "raw write", MACHINE)),
@@ -132,7 +133,8 @@ def table(rows: list[dict], brokers: list[str], machine_ratios: list[dict], meta
     subjects = brokers + ([MACHINE] if any(MACHINE in row["summary"] for row in rows) else [])
     header = f"{'workload':12s} {'metric':52s} {'unit':9s}" + "".join(f" {s:>13s}" for s in subjects)
     lines = [f"Odradek beside its peers, {meta['date']} on {meta['host']} ({meta['cpus']} CPUs); load average "
-             f"{meta['load_before']} before, {meta['load_after']} after; median ±half-spread of {meta['sizes']['repeat']}",
+             f"{meta['load_before']} before, {meta['load_after']} after; median ±half-spread of "
+             f"{meta['sizes']['repeat']} runs",
              header + f" {'vs best peer':>13s}  goal", "-" * (len(header) + 40)]
     for row in rows:
         line = f"{row['workload']:12s} {row['metric'][:52]:52s} {row['unit']:9s}"

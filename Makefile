@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+BENCH_INSTALLED := $(VENV)/.installed-bench
 
 .PHONY: serve test bench system-packages
 
@@ -28,9 +29,12 @@ serve: $(INSTALLED)
 test: $(INSTALLED) system-packages
 	$(BIN)/python -m pytest -q
 
-# Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>.json and .png.
-bench: $(INSTALLED)
+$(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,bench]'
+	touch $@
+
+# Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>.json and .png.
+bench: $(BENCH_INSTALLED)
 	@if ! command -v iperf3 >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null; fi
 	$(BIN)/python -m bench.suite

@@ -1,6 +1,6 @@
 """The PNG beside each results JSON: what a reader should see at a glance, drawn from the suite's rows alone.
 
-Three panels: Odradek's ratio to the best peer for every compared metric (log scale, 1x and the 1.5x goal marked,
+Three panels: Odradek's ratio to the best peer for every compared broker metric (log scale, 1x and the 1.5x goal marked,
 so "better" always points right whatever the metric's direction), produce/consume throughput per broker with the
 spread as error bars, and end-to-end latency percentiles per broker. matplotlib with the Agg backend, so it needs
 no display.
@@ -37,7 +37,7 @@ def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
 
 
 def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
-    compared = [row for row in rows if row["ratio_to_best_peer"]]
+    compared = [row for row in rows if row["ratio_to_best_peer"] and not row["metric"].startswith("client CPU")]
     rates = [row for row in rows if row["unit"] == "records/s"]
     latencies = [row for row in rows if row["workload"] == "latency"]
     figure, (ratios, throughput, latency) = plt.subplots(
@@ -60,8 +60,9 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     latency.set_yscale("log")
     latency.set_ylabel("ms (log)")
 
-    figure.suptitle(f"Odradek beside its peers, {meta['date']}, {meta['cpus']} CPUs, load {meta['load_before']} "
-                    f"before / {meta['load_after']} after; median of {meta['sizes']['repeat']}, bars = spread",
+    others = meta["others_busy_before_workload"].values()
+    figure.suptitle(f"Odradek beside its peers, {meta['date']}, {meta['cpus']} CPUs, other processes busy "
+                    f"{min(others):.2f}-{max(others):.2f} CPUs; median of {meta['sizes']['repeat']}, bars = spread",
                     fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

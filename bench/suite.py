@@ -4,9 +4,10 @@ in one run, written to bench/results/<date>.json and .png and printed as a table
 One command, so that anyone can rerun the claim: the peers and the machine are measured in the same run as Odradek
 (figures from another day or another machine are not comparable), every point is repeated (3 times by default) and
 reported as the median with its spread, and the table gives Odradek's ratio to the best peer and to the machine next
-to the goals we set ourselves. The load average is recorded before every workload, because this machine is shared:
-a figure taken under load says so in the results. Workload modules live in bench/workloads; each adds rows to one
-`measure.Results`. Run: `python -m bench.suite [--quick] [--only throughput,latency] [--out DIR]`.
+to the goals we set ourselves. Before every workload the suite samples how many CPUs other processes keep busy,
+because this machine is shared: a figure taken under load says so in the results. Workload modules live in
+bench/workloads; each adds rows to one `measure.Results`.
+Run: `python -m bench.suite [--quick] [--only throughput,latency] [--out DIR]`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import chart, peers
+from bench import chart, client, peers
 from bench.measure import MACHINE, Results
 from bench.workloads import cleaner, connections, latency, machine, partitions, startup, storage, throughput
 
@@ -106,7 +107,7 @@ def cell(summary: dict | None, unit: str) -> str:
 
 def versus_machine(results: Results) -> list[dict]:
     """Odradek's figures as a share of what the machine itself does, in payload bytes."""
-    record_mb = 100 / (1 << 20)
+    record_mb = client.RECORD_SIZE / (1 << 20)
     pairs = [
         ("produce 1 partition acks=1, payload MB/s / disk write into the page cache",
          results.median("throughput", "produce, 1 partition, acks=1", "odradek"), record_mb,
@@ -132,9 +133,10 @@ def versus_machine(results: Results) -> list[dict]:
 def table(rows: list[dict], brokers: list[str], machine_ratios: list[dict], meta: dict) -> str:
     subjects = brokers + ([MACHINE] if any(MACHINE in row["summary"] for row in rows) else [])
     header = f"{'workload':12s} {'metric':52s} {'unit':9s}" + "".join(f" {s:>13s}" for s in subjects)
+    others = meta["others_busy_before_workload"].values()
     lines = [f"Odradek beside its peers, {meta['date']} on {meta['host']} ({meta['cpus']} CPUs); load average "
-             f"{meta['load_before']} before, {meta['load_after']} after; median ±half-spread of "
-             f"{meta['sizes']['repeat']} runs",
+             f"{meta['load_before']} before, {meta['load_after']} after; other processes kept {min(others):.2f}-"
+             f"{max(others):.2f} CPUs busy between workloads; median ±half-spread of {meta['sizes']['repeat']} runs",
              header + f" {'vs best peer':>13s}  goal", "-" * (len(header) + 40)]
     for row in rows:
         line = f"{row['workload']:12s} {row['metric'][:52]:52s} {row['unit']:9s}"
@@ -151,6 +153,21 @@ def table(rows: list[dict], brokers: list[str], machine_ratios: list[dict], meta
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def others_busy(seconds: float = 1.0) -> float:
+    """CPUs kept busy by everything else on the machine, sampled from /proc/stat while the suite itself is idle
+    (between workloads). The load average cannot say this: it counts our own client and broker as well."""
+    def busy_and_total() -> tuple[int, int]:
+        with open("/proc/stat") as stat:  # user nice system idle iowait irq softirq steal (guest is inside user)
+            user, nice, system, idle, iowait, irq, softirq, steal = map(int, stat.readline().split()[1:9])
+        busy = user + nice + system + irq + softirq
+        return busy, busy + idle + iowait + steal
+
+    busy, total = busy_and_total()
+    time.sleep(seconds)
+    busy_after, total_after = busy_and_total()
+    return round((busy_after - busy) / max(1, total_after - total) * os.cpu_count(), 2)
 
 
 def versions() -> dict:
@@ -179,10 +196,11 @@ def main() -> None:
     results = Results()
     meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "host": socket.gethostname(),
             "cpus": os.cpu_count(), "load_before": load(), "sizes": dataclasses.asdict(sizes),
-            "versions": versions(), "workload_seconds": {}, "load_before_workload": {}}
+            "versions": versions(), "workload_seconds": {}, "others_busy_before_workload": {}}
     for name in args.only.split(","):
-        meta["load_before_workload"][name] = load()
-        print(f"[{time.strftime('%H:%M:%S')}] {name} (load {load()})", file=sys.stderr, flush=True)
+        others = meta["others_busy_before_workload"][name] = others_busy()
+        print(f"[{time.strftime('%H:%M:%S')}] {name} (load {load()}, other processes busy {others} CPUs)",
+              file=sys.stderr, flush=True)
         started = time.perf_counter()
         WORKLOADS[name].run(results, brokers, sizes)
         meta["workload_seconds"][name] = round(time.perf_counter() - started, 1)

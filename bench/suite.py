@@ -132,14 +132,14 @@ def versus_machine(results: Results) -> list[dict]:
 
 def table(rows: list[dict], brokers: list[str], machine_ratios: list[dict], meta: dict) -> str:
     subjects = brokers + ([MACHINE] if any(MACHINE in row["summary"] for row in rows) else [])
-    header = f"{'workload':12s} {'metric':52s} {'unit':9s}" + "".join(f" {s:>13s}" for s in subjects)
+    header = f"{'workload':12s} {'metric':56s} {'unit':9s}" + "".join(f" {s:>13s}" for s in subjects)
     others = meta["others_busy_before_workload"].values()
     lines = [f"Odradek beside its peers, {meta['date']} on {meta['host']} ({meta['cpus']} CPUs); load average "
              f"{meta['load_before']} before, {meta['load_after']} after; other processes kept {min(others):.2f}-"
              f"{max(others):.2f} CPUs busy between workloads; median ±half-spread of {meta['sizes']['repeat']} runs",
              header + f" {'vs best peer':>13s}  goal", "-" * (len(header) + 40)]
     for row in rows:
-        line = f"{row['workload']:12s} {row['metric'][:52]:52s} {row['unit']:9s}"
+        line = f"{row['workload']:12s} {row['metric'][:56]:56s} {row['unit']:9s}"
         line += "".join(f" {cell(row['summary'].get(s), row['unit']):>13s}" for s in subjects)
         ratio = row["ratio_to_best_peer"]
         line += f" {(f'{ratio:.2f}x ' + row['best_peer'][:5]) if ratio is not None else '':>13s}"

@@ -2,7 +2,9 @@
 
 Disk: 1 MiB writes to a fresh file on the disk the brokers use (the temp directory), once into the page cache and
 once with fdatasync after every write (dd bs=1M oflag=dsync), through `storage_bench.raw_write`, the same loop the
-storage benchmark compares the log against. Loopback: iperf3 for a few seconds when it is installed (`make bench`
+storage benchmark compares the log against; each after a sync(), so that dirty pages other processes left behind
+do not throttle the measurement, and after one uncounted warm-up write (in a VM the first touch of page-cache memory
+can cost ten times more than every later one). Loopback: iperf3 for a few seconds when it is installed (`make bench`
 installs it as root), otherwise one Python socket pair streaming 4 MiB sends to a reader that discards them, which
 understates the link a little (the reader is Python too). Broker figures divided by these are in the report.
 """
@@ -10,6 +12,7 @@ understates the link a little (the reader is Python too). Broker figures divided
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -57,13 +60,14 @@ def run(results: Results, brokers: list[str], sizes) -> None:
     data = bytes(MIB)
     with tempfile.TemporaryDirectory(prefix="bench-machine-") as tmp:
         path = Path(tmp) / "write.bin"
+        storage_bench.raw_write(path, data, sizes.disk_mib, sync=False)  # warm-up, not counted
+        path.unlink()
         for _ in range(sizes.repeat):
-            results.add(WORKLOAD, "disk write, 1 MiB blocks, page cache", MACHINE,
-                        storage_bench.raw_write(path, data, sizes.disk_mib, sync=False), unit="MB/s")
-            path.unlink()
-            results.add(WORKLOAD, "disk write, fdatasync every 1 MiB", MACHINE,
-                        storage_bench.raw_write(path, data, sizes.sync_mib, sync=True), unit="MB/s")
-            path.unlink()
+            for metric, mib, sync in (("disk write, 1 MiB blocks, page cache", sizes.disk_mib, False),
+                                      ("disk write, fdatasync every 1 MiB", sizes.sync_mib, True)):
+                os.sync()  # start without anyone's dirty pages, whose writeback would throttle ours
+                results.add(WORKLOAD, metric, MACHINE, storage_bench.raw_write(path, data, mib, sync=sync), unit="MB/s")
+                path.unlink()
     tool = "iperf3" if shutil.which("iperf3") else "python socket pair"
     for _ in range(sizes.repeat):
         value = loopback_iperf3(3) if tool == "iperf3" else loopback_python(2 << 30)

@@ -42,7 +42,7 @@ def crash_restart(results: Results, name: str, fill_bytes: int, round_number: in
             broker.kill()
             results.add(WORKLOAD, f"ready after SIGKILL, {label}", name, broker.start(), unit="s", better="lower")
             kept = client.high_watermark(broker.bootstrap, "filled") / (records + 1)  # + the warm-up record
-            results.add(WORKLOAD, f"share of acknowledged records kept after SIGKILL, {label}", name, kept,
+            results.add(WORKLOAD, f"acked records kept after SIGKILL, {label}", name, kept,
                         unit="fraction")
             broker.stop()
             results.add(WORKLOAD, f"ready after clean stop, {label}", name, broker.start(), unit="s",

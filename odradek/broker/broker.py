@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from odradek.broker.periodic import every
+from odradek.clock import now_ms
 from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
 from odradek.config import LogConfig, parse_listener, resolve_broker_config
@@ -25,10 +26,6 @@ from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager
 
 log = logging.getLogger("odradek.broker")
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class Broker:
@@ -149,12 +146,13 @@ class Broker:
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self.server.serve()),
-            loop.create_task(self._every(self.config["log.retention.check.interval.ms"], self._retention)),
-            loop.create_task(self._every(min(self.config["log.flush.scheduler.interval.ms"], 3_600_000),
-                                         lambda now: self.logs.flush_due(now))),
-            loop.create_task(self._every(self.config["log.flush.offset.checkpoint.interval.ms"],
-                                         lambda now: self.logs.checkpoint())),
-            loop.create_task(self._every(self.config["log.retention.check.interval.ms"], self._expire_producers)),
+            loop.create_task(every(self.config["log.retention.check.interval.ms"], self._retention, "retention")),
+            loop.create_task(every(min(self.config["log.flush.scheduler.interval.ms"], 3_600_000),
+                                   self.logs.flush_due, "flush.ms check")),
+            loop.create_task(every(self.config["log.flush.offset.checkpoint.interval.ms"],
+                                   lambda now: self.logs.checkpoint(), "recovery point checkpoint")),
+            loop.create_task(every(self.config["log.retention.check.interval.ms"], self._expire_producers,
+                                   "producer id expiration")),
         ]
         self.cleaner.start()
         return self.host, self.port
@@ -169,14 +167,6 @@ class Broker:
         expiration_ms = self.config["producer.id.expiration.ms"]
         for partition in list(self.partitions.values()):
             partition.log.producer_state.remove_expired(now, expiration_ms)
-
-    async def _every(self, interval_ms: int, work) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                work(now_ms())
-            except Exception:
-                log.exception("periodic storage work failed")
 
     async def stop(self) -> None:
         """Clean shutdown: stop serving, then flush and checkpoint every log and leave the clean-shutdown marker."""

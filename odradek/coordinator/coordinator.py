@@ -19,6 +19,8 @@ import struct
 import time
 from collections.abc import Iterable
 
+from odradek.broker.periodic import every
+from odradek.clock import now_ms
 from odradek.coordinator.assignors import TopicInfo
 from odradek.coordinator.classic import (JOIN, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
                                          SyncResult, Wait)
@@ -39,9 +41,6 @@ LOAD_READ_BYTES = 1 << 20
 
 Group = ClassicGroup | ConsumerGroup
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class GroupCoordinator:
@@ -70,7 +69,7 @@ class GroupCoordinator:
             self._tasks.append(loop.create_task(self._load_all()))
         else:
             self._loaded = set(range(self.num_partitions))
-        self._tasks.append(loop.create_task(self._expire_offsets_periodically()))
+        self._tasks.append(loop.create_task(every(self.broker.config["offsets.retention.check.interval.ms"], self.expire_offsets, "offset expiration")))
 
     async def stop(self) -> None:
         for handle in self._timers.values():
@@ -396,15 +395,6 @@ class GroupCoordinator:
         return topics
 
     # ------------------------------------------------------------------------------------------ retention
-    async def _expire_offsets_periodically(self) -> None:
-        interval = self.broker.config["offsets.retention.check.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                self.expire_offsets(now_ms())
-            except Exception:
-                log.exception("offset expiration failed")
-
     def expire_offsets(self, now: int) -> None:
         """Drop offsets of empty groups past offsets.retention.minutes, and groups left with nothing."""
         retention_ms = self.broker.config["offsets.retention.minutes"] * 60_000

@@ -17,6 +17,8 @@ import logging
 import re
 import time
 
+from odradek.broker.periodic import every
+from odradek.clock import now_ms
 from odradek.cluster.producer_ids import ProducerIdManager
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from odradek.coordinator.transaction_state import (
@@ -31,9 +33,6 @@ log = logging.getLogger("odradek.transactions")
 
 LOAD_READ_BYTES = 1 << 20
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class TransactionCoordinator:
@@ -54,7 +53,7 @@ class TransactionCoordinator:
             self._tasks.append(loop.create_task(self._load()))
         else:
             self._loaded = True
-        self._tasks.append(loop.create_task(self._check_periodically()))
+        self._tasks.append(loop.create_task(every(self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"], self.check_transactions, "transaction timeout check")))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -195,15 +194,6 @@ class TransactionCoordinator:
         del self.transactions[metadata.transactional_id]
 
     # ---------------------------------------------------------------------------------- periodic work
-    async def _check_periodically(self) -> None:
-        interval = self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                self.check_transactions(now_ms())
-            except Exception:
-                log.exception("transaction timeout check failed")
-
     def check_transactions(self, now: int) -> None:
         """Abort (with a bumped epoch) transactions open past their timeout, finish prepared ones whose markers
         failed, forget transactional ids idle past transactional.id.expiration.ms."""

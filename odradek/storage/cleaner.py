@@ -46,7 +46,8 @@ from typing import Any
 
 from odradek.records.batch import BatchHeader, decode_batch, encode_batch, parse_header
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
-from odradek.storage.log import Log, system_clock_ms
+from odradek.clock import now_ms
+from odradek.storage.log import Log
 from odradek.storage.log_manager import LogManager, TopicPartition
 from odradek.storage.offset_map import SLOT_BYTES, OffsetMap
 from odradek.storage.segment import CLEANED_SUFFIX, INT32_MAX, Segment
@@ -188,7 +189,7 @@ class Cleaner:
     """Cleans one log at a time (one per cleaner thread, each with its share of the dedupe buffer)."""
 
     def __init__(self, map_memory_bytes: int, throttler: Throttler, stop: threading.Event,
-                 now_ms: Callable[[], int] = system_clock_ms):
+                 now_ms: Callable[[], int] = now_ms):
         self.map_memory_bytes = map_memory_bytes
         self._throttler = throttler
         self._stop = stop
@@ -370,7 +371,7 @@ class LogCleaner:
     """The cleaner threads of one log directory, their checkpoint file and their metrics."""
 
     def __init__(self, log_manager: LogManager, config: Mapping[str, Any], *,
-                 now_ms: Callable[[], int] = system_clock_ms):
+                 now_ms: Callable[[], int] = now_ms):
         self._log_manager = log_manager
         self._clock = now_ms
         self.enabled = config["log.cleaner.enable"]

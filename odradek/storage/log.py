@@ -23,10 +23,10 @@ import operator
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from odradek.clock import now_ms
 from odradek.config import LogConfig
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import NO_TIMESTAMP, BatchHeader
@@ -41,10 +41,6 @@ from odradek.storage.segment import (
 )
 
 _BASE_OFFSET_OF = operator.attrgetter("base_offset")
-
-
-def system_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,7 +76,7 @@ class Log:
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, recovery_point: int = 0, clean_shutdown: bool,
-             log_start_offset: int | None = None, now_ms: Callable[[], int] = system_clock_ms) -> "Log":
+             log_start_offset: int | None = None, now_ms: Callable[[], int] = now_ms) -> "Log":
         """Load the partition directory (creating it if needed); recover it unless it was shut down cleanly."""
         directory.mkdir(parents=True, exist_ok=True)
         now = now_ms()

@@ -19,7 +19,8 @@ from typing import Any
 
 from odradek.config import LogConfig
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
-from odradek.storage.log import Log, system_clock_ms
+from odradek.clock import now_ms
+from odradek.storage.log import Log
 from odradek.storage.segment import fsync_directory
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -39,7 +40,7 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
 
 class LogManager:
     def __init__(self, log_dir: Path, broker_props: Mapping[str, Any], *,
-                 now_ms: Callable[[], int] = system_clock_ms):
+                 now_ms: Callable[[], int] = now_ms):
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.default_config = LogConfig.resolve(None, broker_props)

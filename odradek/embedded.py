@@ -26,20 +26,43 @@ from pathlib import Path
 _READY = re.compile(r"ready on (?P<host>[^ ]+):(?P<port>\d+)")
 
 
-class BrokerProcess:
-    def __init__(self, data_dir: str | os.PathLike | None = None, *, settings: dict[str, object] | None = None,
-                 port: int = 0, log_path: str | os.PathLike | None = None):
+class _LocalBroker:
+    """What both runners share: a data directory (temporary unless given), settings, a port kept across restarts,
+    and the start/stop lifecycle as a context manager. Subclasses say how to start and stop."""
+
+    def __init__(self, data_dir: str | os.PathLike | None, settings: dict[str, object] | None, port: int):
         self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-")
         self.data_dir = Path(data_dir if data_dir is not None else self._tmp.name)
         self.settings = dict(settings or {})
         self.port = port
-        self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"{self.data_dir.name}.broker.log"
-        self.process: subprocess.Popen | None = None
         self.host = "127.0.0.1"
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class BrokerProcess(_LocalBroker):
+    def __init__(self, data_dir: str | os.PathLike | None = None, *, settings: dict[str, object] | None = None,
+                 port: int = 0, log_path: str | os.PathLike | None = None):
+        super().__init__(data_dir, settings, port)
+        self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"{self.data_dir.name}.broker.log"
+        self.process: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
         command = [sys.executable, "-m", "odradek", "serve", "--data-dir", str(self.data_dir),
@@ -87,41 +110,19 @@ class BrokerProcess:
             self.process.wait()
             self.process = None
 
-    def restart(self) -> "BrokerProcess":
-        self.stop()
-        return self.start()
-
-    def close(self) -> None:
-        self.stop()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-
-    def __enter__(self) -> "BrokerProcess":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
-class BrokerThread:
+class BrokerThread(_LocalBroker):
     """A broker on its own event loop in a daemon thread; `broker` is the running odradek.broker.broker.Broker."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *, settings: dict[str, object] | None = None,
                  port: int = 0):
-        self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-")
-        self.data_dir = Path(data_dir if data_dir is not None else self._tmp.name)
-        self.settings = dict(settings or {})
-        self.port = port
-        self.host = "127.0.0.1"
+        super().__init__(data_dir, settings, port)
         self.broker = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
         self._failure: BaseException | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "BrokerThread":
         ready = threading.Event()
@@ -163,20 +164,6 @@ class BrokerThread:
         self._thread.join()
         self._thread = self._loop = self._stopped = self.broker = None
 
-    def restart(self) -> "BrokerThread":
-        self.stop()
-        return self.start()
-
-    def close(self) -> None:
-        self.stop()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-
-    def __enter__(self) -> "BrokerThread":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:

@@ -38,7 +38,7 @@ def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
 
 def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     compared = [row for row in rows if row["ratio_to_best_peer"] and not row["metric"].startswith("client CPU")]
-    rates = [row for row in rows if row["unit"] == "records/s"]
+    rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1]  # brokers side by side
     latencies = [row for row in rows if row["workload"] == "latency"]
     figure, (ratios, throughput, latency) = plt.subplots(
         3, 1, figsize=(14, 6 + 0.22 * len(compared)), gridspec_kw={"height_ratios": [max(3, len(compared) / 4), 2, 2]})

@@ -99,3 +99,14 @@ def test_log_append_time_topic_stamps_broker_time(broker, client, topic_name):
     assert answer.error_code == 0 and before <= answer.log_append_time_ms <= after
     [(header, records)] = fetch_batches(client, topic_name)
     assert header.timestamp_type == 1 and header.max_timestamp == answer.log_append_time_ms
+
+
+def test_clients_cannot_append_to_internal_topics(broker, client, topic_name):
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic_name})
+    consumer.subscribe([topic_name])  # makes the group coordinator create __consumer_offsets
+    consumer.poll(1.0)
+    consumer.close()
+    answer = produce(client, "__consumer_offsets", batch(b"forged"))
+    assert answer.error_code == 17  # INVALID_TOPIC_EXCEPTION

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.records.batch import validate_batches
@@ -25,6 +26,8 @@ log = logging.getLogger("odradek.produce")
 def handlers(broker) -> dict:
     def append_partition(topic: str, index: int, records, version: int):
         partition = broker.partition(topic, index)
+        if topic in INTERNAL_TOPICS:  # the coordinators write these through the partition, never through Produce
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
         if records is None or len(records) == 0:
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
         if version < 3:

@@ -111,10 +111,11 @@ class Log:
         if start > log.log_end_offset:
             log._truncate_fully_and_start_at(start)
         log.producer_state.load(log._segments, log.log_start_offset, log.log_end_offset)
-        if recovered:
-            for segment in log._segments:
-                segment.flush()
-            fsync_directory(directory)
+        if not clean_shutdown:
+            # As Kafka's LogLoader: what recovery checked is not fsynced here (it is in the page cache, which is all
+            # the default flush policy ever promises), so the recovery point stays where the checkpoint had it and
+            # a second crash checks the same tail again. Start-up does not wait for gigabytes to reach the disk.
+            log._recovery_point = min(recovery_point, log.log_end_offset)
         return log
 
     # -- properties ------------------------------------------------------------------------------------------

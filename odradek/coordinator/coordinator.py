@@ -30,14 +30,14 @@ from odradek.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupRecord, Offse
                                                offset_commit_record, parse_record, partition_for,
                                                restore_classic_group)
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import (BATCH_HEADER_SIZE, CONTROL_COMMIT, Record, decode_batch, decode_control_record,
+from odradek.records.batch import (CONTROL_COMMIT, Record, decode_batch, decode_control_record,
                                    encode_batch, parse_header, validate_batches)
 from odradek.storage.producer_state import AppendOrigin
 
 log = logging.getLogger("odradek.coordinator")
 
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
-LOAD_READ_BYTES = 1 << 20
+LOAD_BATCHES_BETWEEN_YIELDS = 1000  # loading gives the event loop a turn this often
 
 Group = ClassicGroup | ConsumerGroup
 
@@ -431,37 +431,26 @@ class GroupCoordinator:
                  (time.monotonic() - started) * 1000)
 
     async def _load_partition(self, index: int) -> None:
-        partition_log = self.broker.partition(OFFSETS_TOPIC, index).log
-        offset = partition_log.log_start_offset
         open_transactions: dict[int, list] = {}
-        while True:
-            region = partition_log.read(offset, LOAD_READ_BYTES)
-            if region is None:
-                self._restore_pending_offsets(open_transactions)
-                return
-            data = memoryview(region.read_bytes())
-            position = 0
-            while position + BATCH_HEADER_SIZE <= len(data):
-                header = parse_header(data, position)
-                if position + header.size > len(data):
-                    break
-                _, batch_records = decode_batch(data[position:position + header.size])
-                if header.is_control:
-                    pending = open_transactions.pop(header.producer_id, [])
-                    if batch_records and decode_control_record(batch_records[0])[0] == CONTROL_COMMIT:
-                        for record in pending:
-                            self._apply(record)
-                else:
-                    for record in batch_records:
-                        if record.key is None:
-                            continue
-                        if header.is_transactional:
-                            open_transactions.setdefault(header.producer_id, []).append(record)
-                        else:
-                            self._apply(record)
-                position += header.size
-                offset = header.last_offset + 1
-            await asyncio.sleep(0)
+        batches = self.broker.partition(OFFSETS_TOPIC, index).log.iter_batches()
+        for count, (header, batch) in enumerate(batches, 1):
+            _, batch_records = decode_batch(batch)
+            if header.is_control:
+                pending = open_transactions.pop(header.producer_id, [])
+                if batch_records and decode_control_record(batch_records[0])[0] == CONTROL_COMMIT:
+                    for record in pending:
+                        self._apply(record)
+            else:
+                for record in batch_records:
+                    if record.key is None:
+                        continue
+                    if header.is_transactional:
+                        open_transactions.setdefault(header.producer_id, []).append(record)
+                    else:
+                        self._apply(record)
+            if count % LOAD_BATCHES_BETWEEN_YIELDS == 0:
+                await asyncio.sleep(0)
+        self._restore_pending_offsets(open_transactions)
 
     def _restore_pending_offsets(self, open_transactions: dict[int, list]) -> None:
         """Offsets of transactions still open at the end of the log wait for their marker, as before the restart."""

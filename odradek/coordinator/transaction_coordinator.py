@@ -27,11 +27,11 @@ from odradek.coordinator.transaction_state import (
     prepare_end, transaction_record,
 )
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import BATCH_HEADER_SIZE, Record, decode_batch, encode_batch, parse_header, validate_batches
+from odradek.records.batch import Record, decode_batch, encode_batch, validate_batches
 
 log = logging.getLogger("odradek.transactions")
 
-LOAD_READ_BYTES = 1 << 20
+LOAD_BATCHES_BETWEEN_YIELDS = 1000  # loading gives the event loop a turn this often
 
 
 
@@ -226,25 +226,14 @@ class TransactionCoordinator:
                  (time.monotonic() - started) * 1000)
 
     async def _load_partition(self, index: int) -> None:
-        partition_log = self.broker.partition(TRANSACTION_STATE_TOPIC, index).log
-        offset = partition_log.log_start_offset
-        while True:
-            region = partition_log.read(offset, LOAD_READ_BYTES)
-            if region is None:
-                return
-            data = memoryview(region.read_bytes())
-            position = 0
-            while position + BATCH_HEADER_SIZE <= len(data):
-                header = parse_header(data, position)
-                if position + header.size > len(data):
-                    break
-                if not header.is_control:
-                    for record in decode_batch(data[position:position + header.size])[1]:
-                        transactional_id, metadata = parse_transaction_record(record.key, record.value)
-                        if metadata is None:
-                            self.transactions.pop(transactional_id, None)
-                        else:
-                            self.transactions[transactional_id] = metadata
-                position += header.size
-                offset = header.last_offset + 1
-            await asyncio.sleep(0)
+        batches = self.broker.partition(TRANSACTION_STATE_TOPIC, index).log.iter_batches()
+        for count, (header, batch) in enumerate(batches, 1):
+            if not header.is_control:
+                for record in decode_batch(batch)[1]:
+                    transactional_id, metadata = parse_transaction_record(record.key, record.value)
+                    if metadata is None:
+                        self.transactions.pop(transactional_id, None)
+                    else:
+                        self.transactions[transactional_id] = metadata
+            if count % LOAD_BATCHES_BETWEEN_YIELDS == 0:
+                await asyncio.sleep(0)

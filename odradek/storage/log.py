@@ -23,7 +23,7 @@ import operator
 import os
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from odradek.clock import now_ms
@@ -85,7 +85,6 @@ class Log:
                        if (base := _segment_base(path.name, LOG_SUFFIX)) is not None)
         loaded = [Segment.open(directory, base, config, now) for base in bases]
         segments = [segment for segment, _ in loaded]
-        recovered = False
         if clean_shutdown:
             first_unflushed = len(segments)
         else:
@@ -93,7 +92,6 @@ class Log:
         for position, (segment, indexes_ok) in enumerate(loaded):
             if position >= first_unflushed or not indexes_ok or not segment.load_tail():
                 cut = segment.recover()
-                recovered = True
                 if cut and position >= first_unflushed:
                     for later in segments[position + 1:]:
                         later.delete_files()
@@ -244,6 +242,15 @@ class Log:
         return segment
 
     # -- reading -----------------------------------------------------------------------------------------------
+
+    def iter_batches(self) -> Iterator[tuple[BatchHeader, memoryview]]:
+        """Header and bytes of every batch from the log start to the end, over a snapshot of the segments: how the
+        coordinators load their internal topics at start. Not for fetches, which hand out FileRegions instead."""
+        start = self._log_start_offset
+        for segment in self._segments:
+            for header, batch in segment.iter_batches():
+                if header.last_offset >= start:
+                    yield header, batch
 
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> FileRegion | None:
         """Whole batches from the one holding `offset`: at least one, more while they fit in `max_bytes`, none whose

@@ -6,10 +6,10 @@ INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); valida
 
 from __future__ import annotations
 
-from odradek.cluster.metadata import ZERO_UUID
 from odradek.config import ConfigSource
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.schema import ZERO_UUID
 
 CREATE_TOPICS = api("CreateTopics")
 DELETE_TOPICS = api("DeleteTopics")

@@ -15,9 +15,9 @@ import asyncio
 import time
 
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
-from odradek.cluster.metadata import ZERO_UUID
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.schema import ZERO_UUID
 
 FETCH = api("Fetch")
 FetchResponse = FETCH.response

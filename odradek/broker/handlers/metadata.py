@@ -7,9 +7,9 @@ asks for it, as Kafka does; clients rely on that to produce to a new topic.
 
 from __future__ import annotations
 
-from odradek.cluster.metadata import ZERO_UUID
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.schema import ZERO_UUID
 
 METADATA = api("Metadata")
 DESCRIBE_CLUSTER = api("DescribeCluster")

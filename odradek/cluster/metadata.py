@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import os
 import re
 import uuid
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from odradek.config import validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
+from odradek.storage.segment import write_atomically
 
 METADATA_FILE = "odradek-metadata.json"
 META_PROPERTIES = "meta.properties"
@@ -121,13 +121,13 @@ class ClusterMetadata:
             if props.get("cluster.id"):
                 return props["cluster.id"].strip()
         cluster_id = new_cluster_id()
-        _write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n")
+        write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
         return cluster_id
 
     def save(self) -> None:
         body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
                 "topics": [t.to_json() for t in self.topics.values()]}
-        _write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1))
+        write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str], *, validate_only: bool = False) -> TopicMetadata:
@@ -191,16 +191,3 @@ class ClusterMetadata:
         self.topics[name].configs = dict(configs)
         self.save()
 
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

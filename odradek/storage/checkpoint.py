@@ -8,11 +8,10 @@ and to their first segment, which is slow but loses nothing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from odradek.storage.segment import fsync_directory
+from odradek.storage.segment import write_atomically
 
 VERSION = 0
 
@@ -35,10 +34,4 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
 def write_checkpoint(path: Path, entries: Mapping[tuple[str, int], int]) -> None:
     lines = [str(VERSION), str(len(entries))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w") as file:
-        file.write("\n".join(lines) + "\n")
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-    fsync_directory(path.parent)
+    write_atomically(path, ("\n".join(lines) + "\n").encode())

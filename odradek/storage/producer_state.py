@@ -32,6 +32,7 @@ import google_crc32c
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import CONTROL_COMMIT, BatchHeader, decode_batch, decode_control_record
+from odradek.storage.segment import write_atomically
 from odradek.storage.transaction_index import AbortedTransaction
 
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -224,13 +225,7 @@ class ProducerStateManager:
                 entry.last_timestamp, entry.coordinator_epoch, entry.transaction_first_offset)
         count_and_body = struct.pack(">i", len(self.producers)) + body
         data = struct.pack(">hI", SNAPSHOT_VERSION, google_crc32c.value(count_and_body)) + count_and_body
-        path = self.directory / _snapshot_name(offset)
-        temporary = path.with_name(path.name + ".tmp")
-        with open(temporary, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
+        write_atomically(self.directory / _snapshot_name(offset), data)
 
     def delete_snapshots_before(self, offset: int) -> None:
         for snapshot in self.snapshot_offsets():

@@ -54,6 +54,18 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves the old file or the new one: write `<name>.tmp`, fsync it,
+    rename it over `path`, fsync the directory."""
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    fsync_directory(path.parent)
+
+
 def _write_all(fd: int, data, position: int) -> None:
     view = memoryview(data)
     while view:

@@ -8,6 +8,20 @@ import struct
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
 
 
+def read_frame(sock: socket.socket) -> bytes:
+    """One size-prefixed frame's body; ConnectionError if the broker closes first."""
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            data += chunk
+        return data
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)
+
+
 class RawClient:
     def __init__(self, port: int):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -19,19 +33,9 @@ class RawClient:
         header = RequestHeader(api_key=target.key, api_version=version, correlation_id=self.correlation_id,
                                client_id="raw-test")
         self.sock.sendall(encode_request(header, target.request(**fields)))
-        (size,) = struct.unpack(">i", self._exactly(4))
-        correlation_id, body = decode_response(target.key, version, self._exactly(size))
+        correlation_id, body = decode_response(target.key, version, read_frame(self.sock))
         assert correlation_id == self.correlation_id
         return body
-
-    def _exactly(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            data += chunk
-        return data
 
     def close(self) -> None:
         self.sock.close()

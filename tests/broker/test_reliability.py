@@ -14,25 +14,14 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from odradek.embedded import BrokerProcess
 
+from .raw_client import read_frame
+
 
 def api_versions_request(version: int = 0, correlation_id: int = 7) -> bytes:
     body = struct.pack(">hhih", 18, version, correlation_id, 4) + b"test"
     if version >= 3:  # header v2 tagged fields, then client software name/version (compact strings) and tags
         body += b"\x00" + b"\x06odrad" + b"\x021" + b"\x00"
     return struct.pack(">i", len(body)) + body
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return data
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
 
 
 def connect(broker) -> socket.socket:

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real `odradek serve` process per test module (started once, used by every test in it)."""
+"""Shared fixtures: a real `odradek serve` process per test module (started once, used by every test in it), a
+topic name per test, and a settable clock for the storage-level tests."""
 
 from __future__ import annotations
 
@@ -17,6 +18,21 @@ def broker(tmp_path_factory):
     process.start()
     yield process
     process.stop()
+
+
+class Clock:
+    """A settable millisecond clock, passed as `now_ms` to logs, log managers and the cleaner."""
+
+    def __init__(self, now: int = 2_000_000_000_000):
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
 
 
 @pytest.fixture

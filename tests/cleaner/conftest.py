@@ -15,21 +15,6 @@ COMPACTED = LogConfig(cleanup_policy=("compact",), segment_bytes=4096, index_int
                       min_cleanable_dirty_ratio=0.01, delete_retention_ms=60_000, file_delete_delay_ms=60_000)
 
 
-class Clock:
-    """A settable millisecond clock for the LogManager and the cleaner."""
-
-    def __init__(self, now: int = NOW):
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
 @pytest.fixture
 def manager(tmp_path, clock) -> LogManager:
     logs = LogManager(tmp_path / "logs", {}, now_ms=clock)
@@ -37,7 +22,7 @@ def manager(tmp_path, clock) -> LogManager:
     logs.close()
 
 
-def cleaner_for(manager: LogManager, clock: Clock, **settings) -> LogCleaner:
+def cleaner_for(manager: LogManager, clock, **settings) -> LogCleaner:
     config = resolve_broker_config({"log.cleaner.backoff.ms": 10, **settings})
     return LogCleaner(manager, config, now_ms=clock)
 

@@ -2,25 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from odradek.records.batch import Record, decode_batch, encode_batch, parse_header, validate_batches
 from odradek.storage.log import Log
-
-
-class Clock:
-    """A settable millisecond clock for `Log.open(now_ms=...)`."""
-
-    def __init__(self, now: int = 2_000_000_000_000):
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 def batch(count: int = 1, *, timestamp: int = 1_000_000, value_size: int = 10, tag: int = 0,

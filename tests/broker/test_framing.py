@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import random
-import struct
 
 from odradek.broker.network import RECV_SIZE
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
 from odradek.records.batch import Record, encode_batch
 
-from .raw_client import RawClient
+from .raw_client import RawClient, read_frame
 from .test_produce_validation import create, fetch_batches
 
 Produce = api("Produce").request
@@ -50,8 +49,7 @@ def test_frames_in_any_fragments_and_larger_than_the_receive_buffer(broker, topi
             client.sock.sendall(stream[pos:pos + step])
             pos += step
         for index, kind in enumerate(kinds):
-            (size,) = struct.unpack(">i", client._exactly(4))
-            correlation_id, answer = decode_response(kind, 9 if kind == 0 else 0, client._exactly(size))
+            correlation_id, answer = decode_response(kind, 9 if kind == 0 else 0, read_frame(client.sock))
             expected = index // 2 + 1 if kind == 0 else 100 + index // 2 + 1
             assert correlation_id == expected
             if kind == 0:

@@ -6,6 +6,10 @@ and write xerial, which every client reads. lz4: an LZ4 frame, written with inde
 writes it. zstd: one frame, read with or without a content size (librdkafka omits it). cramjam does the work in C;
 the xerial wrapper is unwrapped here by hand. Malformed input raises CORRUPT_MESSAGE, codecs 5-7
 UNSUPPORTED_COMPRESSION_TYPE, as Kafka answers a producer.
+
+Decompression is bounded: a payload that would inflate past MAX_DECOMPRESSED_BYTES is refused with CORRUPT_MESSAGE
+before that much memory is taken (a 1 MB zstd frame can claim gigabytes). The output buffer starts near a typical
+ratio and doubles, so an ordinary batch decodes in one pass and a bomb stops at the cap.
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")
 _XERIAL_BLOCK_LENGTH = struct.Struct(">i")
 XERIAL_BLOCK_SIZE = 32 * 1024  # the block size of Java's SnappyOutputStream
+
+MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+_FIRST_BUFFER_BYTES = 64 * 1024
+_TYPICAL_RATIO = 8
+_BUFFER_FULL = "failed to write whole buffer"
 
 
 def _check_codec(codec: int) -> None:
@@ -50,23 +59,56 @@ def compress(codec: int, data) -> bytes:
     return bytes(data)
 
 
-def decompress(codec: int, data) -> bytes:
-    """The bytes a client compressed with `codec`; KafkaError(CORRUPT_MESSAGE) if they do not decode."""
+def decompress(codec: int, data, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """The bytes a client compressed with `codec`; KafkaError(CORRUPT_MESSAGE) if they do not decode or would come
+    to more than `limit` bytes."""
     _check_codec(codec)
     try:
         if codec == GZIP:
-            return bytes(cramjam.gzip.decompress(data))
+            return _bounded(cramjam.gzip.decompress_into, data, limit, codec)
         if codec == SNAPPY:
             if bytes(data[:len(XERIAL_MAGIC)]) == XERIAL_MAGIC:
-                return _xerial_decompress(data)
-            return bytes(cramjam.snappy.decompress_raw(data))
+                return _xerial_decompress(data, limit)
+            return _snappy_raw_decompress(data, limit)
         if codec == LZ4:
-            return bytes(cramjam.lz4.decompress(data))
+            return _bounded(cramjam.lz4.decompress_into, data, limit, codec)
         if codec == ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
+            return _bounded(cramjam.zstd.decompress_into, data, limit, codec)
     except cramjam.DecompressionError as exc:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{CODEC_NAMES[codec]} payload does not decode: {exc}") from None
     return bytes(data)
+
+
+def _too_large(codec: int, limit: int) -> KafkaError:
+    return KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                      f"{CODEC_NAMES[codec]} payload decompresses to more than {limit} bytes")
+
+
+def _bounded(decompress_into, data, limit: int, codec: int) -> bytes:
+    """decompress_into a buffer that doubles from a typical ratio up to `limit` + 1 bytes; a payload that fills
+    even that is over the limit. cramjam reports a full buffer as "failed to write whole buffer"."""
+    size = min(limit + 1, max(_FIRST_BUFFER_BYTES, _TYPICAL_RATIO * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            written = decompress_into(data, out)
+        except cramjam.DecompressionError as exc:
+            if _BUFFER_FULL not in str(exc):
+                raise
+            written = size
+        if written < size:
+            return bytes(memoryview(out)[:written])
+        if size > limit:
+            raise _too_large(codec, limit)
+        size = min(limit + 1, size * 2)
+
+
+def _snappy_raw_decompress(block, limit: int, already: int = 0) -> bytes:
+    """A raw snappy block states its length up front, so the limit (counting `already` decoded bytes of the same
+    payload) is checked before decoding."""
+    if already + cramjam.snappy.decompress_raw_len(block) > limit:
+        raise _too_large(SNAPPY, limit)
+    return bytes(cramjam.snappy.decompress_raw(block))
 
 
 def _xerial_compress(data) -> bytes:
@@ -79,7 +121,7 @@ def _xerial_compress(data) -> bytes:
     return bytes(out)
 
 
-def _xerial_decompress(data) -> bytes:
+def _xerial_decompress(data, limit: int) -> bytes:
     view = memoryview(data)
     if len(view) < _XERIAL_HEADER.size:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Truncated xerial snappy header")
@@ -92,6 +134,6 @@ def _xerial_decompress(data) -> bytes:
         pos += 4
         if length < 0 or pos + length > len(view):
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Xerial snappy block overruns its payload")
-        out += cramjam.snappy.decompress_raw(view[pos:pos + length])
+        out += _snappy_raw_decompress(view[pos:pos + length], limit, len(out))
         pos += length
     return bytes(out)

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.protocol import api
 from odradek.records.batch import Record, decode_batch, encode_batch
+from odradek.records.compression import MAX_DECOMPRESSED_BYTES, ZSTD
 
 from .raw_client import RawClient
 
@@ -110,3 +111,18 @@ def test_clients_cannot_append_to_internal_topics(broker, client, topic_name):
     consumer.close()
     answer = produce(client, "__consumer_offsets", batch(b"forged"))
     assert answer.error_code == 17  # INVALID_TOPIC_EXCEPTION
+
+
+def test_a_decompression_bomb_is_refused_without_harm(broker, client, topic_name):
+    """A compacted topic must decode a batch to check its keys; a few KB of zstd that inflate past the cap are a
+    CORRUPT_MESSAGE for that partition, and the broker goes on serving."""
+    create(broker, topic_name, {"cleanup.policy": "compact"})
+    bomb = encode_batch([Record(0, 1_700_000_000_000, b"key", bytes(MAX_DECOMPRESSED_BYTES))], compression=ZSTD)
+    assert len(bomb) < 100_000
+    answer = produce(client, topic_name, bomb)
+    assert answer.error_code == 2  # CORRUPT_MESSAGE
+    assert "decompresses to more than" in answer.error_message
+    good = encode_batch([Record(0, 1_700_000_000_000, b"key", b"value")], compression=ZSTD)
+    assert produce(client, topic_name, good).error_code == 0
+    [(header, records)] = fetch_batches(client, topic_name)
+    assert [(r.key, r.value) for r in records] == [(b"key", b"value")]

@@ -86,3 +86,30 @@ def test_unknown_codecs(codec):
         with pytest.raises(KafkaError) as info:
             operation(codec, b"x")
         assert info.value.code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+ZEROS = bytes(3_000_000)  # inflates far past the first output buffer: the buffer has to grow
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_high_ratio_payload_decodes_whole(codec):
+    compressed = compress(codec, ZEROS)
+    assert len(compressed) * 20 < len(ZEROS)
+    assert decompress(codec, memoryview(compressed)) == ZEROS
+    assert decompress(codec, compressed, limit=len(ZEROS)) == ZEROS
+
+
+@pytest.mark.parametrize("framing", ["gzip", "xerial", "raw-snappy", "lz4", "zstd", "zstd-no-size"])
+def test_payload_inflating_past_the_limit_is_refused(framing):
+    codec, frame = {
+        "gzip": (GZIP, compress(GZIP, ZEROS)),
+        "xerial": (SNAPPY, compress(SNAPPY, ZEROS)),
+        "raw-snappy": (SNAPPY, bytes(cramjam.snappy.compress_raw(ZEROS))),
+        "lz4": (LZ4, compress(LZ4, ZEROS)),
+        "zstd": (ZSTD, zstandard.ZstdCompressor(write_content_size=True).compress(ZEROS)),
+        "zstd-no-size": (ZSTD, zstandard.ZstdCompressor(write_content_size=False).compress(ZEROS)),
+    }[framing]
+    with pytest.raises(KafkaError) as info:
+        decompress(codec, frame, limit=len(ZEROS) - 1)
+    assert info.value.code == ErrorCode.CORRUPT_MESSAGE
+    assert f"more than {len(ZEROS) - 1} bytes" in info.value.message

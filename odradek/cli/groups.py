@@ -79,7 +79,10 @@ def planned_offsets(admin: Admin, args: argparse.Namespace) -> dict[tuple[str, i
             raise ValueError(f"topic {topic!r} does not exist")
         partitions = range(count)
         if args.to_offset is not None:
-            found = {p: args.to_offset for p in partitions}
+            # as Kafka's tool does: an offset outside a partition's log is moved to its nearer end
+            earliest = admin.list_offsets(topic, partitions, OffsetSpec.earliest())
+            latest = admin.list_offsets(topic, partitions, OffsetSpec.latest())
+            found = {p: min(max(args.to_offset, earliest[p]), latest[p]) for p in partitions}
         elif args.to_datetime is not None:
             found = admin.offsets_for_time(topic, partitions, args.to_datetime)
         else:

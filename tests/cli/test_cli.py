@@ -158,6 +158,8 @@ def test_groups_describe_lag_reset_and_delete(broker, topic_name):
     assert odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-offset", "3",
                    "--execute").returncode == 0
     assert Admin(broker.bootstrap_servers).committed_offsets(group) == {(topic_name, 0): 3, (topic_name, 1): 3}
+    beyond = odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-offset", "99")
+    assert [row.split()[3] for row in beyond.stdout.splitlines()[1:]] == ["10", "10"]  # clamped to the log end
     assert odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-latest",
                    "--execute").returncode == 0
     lag = odradek(broker, "groups", "describe", group).stdout.splitlines()[2:]

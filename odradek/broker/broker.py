@@ -37,7 +37,7 @@ class Broker:
         self.port = port
         self.log_dir = Path(self.config["log.dirs"][0]).resolve()
         self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
-        self.logs = LogManager(self.log_dir, self.props)
+        self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
         self.cleaner = LogCleaner(self.logs, self.config)
         self.partitions: dict[tuple[str, int], Partition] = {}
         for topic in self.metadata.topics.values():
@@ -65,6 +65,10 @@ class Broker:
     # ----------------------------------------------------------------------------------------------- topics
     def log_config(self, topic: TopicMetadata) -> LogConfig:
         return LogConfig.resolve(topic.configs, self.props)
+
+    def _in_catalogue(self, partition: tuple[str, int]) -> bool:
+        topic = self.metadata.topics.get(partition[0])
+        return topic is not None and partition[1] < len(topic.partitions)
 
     def _open_partitions(self, topic: TopicMetadata, indexes=None) -> None:
         config = self.log_config(topic)

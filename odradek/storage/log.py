@@ -23,6 +23,7 @@ import operator
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -35,8 +36,8 @@ from odradek.records.region import FileRegion
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
-    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX, Segment,
+    CLEANED_SUFFIX, DELETED_DIR_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, Segment,
     fsync_directory, segment_file_name,
 )
 
@@ -472,7 +473,9 @@ class Log:
 
     def delete_all(self) -> None:
         """Topic deletion: close every file and remove the partition directory (after the cleaner, seeing
-        `is_deleted`, has let go of the log)."""
+        `is_deleted`, has let go of the log). The directory is first renamed `<name>.<id>-delete`, as Kafka does,
+        so a crash halfway through the removal leaves no half-deleted partition that could be opened again: the
+        log manager removes leftover `-delete` directories at start."""
         self.is_deleted = True
         with self.cleaner_lock, self._lock:
             for segment in self._segments:
@@ -480,7 +483,10 @@ class Log:
             for _, segment in self._pending_deletes:
                 segment.close()
             self._pending_deletes = []
-            shutil.rmtree(self.directory, ignore_errors=True)
+            doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}{DELETED_DIR_SUFFIX}")
+            os.rename(self.directory, doomed)
+            fsync_directory(self.directory.parent)
+            shutil.rmtree(doomed, ignore_errors=True)
 
     def __repr__(self) -> str:
         return (f"Log({self.directory.name}, start={self._log_start_offset}, end={self._log_end_offset}, "

@@ -7,12 +7,19 @@ whether every log runs recovery, and it is removed once the logs are open, so a 
 The manager owns no thread or timer: the broker calls `checkpoint`, `run_retention` and `flush_due` on its own
 schedule (log.flush.offset.checkpoint.interval.ms, log.retention.check.interval.ms, log.flush.scheduler.interval.ms).
 Logs found on disk open with the broker-level defaults; the broker applies topic overrides with `Log.update_config`.
+At start, directories left by an interrupted topic deletion (`-delete`) are removed, and a partition directory that
+the catalogue does not know (`is_known` says no: a deletion cut short before its rename, or a copied-in directory)
+is renamed `-stray` and not opened, as Kafka does, so a topic created later under the same name starts empty
+instead of inheriting old records; the data stays on disk for the operator.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,13 +28,15 @@ from odradek.config import LogConfig
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.clock import now_ms
 from odradek.storage.log import Log
-from odradek.storage.segment import fsync_directory
+from odradek.storage.segment import DELETED_DIR_SUFFIX, STRAY_DIR_SUFFIX, fsync_directory
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 TopicPartition = tuple[str, int]
+
+log = logging.getLogger("odradek.storage")
 
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
@@ -40,7 +49,7 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
 
 class LogManager:
     def __init__(self, log_dir: Path, broker_props: Mapping[str, Any], *,
-                 now_ms: Callable[[], int] = now_ms):
+                 now_ms: Callable[[], int] = now_ms, is_known: Callable[[TopicPartition], bool] = lambda _: True):
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.default_config = LogConfig.resolve(None, broker_props)
@@ -52,8 +61,17 @@ class LogManager:
         recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
         log_start_offsets = read_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
         for path in sorted(self.log_dir.iterdir()):
+            if path.name.endswith(DELETED_DIR_SUFFIX) and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                continue
             partition = parse_partition_dir(path.name)
             if partition is None or not path.is_dir():
+                continue
+            if not is_known(partition):
+                stray = path.with_name(f"{path.name}.{uuid.uuid4().hex}{STRAY_DIR_SUFFIX}")
+                os.rename(path, stray)
+                fsync_directory(self.log_dir)
+                log.warning("%s belongs to no known topic; set aside as %s", path.name, stray.name)
                 continue
             self._logs[partition] = Log.open(path, self.default_config,
                                              recovery_point=recovery_points.get(partition, 0),

@@ -35,6 +35,8 @@ TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+DELETED_DIR_SUFFIX = "-delete"  # a partition directory being removed: `<topic>-<partition>.<id>-delete`
+STRAY_DIR_SUFFIX = "-stray"  # a partition directory of no known topic, set aside: `<topic>-<partition>.<id>-stray`
 INT32_MAX = 2**31 - 1
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
 
@@ -189,3 +191,37 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(tmp_path):
         assert struct.unpack(">ih", read_frame(busy)[:6]) == (7, 0)
         quiet.close()
         busy.close()
+
+
+def test_a_topic_deletion_cut_short_by_kill_9_does_not_come_back(own_broker):
+    """The catalogue no longer lists the topic but its directory is still there (kill -9 between the two steps),
+    and an earlier removal left a half-deleted `-delete` directory: after restart, a topic created under the same
+    name starts empty, the orphan is set aside as `-stray` (data kept for the operator), the `-delete` one is gone."""
+    produce(own_broker.bootstrap_servers, "reborn", [b"old-1", b"old-2"])
+    produce(own_broker.bootstrap_servers, "kept", [b"keep"])
+    own_broker.kill()
+    data_dir = own_broker.data_dir
+    catalogue_path = data_dir / "odradek-metadata.json"
+    catalogue = json.loads(catalogue_path.read_text())
+    catalogue["topics"] = [t for t in catalogue["topics"] if t["name"] != "reborn"]
+    catalogue_path.write_text(json.dumps(catalogue))
+    half_deleted = data_dir / "gone-0.0123abcd-delete"
+    half_deleted.mkdir()
+    (half_deleted / "00000000000000000000.log").write_bytes(b"\0" * 100)
+    own_broker.start()
+    assert not half_deleted.exists()
+    assert not (data_dir / "reborn-0").exists()
+    assert len(list(data_dir.glob("reborn-0.*-stray"))) == 1
+    admin = AdminClient({"bootstrap.servers": own_broker.bootstrap_servers})
+    admin.create_topics([NewTopic("reborn", 1, 1)])["reborn"].result(10)
+    assert read_all(own_broker.bootstrap_servers, "reborn") == []
+    produce(own_broker.bootstrap_servers, "reborn", [b"new"])
+    assert read_all(own_broker.bootstrap_servers, "reborn") == [b"new"]
+    assert read_all(own_broker.bootstrap_servers, "kept") == [b"keep"]
+
+
+def test_deleting_a_topic_removes_its_directories(own_broker):
+    produce(own_broker.bootstrap_servers, "doomed", [b"x"])
+    admin = AdminClient({"bootstrap.servers": own_broker.bootstrap_servers})
+    admin.delete_topics(["doomed"])["doomed"].result(10)
+    assert [p.name for p in own_broker.data_dir.iterdir() if p.name.startswith("doomed")] == []

@@ -81,6 +81,15 @@ class TopicMetadata:
         )
 
 
+class DamagedFileError(ValueError):
+    """A metadata file that does not parse. Both are written atomically, so only an outside change does this; the
+    broker refuses to start rather than guess (an empty catalogue would set every partition aside as stray)."""
+
+    def __init__(self, path: Path, reason: object):
+        super().__init__(f"{path} is damaged ({reason}); it is only ever replaced whole, so something else changed "
+                         "it: restore it from a copy (the partition directories beside it are untouched)")
+
+
 def new_cluster_id() -> str:
     """22 URL-safe base64 characters of a random UUID, as kafka-storage random-uuid prints."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -104,22 +113,29 @@ class ClusterMetadata:
         metadata.cluster_id = metadata._load_or_make_cluster_id()
         path = log_dir / METADATA_FILE
         if path.exists():
-            stored = json.loads(path.read_text())
-            metadata.next_producer_id_block = stored.get("next_producer_id_block", 0)
-            for data in stored["topics"]:
-                topic = TopicMetadata.from_json(data)
-                metadata.topics[topic.name] = topic
-                metadata.topics_by_id[topic.topic_id] = topic
+            try:
+                stored = json.loads(path.read_text())
+                metadata.next_producer_id_block = stored.get("next_producer_id_block", 0)
+                for data in stored["topics"]:
+                    topic = TopicMetadata.from_json(data)
+                    metadata.topics[topic.name] = topic
+                    metadata.topics_by_id[topic.topic_id] = topic
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DamagedFileError(path, exc) from None
         return metadata
 
     def _load_or_make_cluster_id(self) -> str:
         """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts."""
         path = self.log_dir / META_PROPERTIES
         if path.exists():
-            props = dict(line.split("=", 1) for line in path.read_text().splitlines()
-                         if "=" in line and not line.startswith("#"))
-            if props.get("cluster.id"):
-                return props["cluster.id"].strip()
+            try:
+                props = dict(line.split("=", 1) for line in path.read_text().splitlines()
+                             if "=" in line and not line.startswith("#"))
+            except ValueError as exc:
+                raise DamagedFileError(path, exc) from None
+            if not props.get("cluster.id"):
+                raise DamagedFileError(path, "no cluster.id")
+            return props["cluster.id"].strip()
         cluster_id = new_cluster_id()
         write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
         return cluster_id

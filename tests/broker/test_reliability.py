@@ -7,6 +7,8 @@ import os
 import random
 import socket
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -225,3 +227,16 @@ def test_deleting_a_topic_removes_its_directories(own_broker):
     admin = AdminClient({"bootstrap.servers": own_broker.bootstrap_servers})
     admin.delete_topics(["doomed"])["doomed"].result(10)
     assert [p.name for p in own_broker.data_dir.iterdir() if p.name.startswith("doomed")] == []
+
+
+@pytest.mark.parametrize("damaged", ["odradek-metadata.json", "meta.properties"])
+def test_a_damaged_metadata_file_stops_the_start_with_its_name(own_broker, damaged):
+    produce(own_broker.bootstrap_servers, "precious", [b"v"])
+    own_broker.stop()
+    path = own_broker.data_dir / damaged
+    path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2] + b"\xff")
+    started = subprocess.run([sys.executable, "-m", "odradek", "serve", "--data-dir", str(own_broker.data_dir),
+                              "--port", "0"], capture_output=True, text=True, timeout=30)
+    assert started.returncode != 0
+    assert f"{path} is damaged" in started.stderr
+    assert (own_broker.data_dir / "precious-0").is_dir()  # nothing was set aside or removed

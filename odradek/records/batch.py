@@ -103,6 +103,28 @@ def parse_header(buf, pos: int = 0) -> BatchHeader:
     return BatchHeader._make(_HEADER.unpack_from(buf, pos))
 
 
+def whole_batches(data) -> list[tuple[BatchHeader, memoryview]]:
+    """Header and bytes of each whole batch at the start of `data`, as a Fetch answer holds them: the answer may end
+    in a partial batch (cut at the fetch size), which is left out. A batch of another magic, or one whose length
+    cannot be right, raises CORRUPT_MESSAGE."""
+    view = memoryview(data)
+    end = len(view)
+    batches = []
+    pos = 0
+    while end - pos >= BATCH_HEADER_SIZE:
+        magic = view[pos + MAGIC_OFFSET]
+        if magic != MAGIC_V2:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch magic {magic} where magic 2 is required")
+        header = parse_header(view, pos)
+        if header.size < BATCH_HEADER_SIZE:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch length {header.batch_length} is too small")
+        if pos + header.size > end:
+            break
+        batches.append((header, view[pos:pos + header.size]))
+        pos += header.size
+    return batches
+
+
 def batch_crc(buf, pos: int, size: int) -> int:
     """CRC-32C of a batch's attributes..end, the value its crc field must hold.
 

@@ -6,24 +6,30 @@ Kafka's LogCleaner, LogCleanerManager and Cleaner, in one module:
   each log is clean) and the metrics. A thread grabs the filthiest compacted log: the highest dirty ratio
   (bytes after the checkpoint / all bytes) above min.cleanable.dirty.ratio, or any log whose oldest dirty
   segment has waited longer than max.compaction.lag.ms, or, when nothing is dirty enough, one whose tombstones'
-  delete horizon has passed. It sleeps log.cleaner.backoff.ms when there is nothing to do.
+  or markers' delete horizon has passed. It sleeps log.cleaner.backoff.ms when there is nothing to do.
 * `Cleaner` cleans one log in two passes. It maps the dirty head (checkpoint up to the active segment, or to the
-  first segment younger than min.compaction.lag.ms) key -> last offset in an `OffsetMap` (24 bytes a slot, at
-  most log.cleaner.dedupe.buffer.size / threads; a head that does not fit is cleaned in part, up to the last
-  batch that did). It then recopies every segment below that point, oldest first, in groups that fit one
-  segment (segment.bytes, index sizes, int32 relative offsets), keeping a record only if no later record has its
-  key; tombstones survive until their batch's delete horizon (set at their first cleaning to now +
-  delete.retention.ms, in the batch header as Kafka 2.8+ does) has passed. Each group is swapped in on its own,
-  so cleaning needs one spare segment of disk (`Log.replace_segments` is the crash-safe swap).
+  segment holding the last stable offset, or to the first segment younger than min.compaction.lag.ms) key -> last
+  offset in an `OffsetMap` (24 bytes a slot, at most log.cleaner.dedupe.buffer.size / threads; a head that does not
+  fit is cleaned in part, up to the last batch that did). It then recopies every segment below that point, oldest
+  first, in groups that fit one segment (segment.bytes, index sizes, int32 relative offsets), keeping a record only
+  if no later record has its key; tombstones survive until their batch's delete horizon (set at their first
+  cleaning to now + delete.retention.ms, in the batch header as Kafka 2.8+ does) has passed. Each group is swapped
+  in on its own, so cleaning needs one spare segment of disk (`Log.replace_segments` is the crash-safe swap).
+  `BatchFilter` is the per-batch decision, plain bytes in and out.
 
 Offsets never change (a filtered batch keeps its base offset and last offset delta), order is kept, and readers
 never wait: they hold the log's immutable segment tuple, and the replaced files stay open, renamed `*.deleted`,
-for file.delete.delay.ms. A batch whose records all go is dropped, unless it is the last batch of its producer id
-(idempotent producer state is rebuilt from the log): that one stays as an empty batch with its producer id,
-epoch, base sequence and offset range. Transactional batches and their markers are kept as they are and their
-keys are not mapped, so an aborted or still open transaction never hides a committed value, and the cleaned
-segment carries its sources' aborted-transaction index entries; Kafka's removal of aborted data and of markers
-past their horizon is not done. Records
+for file.delete.delay.ms. A batch whose records all go is dropped, unless its producer id needs it to rebuild its
+state from the log (Kafka's rule: the batch with the last data offset of the producer's latest epoch, else its last
+marker): that one stays, as an empty batch with its producer id, epoch, base sequence and offset range.
+
+Transactions are handled as Kafka's cleaner does (odradek/storage/cleaned_transactions.py walks them): every
+transaction below the last stable offset is decided, and the aborted ones are known from the `.txnindex` entries.
+Aborted batches are dropped and their keys never mapped, so an aborted value neither shadows nor replaces a
+committed one; committed transactional records are compacted like any other. A marker stays as long as a batch of
+its transaction does (even an emptied one: replaying the log must see the transaction end); the first cleaning that
+finds none stamps it with a delete horizon, and a cleaning past the horizon drops it, as for tombstones. The cleaned
+segment's `.txnindex` keeps the entries of the ABORT markers whose transaction still had batches. Records
 without a key, which a compacted topic refuses at produce time but a topic switched from delete may hold, go.
 Compressed batches are decompressed, filtered and recompressed with their codec; a batch that keeps all its
 records and needs no delete horizon is copied byte for byte. All cleaner I/O (reads and writes) is throttled to
@@ -44,8 +50,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from odradek.records.batch import BatchHeader, decode_batch, encode_batch, parse_header
+from odradek.records.batch import (
+    CONTROL_ABORT, BatchHeader, Record, decode_batch, decode_control_record, encode_batch, parse_header,
+)
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
+from odradek.storage.cleaned_transactions import CleanedTransactions
 from odradek.clock import now_ms
 from odradek.storage.log import Log
 from odradek.storage.log_manager import LogManager, TopicPartition
@@ -94,7 +103,8 @@ class CleanableLog:
     partition: TopicPartition
     log: Log
     first_dirty_offset: int
-    first_uncleanable_offset: int  # the active segment's base, or the first segment within min.compaction.lag.ms
+    # the lowest base of: the active segment, the segment holding the LSO, the first within min.compaction.lag.ms
+    first_uncleanable_offset: int
     clean_bytes: int
     cleanable_bytes: int
     compaction_delay_ms: int  # how long past max.compaction.lag.ms its oldest dirty segment is (0: not past)
@@ -115,7 +125,8 @@ class CleanableLog:
 
 def cleanable_log(partition: TopicPartition, log: Log, checkpoint: int | None, now_ms: int) -> CleanableLog:
     """Kafka's cleanableOffsets, cleanable bytes and compaction delay, from the log's current segments. A
-    checkpoint outside the log (none yet, or the log was cut below it) means everything is dirty."""
+    checkpoint outside the log (none yet, or the log was cut below it) means everything is dirty. Nothing from the
+    segment holding the last stable offset on is cleanable: below it every transaction is decided."""
     config = log.config
     segments = log.segments
     start, end = log.log_start_offset, log.log_end_offset
@@ -123,11 +134,15 @@ def cleanable_log(partition: TopicPartition, log: Log, checkpoint: int | None, n
     inactive = segments[:-1]
     dirty = [segment for segment in inactive if segment.next_offset > first_dirty]
     first_uncleanable = segments[-1].base_offset
+    first_unstable = log.producer_state.first_unstable_offset(default=end)
+    holding_unstable = next((segment for segment in inactive if segment.next_offset > first_unstable), None)
+    if holding_unstable is not None:
+        first_uncleanable = holding_unstable.base_offset
     if config.min_compaction_lag_ms > 0:
         too_young = next((segment for segment in dirty
                           if segment.largest_timestamp() > now_ms - config.min_compaction_lag_ms), None)
         if too_young is not None:
-            first_uncleanable = too_young.base_offset
+            first_uncleanable = min(first_uncleanable, too_young.base_offset)
     first_batch_times = [segment.rolling_timestamp for segment in dirty
                          if segment.rolling_timestamp is not None and segment.rolling_timestamp > 0]
     clean_until = now_ms - config.max_compaction_lag_ms
@@ -208,15 +223,16 @@ class Cleaner:
             inactive = [segment for segment in segments[:-1] if segment.base_offset < target.first_uncleanable_offset]
             producer_last_offsets, dirty_records = self._scan_headers(segments, target)
             offset_map = OffsetMap.for_entries(dirty_records, self.map_memory_bytes)
-            end_offset = self._build_offset_map(log, inactive, target.first_dirty_offset, offset_map, stats)
+            end_offset = self._build_offset_map(log, inactive, target, offset_map, stats)
             stats.end_offset = end_offset
             stats.map_entries, stats.map_bytes = offset_map.size, offset_map.memory_bytes
             stats.map_utilization = offset_map.utilization
-            horizon = now + config.delete_retention_ms
             to_clean = [segment for segment in inactive if segment.base_offset < end_offset]
+            aborted = log.aborted_transactions(to_clean[0].base_offset, to_clean[-1].next_offset) if to_clean else []
+            cleaning = BatchFilter(offset_map, end_offset, producer_last_offsets, CleanedTransactions(aborted), now,
+                                   now + config.delete_retention_ms, stats)
             for group in group_segments_by_size(to_clean, config.segment_bytes, config.segment_index_bytes):
-                cleaned = self._clean_group(log, group, offset_map, end_offset, producer_last_offsets, now,
-                                            horizon, stats)
+                cleaned = self._clean_group(log, group, cleaning)
                 if not log.replace_segments(cleaned, group):
                     cleaned.delete_files()
                     raise CleaningAborted(f"{log.directory.name}: segments changed while they were cleaned")
@@ -232,19 +248,28 @@ class Cleaner:
             raise CleaningAborted(f"{log.directory.name} was deleted")
 
     def _scan_headers(self, segments: Sequence[Segment], target: CleanableLog) -> tuple[dict[int, int], int]:
-        """One pass over every batch header of the log: the last offset of each producer id's last batch (those
-        batches must survive, if only empty) and how many records the dirty section holds (to size the map)."""
-        producer_last_offsets: dict[int, int] = {}
+        """One pass over every batch header of the log: the last offset of the batch each producer id needs kept, if
+        only empty, so that its state can be rebuilt from the log (Kafka's rule: the batch holding its last sequence,
+        the last data batch of its latest epoch; with no data in that epoch, its last marker, which carries the
+        epoch), and how many records the dirty section holds (to size the map)."""
+        producers: dict[int, tuple[int, int, int]] = {}  # id -> epoch, last data offset in it (-1: none), last offset
         dirty_records = 0
         first_dirty, first_uncleanable = target.first_dirty_offset, target.first_uncleanable_offset
         for segment in segments:
             counts_dirty = segment.next_offset > first_dirty and segment.base_offset < first_uncleanable
             for _, header in segment.iter_headers(0):
                 if header.producer_id >= 0:
-                    producer_last_offsets[header.producer_id] = header.last_offset
+                    epoch, last_data_offset, _ = producers.get(header.producer_id, (header.producer_epoch, -1, -1))
+                    if header.producer_epoch != epoch:
+                        last_data_offset = -1
+                    if not header.is_control:
+                        last_data_offset = header.last_offset
+                    producers[header.producer_id] = header.producer_epoch, last_data_offset, header.last_offset
                 if counts_dirty and header.last_offset >= first_dirty:
                     dirty_records += header.record_count
-        return producer_last_offsets, dirty_records
+        batches_to_keep = {producer_id: last_data_offset if last_data_offset >= 0 else last_offset
+                           for producer_id, (_, last_data_offset, last_offset) in producers.items()}
+        return batches_to_keep, dirty_records
 
     def _read_batches(self, log: Log, segment: Segment, stats: CleanStats):
         for header, batch in segment.iter_batches(IO_BUFFER_BYTES):
@@ -253,10 +278,13 @@ class Cleaner:
             self._throttler.throttle(header.size)
             yield header, batch
 
-    def _build_offset_map(self, log: Log, inactive: Sequence[Segment], first_dirty: int, offset_map: OffsetMap,
+    def _build_offset_map(self, log: Log, inactive: Sequence[Segment], target: CleanableLog, offset_map: OffsetMap,
                           stats: CleanStats) -> int:
-        """Map each key of the dirty batches (from `first_dirty` in the `inactive` segments) to its last offset,
-        stopping before a batch that might not fit; returns the offset after the last batch mapped."""
+        """Map each key of the dirty batches (from the first dirty offset in the `inactive` segments) to its last
+        offset, leaving out aborted transactions and stopping before a batch that might not fit; returns the offset
+        after the last batch mapped."""
+        first_dirty = target.first_dirty_offset
+        transactions = CleanedTransactions(log.aborted_transactions(first_dirty, target.first_uncleanable_offset))
         end_offset = first_dirty
         for segment in inactive:
             if segment.next_offset <= first_dirty:
@@ -264,36 +292,36 @@ class Cleaner:
             for header, batch in self._read_batches(log, segment, stats):
                 if header.last_offset < first_dirty:
                     continue
-                if header.is_transactional:
-                    end_offset = header.last_offset + 1
-                    continue
-                if offset_map.size + header.record_count > offset_map.max_entries:
-                    if end_offset == first_dirty:
-                        raise ValueError(f"{log.directory.name}: log.cleaner.dedupe.buffer.size holds "
-                                         f"{offset_map.max_entries} keys, too few for the batch at "
-                                         f"{header.base_offset}")
-                    return end_offset
-                _, records = decode_batch(batch)
-                base = header.base_offset
-                for record in records:
-                    if record.key is not None:
-                        offset_map.put(record.key, base + record.offset_delta)
+                if header.is_control:
+                    aborts = is_abort_marker(decode_batch(batch)[1])
+                    transactions.marker_has_batches(header.producer_id, header.last_offset, aborts)
+                elif not transactions.is_aborted(header.producer_id, header.last_offset, header.is_transactional):
+                    if offset_map.size + header.record_count > offset_map.max_entries:
+                        if end_offset == first_dirty:
+                            raise ValueError(f"{log.directory.name}: log.cleaner.dedupe.buffer.size holds "
+                                             f"{offset_map.max_entries} keys, too few for the batch at "
+                                             f"{header.base_offset}")
+                        return end_offset
+                    _, records = decode_batch(batch)
+                    base = header.base_offset
+                    for record in records:
+                        if record.key is not None:
+                            offset_map.put(record.key, base + record.offset_delta)
                 end_offset = header.last_offset + 1
         return end_offset
 
-    def _clean_group(self, log: Log, group: Sequence[Segment], offset_map: OffsetMap, end_offset: int,
-                     producer_last_offsets: Mapping[int, int], now: int, horizon: int, stats: CleanStats) -> Segment:
-        """Copy the retained part of `group` into a new segment named `*.cleaned`, sealed and fsynced."""
+    def _clean_group(self, log: Log, group: Sequence[Segment], cleaning: BatchFilter) -> Segment:
+        """Copy the retained part of `group` into a new segment named `*.cleaned`, sealed and fsynced, with the
+        aborted-transaction entries of the ABORT markers it keeps."""
         directory, config = log.directory, log.config
-        cleaned = Segment.create(directory, group[0].base_offset, config, now, CLEANED_SUFFIX)
+        cleaned = Segment.create(directory, group[0].base_offset, config, cleaning.now, CLEANED_SUFFIX)
         try:
             pending: list[bytes] = []
             pending_headers: list[BatchHeader] = []
             pending_bytes = 0
             for segment in group:
-                for header, batch in self._read_batches(log, segment, stats):
-                    kept = self._filter_batch(header, batch, offset_map, end_offset, producer_last_offsets, now,
-                                              horizon, stats)
+                for header, batch in self._read_batches(log, segment, cleaning.stats):
+                    kept = cleaning.filter(header, batch)
                     if kept is None:
                         continue
                     kept_header, kept_bytes = kept
@@ -301,13 +329,12 @@ class Cleaner:
                     pending_headers.append(kept_header)
                     pending_bytes += len(kept_bytes)
                     if pending_bytes >= IO_BUFFER_BYTES:
-                        self._write(cleaned, pending, pending_headers, stats)
+                        self._write(cleaned, pending, pending_headers, cleaning.stats)
                         pending, pending_headers, pending_bytes = [], [], 0
             if pending:
-                self._write(cleaned, pending, pending_headers, stats)
-            for segment in group:  # transactional batches are all kept, so every aborted range still holds
-                for entry in segment.transaction_index.entries:
-                    cleaned.transaction_index.append(entry)
+                self._write(cleaned, pending, pending_headers, cleaning.stats)
+            for entry in cleaning.transactions.take_kept_entries():
+                cleaned.transaction_index.append(entry)
             cleaned.transaction_index.path.touch()  # written even when empty: recovery relies on it
             cleaned.seal()
             cleaned.flush()
@@ -322,49 +349,87 @@ class Cleaner:
         stats.bytes_written += len(data)
         self._throttler.throttle(len(data))
 
-    @staticmethod
-    def _filter_batch(header: BatchHeader, batch: memoryview, offset_map: OffsetMap, end_offset: int,
-                      producer_last_offsets: Mapping[int, int], now: int, horizon: int,
-                      stats: CleanStats) -> tuple[BatchHeader, bytes] | None:
+
+def is_abort_marker(records: Sequence[Record]) -> bool:
+    """Whether a control batch's records are an ABORT marker (an empty one, which this cleaner never writes, is
+    not)."""
+    return bool(records) and decode_control_record(records[0])[0] == CONTROL_ABORT
+
+
+@dataclasses.dataclass
+class BatchFilter:
+    """One cleaning's decision for each batch it copies, in offset order: what of it goes into the cleaned segment.
+
+    Data records stay if no later record below `end_offset` has their key; aborted transactions go whole; tombstones
+    and markers whose transaction has no batch left wait for their batch's delete horizon (stamped at the first
+    cleaning that finds them: now + delete.retention.ms), then go. A batch that loses every record is dropped
+    unless it is the batch its producer id needs kept. Plain bytes in, bytes out."""
+
+    offset_map: OffsetMap
+    end_offset: int
+    producer_last_offsets: Mapping[int, int]
+    transactions: CleanedTransactions
+    now: int
+    horizon: int  # the delete horizon stamped now
+    stats: CleanStats
+
+    def filter(self, header: BatchHeader, batch) -> tuple[BatchHeader, bytes] | None:
         """The batch as it goes into the cleaned segment (header, bytes), or None if it goes altogether."""
-        if header.is_transactional:
+        horizon_passed = header.has_delete_horizon and self.now >= header.base_timestamp
+        keeps_producer_state = (header.producer_id >= 0
+                                and self.producer_last_offsets.get(header.producer_id) == header.last_offset)
+        if header.is_control:
+            _, kept = decode_batch(batch)
+            removable = not self.transactions.marker_has_batches(header.producer_id, header.last_offset,
+                                                                  is_abort_marker(kept))
+            awaits_horizon = removable and not keeps_producer_state
+            if awaits_horizon and horizon_passed:
+                kept = []
+        elif self.transactions.is_aborted(header.producer_id, header.last_offset, header.is_transactional):
+            kept, awaits_horizon = [], False
+        else:
+            _, records = decode_batch(batch)
+            kept = self._retained_records(header, records, horizon_passed)
+            awaits_horizon = any(record.value is None for record in kept)
+        self.stats.records_read += header.record_count
+        self.stats.records_retained += len(kept)
+        if awaits_horizon and kept:
+            batch_horizon = header.base_timestamp if header.has_delete_horizon else self.horizon
+            if self.stats.latest_delete_horizon_ms is None or batch_horizon > self.stats.latest_delete_horizon_ms:
+                self.stats.latest_delete_horizon_ms = batch_horizon
+        if len(kept) == header.record_count and (header.has_delete_horizon or not awaits_horizon):
             return header, bytes(batch)
-        _, records = decode_batch(batch)
-        base = header.base_offset
-        deletes_expired = header.has_delete_horizon and now >= header.base_timestamp
-        kept = []
-        for record in records:
-            offset = base + record.offset_delta
-            if offset >= end_offset:
-                kept.append(record)
-            elif record.key is None:
-                stats.keyless_records += 1
-            elif offset >= offset_map.get(record.key) and (record.value is not None or not deletes_expired):
-                kept.append(record)
-        stats.records_read += len(records)
-        stats.records_retained += len(kept)
-        has_tombstones = any(record.value is None for record in kept)
-        if has_tombstones:
-            batch_horizon = header.base_timestamp if header.has_delete_horizon else horizon
-            if stats.latest_delete_horizon_ms is None or batch_horizon > stats.latest_delete_horizon_ms:
-                stats.latest_delete_horizon_ms = batch_horizon
-        if len(kept) == len(records) and (header.has_delete_horizon or not has_tombstones):
-            return header, bytes(batch)
-        same_frame = dict(base_offset=base, last_offset_delta=header.last_offset_delta,
+        same_frame = dict(base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
                           partition_leader_epoch=header.partition_leader_epoch, timestamp_type=header.timestamp_type,
                           producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-                          base_sequence=header.base_sequence)
+                          base_sequence=header.base_sequence, transactional=header.is_transactional,
+                          control=header.is_control)
         if not kept:
-            if header.producer_id < 0 or producer_last_offsets.get(header.producer_id) != header.last_offset:
+            if not keeps_producer_state:
                 return None
             data = encode_batch([], **same_frame)
         else:
             if header.has_delete_horizon:
                 delete_horizon = header.base_timestamp
             else:
-                delete_horizon = horizon if has_tombstones else None
+                delete_horizon = self.horizon if awaits_horizon else None
             data = encode_batch(kept, compression=header.compression, delete_horizon_ms=delete_horizon, **same_frame)
         return parse_header(data), data
+
+    def _retained_records(self, header: BatchHeader, records, tombstones_expired: bool) -> list:
+        """A data batch's records that no later record of the same key shadows (keyless ones go, counted), less
+        tombstones past their horizon; records from `end_offset` on are not judged and stay."""
+        kept = []
+        base = header.base_offset
+        for record in records:
+            offset = base + record.offset_delta
+            if offset >= self.end_offset:
+                kept.append(record)
+            elif record.key is None:
+                self.stats.keyless_records += 1
+            elif offset >= self.offset_map.get(record.key) and (record.value is not None or not tombstones_expired):
+                kept.append(record)
+        return kept
 
 
 class LogCleaner:

@@ -13,10 +13,10 @@ from odradek.records.batch import DELETE_HORIZON_BIT, Record, encode_batch, vali
 from odradek.storage.checkpoint import read_checkpoint
 from odradek.storage.cleaner import CLEANER_CHECKPOINT, Cleaner, Throttler, cleanable_log
 from odradek.storage.log import Log
-from odradek.storage.transaction_index import AbortedTransaction
 
 from .conftest import (
-    COMPACTED, NOW, cleaner_for, fill, keyed_batch, last_offsets, produce, read_batches, read_records,
+    COMPACTED, NOW, TransactionalWriter, cleaner_for, fill, keyed_batch, last_offsets, produce, read_batches,
+    read_records,
 )
 
 
@@ -255,12 +255,15 @@ def test_a_crash_at_any_step_of_the_swap_leaves_the_old_or_the_new_segments(mana
     config = dataclasses.replace(COMPACTED, segment_bytes=100_000)
     log = manager.create("t", 0, config)
     written = {}
-    for _ in range(4):  # four segments that one cleaned segment replaces
+    for round_ in range(4):  # four segments that one cleaned segment replaces
         written.update(fill(log, rounds=5, keys=50))
+        if round_ == 0:  # an aborted transaction whose emptied batch and marker stay: its producer's last writes
+            writer = TransactionalWriter(log, producer_id=9)
+            writer.send([(b"k1", b"aborted")])
+            writer.end(commit=False)
         log.roll()
     written[produce(log, [(b"x", b"y")]).first_offset] = (b"x", b"y")
-    aborted = AbortedTransaction(producer_id=9, first_offset=3, last_offset=7, last_stable_offset=8)
-    log.segments[0].transaction_index.append(aborted)  # stands for an aborted transaction's entry
+    [aborted] = log.aborted_transactions(0, log.log_end_offset)
     old = as_written(log)
     target = cleanable_log(("t", 0), log, None, clock())
     cleaned = expected_after_clean(written, target.first_uncleanable_offset)

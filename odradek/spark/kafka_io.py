@@ -1,10 +1,10 @@
-"""Everything the Spark integration says to the broker, through confluent-kafka: lookups on the driver, reads in tasks.
+"""What the Spark integration asks the broker through confluent-kafka: lookups on the driver, topic creation, and
+the errors and offset ranges that reads share.
 
 Lookups (which partitions a subscription covers, earliest/latest offsets, offsets for timestamps) run on the driver
-when a query is planned. A task reads one offset range [start, end) of one partition with a Consumer assigned at the
-exact start offset and never commits: Spark's checkpoint or the caller's manifest is the only record of progress,
-which is what lets a failed task rerun its exact range. Each fetched batch of messages becomes one Arrow record
-batch, built column by column, so the per-record Python work is one attribute walk.
+when a query is planned. A task then reads one offset range [start, end) of one partition (odradek.spark.fetcher)
+and never commits: Spark's checkpoint or the caller's manifest is the only record of progress, which is what lets a
+failed task rerun its exact range.
 """
 
 from __future__ import annotations
@@ -12,27 +12,11 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterator
 
-import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from odradek.spark.options import EARLIEST, LATEST, OffsetSpec, OptionError, Subscription
 
-RECORD_FIELDS = [
-    pa.field("key", pa.binary()),
-    pa.field("value", pa.binary()),
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("offset", pa.int64()),
-    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-    pa.field("timestampType", pa.int32()),
-]
-HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
-RECORD_SCHEMA = pa.schema(RECORD_FIELDS)
-RECORD_SCHEMA_WITH_HEADERS = pa.schema(RECORD_FIELDS + [pa.field("headers", HEADERS_TYPE)])
-
-FETCH_BATCH_MESSAGES = 50_000  # messages asked of the client per call: one Arrow batch at most this long
 LOOKUP_ATTEMPT_S = 1.0
 _UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE, KafkaError._AUTHENTICATION, KafkaError._SSL)
 
@@ -66,14 +50,11 @@ class OffsetRange:
 def consumer_config(client_config: dict[str, str]) -> dict:
     """The user's kafka.* settings plus the ones the source owns: no group membership, no commits, exact offsets."""
     return {
-        "fetch.wait.max.ms": 10,  # a range's last fetch should not sit out the broker's max wait
-        "fetch.queue.backoff.ms": 5,  # a full prefetch queue pauses fetching 1 s by default: reads stalled
         "log.connection.close": False,
         **client_config,
         "group.id": f"odradek-spark-source-{uuid.uuid4().hex}",  # required by the client; never joined or committed
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
         "auto.offset.reset": "error",
     }
 
@@ -179,107 +160,6 @@ class LogLookup:
                     cause = (down or [exc.args[0]])[0].str()
                     raise BrokerUnavailableError(f"kafka.bootstrap.servers={self._bootstrap}: could not {what}: "
                                                  f"{cause}") from None
-
-
-def read_range(client_config: dict[str, str], offset_range: OffsetRange, *, include_headers: bool,
-               fail_on_data_loss: bool, poll_timeout_s: float) -> Iterator[pa.RecordBatch]:
-    """Arrow record batches holding the records of one offset range, in offset order.
-
-    Offsets missing inside the range (compacted away, transaction markers) are skipped; a range whose start was
-    deleted by retention, or whose end is beyond the log, is data loss: an error, or with failOnDataLoss=false the
-    records still present are returned.
-    """
-    topic, partition = offset_range.topic, offset_range.partition
-    if offset_range.size <= 0:
-        return
-    consumer = open_consumer(client_config)
-    try:
-        start = offset_range.start
-        earliest, latest = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                          timeout=poll_timeout_s, cached=False)
-        if start < earliest:
-            _data_loss(fail_on_data_loss, f"offsets {start}..{earliest - 1} of {topic}-{partition} were deleted "
-                                          "before they could be read")
-            start = earliest
-        end = offset_range.end
-        if end > latest:
-            _data_loss(fail_on_data_loss, f"{topic}-{partition} ends at {latest}, before the planned end {end} "
-                                          "(truncated or recreated)")
-            end = latest
-        if start >= end:
-            return
-        consumer.assign([TopicPartition(topic, partition, start)])
-        next_offset = start
-        last_progress = time.monotonic()
-        while next_offset < end:
-            messages = consumer.consume(min(FETCH_BATCH_MESSAGES, end - next_offset), 1.0)
-            records = []
-            for message in messages:
-                error = message.error()
-                if error is None:
-                    if message.offset() < end:
-                        records.append(message)
-                    else:  # delivered past the range: whatever lay between was compacted away
-                        next_offset = end
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    next_offset = max(next_offset, message.offset())  # every offset below it has been delivered
-                elif error.code() == KafkaError.OFFSET_OUT_OF_RANGE and not fail_on_data_loss:
-                    next_offset = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                                 timeout=poll_timeout_s, cached=False)[0]
-                    consumer.assign([TopicPartition(topic, partition, next_offset)])
-                else:
-                    raise _read_error(error, offset_range, next_offset)
-            if records:
-                next_offset = max(next_offset, records[-1].offset() + 1)
-                yield records_to_arrow(records, topic, partition, include_headers)
-            if messages:
-                last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > poll_timeout_s:
-                raise BrokerUnavailableError(f"kafkaConsumer.pollTimeoutMs: no records from {topic}-{partition} at "
-                                             f"offset {next_offset} for {poll_timeout_s:.0f}s")
-    finally:
-        consumer.close()
-
-
-def records_to_arrow(messages: list, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
-    """One Arrow batch from one partition's messages: a single pass over the messages, then whole columns."""
-    keys, values, offsets, timestamps, timestamp_types = [], [], [], [], []
-    for message in messages:
-        keys.append(message.key())
-        values.append(message.value())
-        offsets.append(message.offset())
-        kind, millis = message.timestamp()
-        timestamps.append(millis)
-        timestamp_types.append(kind - 1)  # the client's 1 CreateTime / 2 LogAppendTime are Kafka's 0 / 1
-    count = len(messages)
-    columns = [
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
-        pa.repeat(pa.scalar(topic, pa.string()), count),
-        pa.repeat(pa.scalar(partition, pa.int32()), count),
-        pa.array(offsets, pa.int64()),
-        pa.array(timestamps, pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")),
-        pa.array(timestamp_types, pa.int32()),
-    ]
-    if include_headers:
-        columns.append(pa.array([message.headers() for message in messages], HEADERS_TYPE))
-        return pa.RecordBatch.from_arrays(columns, schema=RECORD_SCHEMA_WITH_HEADERS)
-    return pa.RecordBatch.from_arrays(columns, schema=RECORD_SCHEMA)
-
-
-def _data_loss(fail_on_data_loss: bool, what: str) -> None:
-    if fail_on_data_loss:
-        raise DataLossError(f"failOnDataLoss: {what}; set failOnDataLoss=false to read what is left")
-
-
-def _read_error(error: KafkaError, offset_range: OffsetRange, offset: int) -> Exception:
-    where = f"{offset_range.topic}-{offset_range.partition} at offset {offset}"
-    if error.code() == KafkaError.OFFSET_OUT_OF_RANGE:
-        return DataLossError(f"failOnDataLoss: {where} is out of range (deleted by retention); "
-                             "set failOnDataLoss=false to read what is left")
-    if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC):
-        return TopicNotFoundError(f"{where}: {error.str()}")
-    return BrokerUnavailableError(f"reading {where}: {error.str()}")
 
 
 def ensure_topic(client_config: dict[str, str], topic: str, partitions: int,

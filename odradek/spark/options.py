@@ -92,8 +92,11 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         ending = None
     else:
         ending = _ending_spec(opts)
+    client_config = _client_config(opts, REJECTED_SOURCE_SETTINGS, "source")
+    if client_config.get("security.protocol", "plaintext").strip().lower() != "plaintext":
+        raise OptionError("kafka.security.protocol: the odradek source's tasks read over plaintext connections only")
     return SourceOptions(
-        client_config=_client_config(opts, REJECTED_SOURCE_SETTINGS, "source"),
+        client_config=client_config,
         subscription=_subscription(opts),
         starting=starting,
         ending=ending,

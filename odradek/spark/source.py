@@ -3,7 +3,7 @@
 Spark's own format("kafka") needs JVM jars that cannot be installed here, so this re-creates its contract in Python:
 the same schema, options and offset semantics, so a job changes only the format name. Planning happens on the
 driver (one offset range per partition, split further by minPartitions); each task reads its range with
-kafka_io.read_range and hands Spark Arrow batches. Streaming offsets are Spark's Kafka JSON ({"topic": {"0": 42}})
+fetcher.read_range and hands Spark Arrow batches. Streaming offsets are Spark's Kafka JSON ({"topic": {"0": 42}})
 kept in Spark's checkpoint; the broker's committed offsets are never touched.
 """
 
@@ -16,7 +16,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from odradek.spark.kafka_io import DataLossError, LogLookup, OffsetRange, read_range
+from odradek.spark.fetcher import read_range
+from odradek.spark.kafka_io import DataLossError, LogLookup, OffsetRange
 from odradek.spark.options import OptionError, SourceOptions, parse_source_options
 
 SOURCE_NAME = "odradek"

@@ -26,8 +26,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from odradek.spark.kafka_io import (RECORD_SCHEMA_WITH_HEADERS, DataLossError, LogLookup, OffsetRange,
-                                    read_range)
+from odradek.spark.fetcher import RECORD_SCHEMA_WITH_HEADERS, read_range
+from odradek.spark.kafka_io import DataLossError, LogLookup, OffsetRange
 from odradek.spark.options import Subscription
 
 LOCK_FILE = "_commit.lock"  # Spark's Parquet reader ignores names starting with "_" or "."

@@ -39,6 +39,7 @@ def test_timestamps_take_precedence_over_offsets():
     ({**BASE, "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset: not supported"),
     ({**BASE, "kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit: not supported"),
     ({**BASE, "kafka.value.deserializer": "x"}, "kafka.value.deserializer: not supported"),
+    ({**BASE, "kafka.security.protocol": "SASL_SSL"}, "kafka.security.protocol: the odradek source's tasks read"),
     ({**BASE, "startingOffsets": "first"}, "startingOffsets: expected earliest, latest or JSON"),
     ({**BASE, "startingOffsets": "latest"}, "startingOffsets: latest is not valid"),
     ({**BASE, "startingOffsets": '{"a":{"0":-1}}'}, "startingOffsets: latest is not valid"),

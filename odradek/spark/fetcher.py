@@ -1,0 +1,377 @@
+"""A task's read of one offset range: Fetch requests straight to the partition's leader, answers decoded to Arrow.
+
+confluent-kafka hands a consumer one Python object per message, and turning those into columns cost more than the
+rest of a Spark read together. So a task speaks Kafka itself with odradek.protocol's codec over one plain TCP
+connection: ApiVersions to agree on versions (Fetch 4-12, ListOffsets 2-7, Metadata 1-12: every Kafka from 2.4 to
+4.x serves them, and so does Odradek), Metadata to find the leader, ListOffsets for the data-loss checks, then one
+Fetch after another, the next already sent while the previous answer is decoded by odradek.records.arrow into one
+Arrow batch. What reaches Spark is what Kafka's consumer would deliver: control batches (transaction markers) never,
+aborted transactions not under read_committed (librdkafka's default, so kafka.isolation.level keeps the meaning it
+had when tasks read through confluent-kafka), offsets compacted away skipped. A moved leader or a dropped connection
+is retried until kafkaConsumer.pollTimeoutMs passes without progress.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections import deque
+from typing import Iterator
+
+import pyarrow as pa
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import ProtocolError, RequestHeader, api, decode_response, encode_request
+from odradek.records.arrow import HEADERS_TYPE, RecordColumns, batches_to_columns
+from odradek.records.batch import CONTROL_ABORT, decode_batch, decode_control_record, whole_batches
+from odradek.spark.kafka_io import BrokerUnavailableError, DataLossError, OffsetRange, TopicNotFoundError
+
+RECORD_FIELDS = [
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("timestampType", pa.int32()),
+]
+RECORD_SCHEMA = pa.schema(RECORD_FIELDS)
+RECORD_SCHEMA_WITH_HEADERS = pa.schema(RECORD_FIELDS + [pa.field("headers", HEADERS_TYPE)])
+
+VERSIONS = {"ApiVersions": (0, 0), "Metadata": (1, 12), "ListOffsets": (2, 7), "Fetch": (4, 12)}
+FETCH_BYTES = 8 << 20  # record data per answer, so per Arrow batch
+FETCH_MAX_WAIT_MS = 500  # the range's records exist, so the broker only waits when they are not yet readable
+RETRY_BACKOFF_S = 0.2
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+LEADER_MOVED = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
+                ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR,
+                ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION,
+                ErrorCode.OFFSET_NOT_AVAILABLE}
+UNKNOWN_PARTITION = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID}
+_FRAME_SIZE = struct.Struct(">i")
+
+
+class Unreachable(Exception):
+    """The leader could not be reached or asked: worth another attempt, after finding the leader again."""
+
+
+class Connection:
+    """One broker connection: requests encoded and answers decoded by odradek.protocol, answered in order, at the
+    highest version of each API that both this reader and the broker serve."""
+
+    def __init__(self, address: tuple[str, int], timeout_s: float, client_id: str):
+        self.address = address
+        self.client_id = client_id
+        self._correlation_id = 0
+        self._waiting: deque[tuple[int, object, int]] = deque()  # (correlation id, api, version) sent, unanswered
+        try:
+            self._socket = socket.create_connection(address, timeout=timeout_s)
+        except OSError as exc:
+            raise Unreachable(f"cannot connect to {address[0]}:{address[1]}: {exc}") from None
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.versions = {"ApiVersions": 0}
+        served = {entry.api_key: entry for entry in self.call("ApiVersions").api_keys}
+        for name, (lowest, highest) in VERSIONS.items():
+            entry = served.get(api(name).key)
+            top = min(highest, entry.max_version) if entry else -1
+            if entry is None or top < max(lowest, entry.min_version):
+                self.close()
+                raise BrokerUnavailableError(f"the broker at {address[0]}:{address[1]} does not serve {name} "
+                                             f"v{lowest}-{highest}, which the odradek source reads with")
+            self.versions[name] = top
+
+    def send(self, name: str, **fields) -> None:
+        target, version = api(name), self.versions[name]
+        self._correlation_id += 1
+        header = RequestHeader(api_key=target.key, api_version=version, correlation_id=self._correlation_id,
+                               client_id=self.client_id)
+        try:
+            self._socket.sendall(encode_request(header, target.request(**fields)))
+        except OSError as exc:
+            raise Unreachable(f"sending {name} to {self._where}: {exc}") from None
+        self._waiting.append((self._correlation_id, target, version))
+
+    def receive(self):
+        """The answer to the oldest request still unanswered."""
+        correlation_id, target, version = self._waiting.popleft()
+        try:
+            (size,) = _FRAME_SIZE.unpack(self._read_exactly(4))
+            answered, body = decode_response(target.key, version, self._read_exactly(size))
+        except (OSError, ProtocolError) as exc:
+            raise Unreachable(f"reading {target.name} from {self._where}: {exc}") from None
+        if answered != correlation_id:
+            raise Unreachable(f"{self._where} answered request {answered} where {correlation_id} was due")
+        return body
+
+    def call(self, name: str, **fields):
+        self.send(name, **fields)
+        return self.receive()
+
+    def close(self) -> None:
+        self._socket.close()
+
+    @property
+    def _where(self) -> str:
+        return f"{self.address[0]}:{self.address[1]}"
+
+    def _read_exactly(self, size: int) -> bytearray:
+        buffer = bytearray(size)
+        view = memoryview(buffer)
+        filled = 0
+        while filled < size:
+            received = self._socket.recv_into(view[filled:])
+            if not received:
+                raise ConnectionError("closed by the broker")
+            filled += received
+        return buffer
+
+
+def read_range(client_config: dict[str, str], offset_range: OffsetRange, *, include_headers: bool,
+               fail_on_data_loss: bool, poll_timeout_s: float) -> Iterator[pa.RecordBatch]:
+    """Arrow record batches holding the records of one offset range, in offset order.
+
+    Offsets missing inside the range (compacted away, transaction markers) are skipped; a range whose start was
+    deleted by retention, or whose end is beyond the log, is data loss: an error, or with failOnDataLoss=false the
+    records still present are returned.
+    """
+    if offset_range.size <= 0:
+        return
+    reader = PartitionReader(client_config, offset_range, poll_timeout_s)
+    try:
+        yield from reader.batches(include_headers, fail_on_data_loss)
+    finally:
+        reader.close()
+
+
+class PartitionReader:
+    """The leader connection of one offset range, found again whenever it is lost, and the Fetch loop over it."""
+
+    def __init__(self, client_config: dict[str, str], offset_range: OffsetRange, poll_timeout_s: float):
+        self.range = offset_range
+        self.bootstrap = client_config["bootstrap.servers"]
+        self.addresses = [_address(server) for server in self.bootstrap.split(",") if server.strip()]
+        self.client_id = client_config.get("client.id", "odradek-spark-source")
+        committed = client_config.get("isolation.level", "read_committed").strip().lower() == "read_committed"
+        self.isolation_level = READ_COMMITTED if committed else READ_UNCOMMITTED
+        self.poll_timeout_s = poll_timeout_s
+        self.connection: Connection | None = None
+        self.deadline = time.monotonic() + poll_timeout_s
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def batches(self, include_headers: bool, fail_on_data_loss: bool) -> Iterator[pa.RecordBatch]:
+        topic, partition = self.range.topic, self.range.partition
+        start, end = self.range.start, self.range.end
+        earliest, latest = self.list_offset(EARLIEST_TIMESTAMP, start), self.list_offset(LATEST_TIMESTAMP, start)
+        if start < earliest:
+            _data_loss(fail_on_data_loss, f"offsets {start}..{earliest - 1} of {topic}-{partition} were deleted "
+                                          "before they could be read")
+            start = earliest
+        if end > latest:
+            _data_loss(fail_on_data_loss, f"{topic}-{partition} ends at {latest}, before the planned end {end} "
+                                          "(truncated or recreated)")
+            end = latest
+        offset = start
+        in_flight = False
+        while offset < end:
+            try:
+                if not in_flight:
+                    self.send_fetch(offset)
+                answer = self.receive_fetch()
+            except Unreachable as exc:
+                self.retry_later(offset, str(exc))
+                in_flight = False
+                continue
+            in_flight = False
+            error = ErrorCode(answer.error_code)
+            if error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                if fail_on_data_loss:
+                    raise DataLossError(f"failOnDataLoss: {self._where(offset)} is out of range (deleted by "
+                                        "retention); set failOnDataLoss=false to read what is left")
+                earliest = self.list_offset(EARLIEST_TIMESTAMP, offset)
+                if earliest <= offset:
+                    return  # the log now ends before the range does
+                offset = earliest
+                continue
+            if error in LEADER_MOVED:
+                self.retry_later(offset, error.name)
+                continue
+            if error in UNKNOWN_PARTITION:
+                raise TopicNotFoundError(f"{self._where(offset)}: {error.name}")
+            if error != ErrorCode.NONE:
+                raise BrokerUnavailableError(f"reading {self._where(offset)}: {error.name}")
+            batches = whole_batches(answer.records or b"")
+            if not batches:
+                readable_end = answer.last_stable_offset if self.isolation_level else answer.high_watermark
+                if 0 <= readable_end <= offset:
+                    _data_loss(fail_on_data_loss, f"{topic}-{partition} ends at {readable_end}, before the planned "
+                                                  f"end {end} (truncated or recreated)")
+                    return
+                self.retry_later(offset, "no records in the answer")
+                continue
+            self.deadline = time.monotonic() + self.poll_timeout_s
+            fetched_to = batches[-1][0].last_offset + 1
+            if fetched_to < end:
+                try:
+                    self.send_fetch(fetched_to)  # the broker reads the next answer while this one is decoded
+                    in_flight = True
+                except Unreachable:
+                    self.close()  # the next turn connects again
+            wanted = self.delivered(batches, answer.aborted_transactions, end)
+            if wanted:
+                columns = batches_to_columns(wanted, include_headers=include_headers, start=offset, end=end)
+                if len(columns.offsets):
+                    yield to_arrow(columns, topic, partition, include_headers)
+            offset = fetched_to
+
+    def delivered(self, batches, aborted_transactions, end: int) -> list:
+        """The batches a consumer sees, before `end`: no control batches and, under read_committed, no batches of
+        aborted transactions (the answer lists each aborted transaction's producer and first offset; it ends at that
+        producer's abort marker), as Kafka's Java consumer decides."""
+        aborted = sorted(aborted_transactions or (), key=lambda entry: entry.first_offset)
+        aborting: set[int] = set()
+        wanted = []
+        for header, batch in batches:
+            if header.base_offset >= end:
+                break
+            if self.isolation_level == READ_COMMITTED and header.producer_id >= 0:
+                while aborted and aborted[0].first_offset <= header.last_offset:
+                    aborting.add(aborted.pop(0).producer_id)
+                if header.is_control and decode_control_record(decode_batch(batch)[1][0])[0] == CONTROL_ABORT:
+                    aborting.discard(header.producer_id)
+                elif header.is_transactional and header.producer_id in aborting:
+                    continue
+            if not header.is_control:
+                wanted.append((header, batch))
+        return wanted
+
+    def send_fetch(self, offset: int) -> None:
+        fetch = api("Fetch").request
+        self.leader().send(
+            "Fetch", replica_id=-1, max_wait_ms=FETCH_MAX_WAIT_MS, min_bytes=1, max_bytes=FETCH_BYTES,
+            isolation_level=self.isolation_level, session_id=0, session_epoch=-1,
+            topics=[fetch.FetchTopic(topic=self.range.topic, partitions=[fetch.FetchPartition(
+                partition=self.range.partition, fetch_offset=offset, partition_max_bytes=FETCH_BYTES)])],
+            forgotten_topics_data=[], rack_id="")
+
+    def receive_fetch(self):
+        """The partition's part of the oldest Fetch answer."""
+        return self._only_partition(self.leader().receive().responses, "partition_index")
+
+    def list_offset(self, timestamp: int, offset: int) -> int:
+        """The earliest (-2) or latest (-1, the last stable offset under read_committed) offset of the partition."""
+        request = api("ListOffsets").request
+        while True:
+            try:
+                answer = self._only_partition(self.leader().call(
+                    "ListOffsets", replica_id=-1, isolation_level=self.isolation_level,
+                    topics=[request.ListOffsetsTopic(name=self.range.topic, partitions=[request.ListOffsetsPartition(
+                        partition_index=self.range.partition, timestamp=timestamp)])]).topics, "partition_index")
+            except Unreachable as exc:
+                self.retry_later(offset, str(exc))
+                continue
+            error = ErrorCode(answer.error_code)
+            if error == ErrorCode.NONE:
+                return answer.offset
+            if error in UNKNOWN_PARTITION:
+                raise TopicNotFoundError(f"{self._where(offset)}: {error.name}")
+            if error not in LEADER_MOVED:
+                raise BrokerUnavailableError(f"reading offsets of {self._where(offset)}: {error.name}")
+            self.retry_later(offset, error.name)
+
+    def leader(self) -> Connection:
+        """The connection to the partition's leader, found through the bootstrap servers if there is none."""
+        if self.connection is not None:
+            return self.connection
+        causes = []
+        for address in self.addresses:
+            try:
+                bootstrap = Connection(address, self._attempt_timeout(), self.client_id)
+            except Unreachable as exc:
+                causes.append(str(exc))
+                continue
+            try:
+                leader_address = self._leader_address(bootstrap)
+            except BaseException:
+                bootstrap.close()
+                raise
+            if leader_address == address:
+                self.connection = bootstrap
+            else:
+                bootstrap.close()
+                self.connection = Connection(leader_address, self._attempt_timeout(), self.client_id)
+            return self.connection
+        raise Unreachable("; ".join(causes))
+
+    def retry_later(self, offset: int, cause: str) -> None:
+        """Drop the connection and wait a little before the next attempt; give up once pollTimeoutMs has passed
+        without progress."""
+        self.close()
+        if time.monotonic() >= self.deadline:
+            raise BrokerUnavailableError(f"kafkaConsumer.pollTimeoutMs: no records from {self._where(offset)} for "
+                                         f"{self.poll_timeout_s:.0f}s (kafka.bootstrap.servers={self.bootstrap}; "
+                                         f"last: {cause})")
+        time.sleep(min(RETRY_BACKOFF_S, max(0.0, self.deadline - time.monotonic())))
+
+    def _leader_address(self, connection: Connection) -> tuple[str, int]:
+        request = api("Metadata").request
+        answer = connection.call("Metadata", topics=[request.MetadataRequestTopic(name=self.range.topic)],
+                                 allow_auto_topic_creation=False)
+        topic = next((t for t in answer.topics if t.name == self.range.topic), None)
+        error = ErrorCode(topic.error_code) if topic is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = next((p for p in topic.partitions if p.partition_index == self.range.partition), None) \
+            if error == ErrorCode.NONE else None
+        if error in UNKNOWN_PARTITION or (error == ErrorCode.NONE and partition is None):
+            raise TopicNotFoundError(f"{self.range.topic}-{self.range.partition}: no such partition on "
+                                     f"{self.bootstrap}")
+        broker = next((b for b in answer.brokers if partition is not None and b.node_id == partition.leader_id), None)
+        if broker is None:
+            raise Unreachable(f"no leader for {self.range.topic}-{self.range.partition} "
+                              f"({error.name if error != ErrorCode.NONE else 'leader not known'})")
+        return broker.host, broker.port
+
+    def _only_partition(self, topics, index_field: str):
+        for topic in topics:
+            for partition in topic.partitions:
+                if getattr(partition, index_field) == self.range.partition:
+                    return partition
+        raise Unreachable(f"the answer for {self.range.topic} has no partition {self.range.partition}")
+
+    def _attempt_timeout(self) -> float:
+        return max(1.0, self.deadline - time.monotonic())
+
+    def _where(self, offset: int) -> str:
+        return f"{self.range.topic}-{self.range.partition} at offset {offset}"
+
+
+def to_arrow(columns: RecordColumns, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
+    """One Arrow batch in the source's schema from decoded records of one partition."""
+    count = len(columns.offsets)
+    arrays = [
+        columns.keys,
+        columns.values,
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        pa.array(columns.offsets, pa.int64()),
+        pa.array(columns.timestamps * 1000, pa.timestamp("us", tz="UTC")),
+        pa.array(columns.timestamp_types, pa.int32()),
+    ]
+    if include_headers:
+        return pa.RecordBatch.from_arrays(arrays + [columns.headers], schema=RECORD_SCHEMA_WITH_HEADERS)
+    return pa.RecordBatch.from_arrays(arrays, schema=RECORD_SCHEMA)
+
+
+def _address(server: str) -> tuple[str, int]:
+    """host:port from one bootstrap.servers entry (a PLAINTEXT:// prefix allowed, IPv6 hosts in brackets)."""
+    host, _, port = server.strip().rpartition("://")[2].rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _data_loss(fail_on_data_loss: bool, what: str) -> None:
+    if fail_on_data_loss:
+        raise DataLossError(f"failOnDataLoss: {what}; set failOnDataLoss=false to read what is left")

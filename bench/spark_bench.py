@@ -1,8 +1,9 @@
 """Batch-read throughput of format("odradek") into Spark's noop sink, beside Spark reading the same rows from Parquet.
 
 A real broker in a child process gets N 100-byte records over two partitions; a local[2] session then reads them
-through the data source (broker -> confluent-kafka -> Arrow batches -> Spark) and, in the same run, from a Parquet
-copy written by the data source itself, so both figures come from the same machine under the same load.
+through the data source (broker -> Fetch answers -> records.arrow -> Arrow batches -> Spark) and, in the same run,
+from a Parquet copy written by the data source itself, so both figures come from the same machine under the same
+load.
 Usage: python bench/spark_bench.py [--records 2000000] [--repeat 3]
 """
 

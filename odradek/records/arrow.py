@@ -22,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ProtocolError
+from odradek.protocol.varint import read_uvarint
 from odradek.records.batch import BATCH_HEADER_SIZE, BatchHeader
 from odradek.records.compression import decompress
 
@@ -123,24 +125,13 @@ def _record_begins(data: bytes, counts: list[int], body_ends: list[int]) -> np.n
                         raw = (raw & 0x7F) | (second << 7)
                         position += 2
                     else:
-                        raw, position = _read_uvarint(data, position)
+                        raw, position = read_uvarint(data, position, VARINT_BYTES)
                 position += (raw >> 1) ^ -(raw & 1)
             if position != body_end:
                 raise _corrupt("Records disagree with their batch's length or count")
-    except IndexError:
-        raise _corrupt("Record overruns its batch") from None
+    except (IndexError, ProtocolError):
+        raise _corrupt("Record overruns its batch or has a length varint longer than 5 bytes") from None
     return np.array(begins, np.int64)
-
-
-def _read_uvarint(data: bytes, position: int) -> tuple[int, int]:
-    raw = shift = 0
-    for index in range(position, position + VARINT_BYTES):
-        byte = data[index]
-        raw |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return raw, index + 1
-        shift += 7
-    raise _corrupt("Record length varint longer than 5 bytes")
 
 
 def _varints(buffer: np.ndarray, positions: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -32,10 +32,8 @@ COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "16384", "min.cleanab
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     """A broker whose cleaner runs every 100 ms, so that compacted topics really get compacted during the module."""
-    process = BrokerProcess(tmp_path_factory.mktemp("reads") / "data", settings=CLEANER_SETTINGS)
-    process.start()
-    yield process
-    process.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("reads") / "data", settings=CLEANER_SETTINGS) as process:
+        yield process
 
 
 def consumed(broker, topic: str, start: int = 0, isolation: str = "read_committed") -> list[tuple]:

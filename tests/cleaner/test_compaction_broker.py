@@ -61,10 +61,11 @@ def produce(broker, topic: str, pairs) -> dict[int, tuple]:
     return acknowledged
 
 
-def read_all(broker, topic: str, timeout: float = 20.0) -> list[tuple[int, bytes, bytes | None]]:
-    """(offset, key, value) of every record from the start to the high watermark."""
+def read_all(broker, topic: str, timeout: float = 20.0,
+             isolation: str = "read_committed") -> list[tuple[int, bytes, bytes | None]]:
+    """(offset, key, value) of every record from the start to the high watermark, at the given isolation level."""
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "readers",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+                         "enable.auto.commit": False, "enable.partition.eof": True, "isolation.level": isolation})
     try:
         _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         consumer.assign([TopicPartition(topic, 0, 0)])

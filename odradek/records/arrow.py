@@ -3,10 +3,10 @@
 `decode_batch` builds one Python object per record, which is what tools and tests want but costs more than the rest
 of a columnar read put together. Here the batch headers are parsed (`batch.parse_header`) and payloads decompressed
 (`compression.decompress`) once per batch, the only per-record Python work is one walk over the record-length
-varints to find where each record starts, and every other field is decoded for all records at once with numpy
-gathers over the concatenated record bytes. Keys, values and header values become Arrow binary arrays by taking every
-other element of one array whose offsets alternate between field starts and field ends (Arrow's take copies the
-bytes in C), so no field is ever a Python object.
+varints to find where each record starts (jumping over runs of equal-sized records), and every other field is
+decoded for all records at once with numpy gathers over the concatenated record bytes. Keys, values and header
+values become Arrow binary arrays by taking every other element of one array whose offsets alternate between field
+starts and field ends (Arrow's take copies the bytes in C), so no field is ever a Python object.
 
 Record layout (after its length varint): attributes int8 | timestampDelta varlong | offsetDelta varint |
 keyLength varint | key | valueLength varint | value | headerCount varint | (keyLength, key, valueLength, value)*
@@ -31,6 +31,8 @@ HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("v
 VARINT_BYTES = 5  # a zigzag varint of an int32
 VARLONG_BYTES = 10  # of an int64
 _PADDING = bytes(VARLONG_BYTES)  # vectorised reads may look this far past a truncated last record
+_MIN_RUN = 32  # equal-sized records worth a jump: a check costs about as much as walking this many
+_MAX_BACKOFF = 1024  # plain steps between checks, at most, where sizes keep changing
 
 
 class RecordColumns(NamedTuple):
@@ -63,8 +65,8 @@ def batches_to_columns(batches: Sequence[tuple[BatchHeader, memoryview]], *, inc
         counts.append(header.record_count)
     data = b"".join(bodies + [_PADDING])
     body_ends = np.cumsum([len(body) for body in bodies], dtype=np.int64)
-    begins = _record_begins(data, counts, body_ends.tolist())
     buffer = np.frombuffer(data, np.uint8)
+    begins = _record_begins(data, buffer, counts, body_ends.tolist())
 
     lengths, position = _varints(buffer, begins, VARINT_BYTES)
     record_ends = position + lengths
@@ -105,33 +107,67 @@ def batches_to_columns(batches: Sequence[tuple[BatchHeader, memoryview]], *, inc
                          _binary(data_buffer, value_starts, value_lengths), headers)
 
 
-def _record_begins(data: bytes, counts: list[int], body_ends: list[int]) -> np.ndarray:
-    """Where each record (its length varint) starts in `data`: the one sequential walk, a varint per record.
+def _record_begins(data: bytes, buffer: np.ndarray, counts: list[int], body_ends: list[int]) -> np.ndarray:
+    """Where each record (its length varint) starts in `data`: a walk over the record-length varints that jumps over
+    runs of equal-sized records.
 
-    Lengths of up to two varint bytes (records under 8 KiB) are read inline; longer ones in full."""
+    Records of one size come in long runs (fixed-size payloads; the varint deltas before them change width only at
+    64 and 8192), so after reading a record's length the walk checks, for all the records that could follow at its
+    size, whether each repeats its length varint byte for byte: every one that does has the same size, so the next
+    one starts a size further on (by induction from the record just read), and the walk jumps to the first that does
+    not. Each check looks twice as far as the last run reached; one that finds no run worth the jump backs off (the
+    next comes after twice as many plain steps), so records of scattered sizes cost about a plain walk. Lengths of up
+    to two varint bytes (records under 8 KiB) are read inline, and only those are jumped over."""
+    pieces = []
     begins: list[int] = []
     append = begins.append
     position = 0
+    steps_until_check = 0
+    backoff = 1
+    window = 2 * _MIN_RUN
     try:
         for count, body_end in zip(counts, body_ends):
-            for _ in range(count):
+            left = count
+            while left:
                 append(position)
+                left -= 1
                 raw = data[position]
                 if raw < 0x80:
-                    position += 1
+                    width = 1
                 else:
                     second = data[position + 1]
-                    if second < 0x80:
-                        raw = (raw & 0x7F) | (second << 7)
-                        position += 2
-                    else:
-                        raw, position = read_uvarint(data, position, VARINT_BYTES)
-                position += (raw >> 1) ^ -(raw & 1)
+                    if second >= 0x80:
+                        raw, after = read_uvarint(data, position, VARINT_BYTES)
+                        position = after + ((raw >> 1) ^ -(raw & 1))
+                        continue
+                    raw = (raw & 0x7F) | (second << 7)
+                    width = 2
+                size = width + ((raw >> 1) ^ -(raw & 1))
+                start, position = position, position + size
+                if steps_until_check:
+                    steps_until_check -= 1
+                    continue
+                candidates = min(left, window, (body_end - position) // size) if size > 0 else 0
+                if candidates < _MIN_RUN:
+                    continue
+                following = np.arange(position, position + candidates * size, size, dtype=np.int64)
+                same = buffer[following] == data[start]
+                if width == 2:
+                    same &= buffer[following + 1] == data[start + 1]
+                run = candidates if same.all() else int(same.argmin())
+                if run < _MIN_RUN:
+                    steps_until_check, backoff, window = backoff, min(2 * backoff, _MAX_BACKOFF), 2 * _MIN_RUN
+                    continue
+                backoff, window = 1, 2 * run
+                pieces += [np.array(begins, np.int64), following[:run]]
+                begins.clear()
+                position += run * size
+                left -= run
             if position != body_end:
                 raise _corrupt("Records disagree with their batch's length or count")
     except (IndexError, ProtocolError):
         raise _corrupt("Record overruns its batch or has a length varint longer than 5 bytes") from None
-    return np.array(begins, np.int64)
+    return np.concatenate(pieces + [np.array(begins, np.int64)])
 
 
 def _varints(buffer: np.ndarray, positions: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray]:

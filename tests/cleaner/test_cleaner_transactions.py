@@ -33,6 +33,17 @@ def add_dirt_and_roll(log: Log, tag: bytes) -> None:
     log.roll()
 
 
+def clean_until_settled(log: Log, manager, clock) -> None:
+    """Clean, clean again after new dirt (markers of emptied transactions get their horizon), then once more past
+    the horizon: whatever the cleaner may remove is gone."""
+    cleaner = cleaner_for(manager, clock)
+    cleaner.clean_filthiest()
+    add_dirt_and_roll(log, b"settle")
+    cleaner.clean_filthiest()
+    clock.now += RETENTION
+    cleaner.clean_filthiest()
+
+
 def reopened_without_snapshots(log: Log, tmp_path, clock) -> Log:
     """A copy of the log opened after an unclean stop with its producer snapshots gone: producer state is rebuilt
     from the log alone."""
@@ -120,12 +131,7 @@ def test_a_producers_last_batches_keep_its_state_and_the_log_alone_rebuilds_it(t
     produce(log, [(b"a", b"plain")])  # empties the committed transaction's batches
     log.roll()
     produce(log, [(b"z", b"active")])
-    cleaner = cleaner_for(manager, clock)
-    cleaner.clean_filthiest()
-    add_dirt_and_roll(log, b"1")
-    cleaner.clean_filthiest()
-    clock.now += RETENTION
-    cleaner.clean_filthiest()  # whatever could be removed is gone
+    clean_until_settled(log, manager, clock)
     batches = [(header.base_offset, header.producer_id, header.base_sequence, header.is_control,
                 header.record_count) for header, _ in read_batches(log) if header.producer_id >= 0]
     assert batches == [(1, 100, 1, False, 0), (2, 100, -1, True, 1), (3, 200, 0, False, 0), (4, 200, -1, True, 1)]
@@ -157,12 +163,7 @@ def test_a_marker_that_alone_carries_its_producers_epoch_stays(tmp_path, manager
     produce(log, [(b"a", b"plain")])
     log.roll()
     produce(log, [(b"z", b"active")])
-    cleaner = cleaner_for(manager, clock)
-    cleaner.clean_filthiest()
-    add_dirt_and_roll(log, b"1")
-    cleaner.clean_filthiest()
-    clock.now += RETENTION
-    cleaner.clean_filthiest()
+    clean_until_settled(log, manager, clock)
     assert markers(log) == [(fencing_abort, 100, True)]
     reopened = reopened_without_snapshots(log, tmp_path, clock)
     zombie = TransactionalWriter(reopened, producer_id=100, epoch=0)

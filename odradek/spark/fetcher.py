@@ -188,7 +188,7 @@ class PartitionReader:
                 in_flight = False
                 continue
             in_flight = False
-            error = ErrorCode(answer.error_code)
+            error = answer.error_code
             if error == ErrorCode.OFFSET_OUT_OF_RANGE:
                 if fail_on_data_loss:
                     raise DataLossError(f"failOnDataLoss: {self._where(offset)} is out of range (deleted by "
@@ -199,13 +199,13 @@ class PartitionReader:
                 offset = earliest
                 continue
             if error in LEADER_MOVED:
-                self.retry_later(offset, error.name)
+                self.retry_later(offset, _error_name(error))
                 continue
             if error in UNKNOWN_PARTITION:
-                raise TopicNotFoundError(f"{self._where(offset)}: {error.name}")
+                raise TopicNotFoundError(f"{self._where(offset)}: {_error_name(error)}")
             if error != ErrorCode.NONE:
-                raise BrokerUnavailableError(f"reading {self._where(offset)}: {error.name}")
-            batches = whole_batches(answer.records or b"")
+                raise BrokerUnavailableError(f"reading {self._where(offset)}: {_error_name(error)}")
+            batches = self.in_context(offset, whole_batches, answer.records or b"")
             if not batches:
                 readable_end = answer.last_stable_offset if self.isolation_level else answer.high_watermark
                 if 0 <= readable_end <= offset:
@@ -222,12 +222,19 @@ class PartitionReader:
                     in_flight = True
                 except Unreachable:
                     self.close()  # the next turn connects again
-            wanted = self.delivered(batches, answer.aborted_transactions, end)
-            if wanted:
-                columns = batches_to_columns(wanted, include_headers=include_headers, start=offset, end=end)
-                if len(columns.offsets):
-                    yield to_arrow(columns, topic, partition, include_headers)
+            wanted = self.in_context(offset, self.delivered, batches, answer.aborted_transactions, end)
+            columns = self.in_context(offset, batches_to_columns, wanted, include_headers=include_headers,
+                                      start=offset, end=end)
+            if len(columns.offsets):
+                yield to_arrow(columns, topic, partition, include_headers)
             offset = fetched_to
+
+    def in_context(self, offset: int, decode, *args, **kwargs):
+        """decode(*args, **kwargs), with the partition and offset added to a CORRUPT_MESSAGE it raises."""
+        try:
+            return decode(*args, **kwargs)
+        except KafkaError as exc:
+            raise KafkaError(exc.code, f"{self._where(offset)}: {exc.message}") from None
 
     def delivered(self, batches, aborted_transactions, end: int) -> list:
         """The batches a consumer sees, before `end`: no control batches and, under read_committed, no batches of
@@ -242,7 +249,7 @@ class PartitionReader:
             if self.isolation_level == READ_COMMITTED and header.producer_id >= 0:
                 while aborted and aborted[0].first_offset <= header.last_offset:
                     aborting.add(aborted.pop(0).producer_id)
-                if header.is_control and decode_control_record(decode_batch(batch)[1][0])[0] == CONTROL_ABORT:
+                if header.is_control and _is_abort_marker(batch):
                     aborting.discard(header.producer_id)
                 elif header.is_transactional and header.producer_id in aborting:
                     continue
@@ -261,7 +268,7 @@ class PartitionReader:
 
     def receive_fetch(self):
         """The partition's part of the oldest Fetch answer."""
-        return self._only_partition(self.leader().receive().responses, "partition_index")
+        return self._only_partition(self.leader().receive().responses)
 
     def list_offset(self, timestamp: int, offset: int) -> int:
         """The earliest (-2) or latest (-1, the last stable offset under read_committed) offset of the partition."""
@@ -271,18 +278,18 @@ class PartitionReader:
                 answer = self._only_partition(self.leader().call(
                     "ListOffsets", replica_id=-1, isolation_level=self.isolation_level,
                     topics=[request.ListOffsetsTopic(name=self.range.topic, partitions=[request.ListOffsetsPartition(
-                        partition_index=self.range.partition, timestamp=timestamp)])]).topics, "partition_index")
+                        partition_index=self.range.partition, timestamp=timestamp)])]).topics)
             except Unreachable as exc:
                 self.retry_later(offset, str(exc))
                 continue
-            error = ErrorCode(answer.error_code)
+            error = answer.error_code
             if error == ErrorCode.NONE:
                 return answer.offset
             if error in UNKNOWN_PARTITION:
-                raise TopicNotFoundError(f"{self._where(offset)}: {error.name}")
+                raise TopicNotFoundError(f"{self._where(offset)}: {_error_name(error)}")
             if error not in LEADER_MOVED:
-                raise BrokerUnavailableError(f"reading offsets of {self._where(offset)}: {error.name}")
-            self.retry_later(offset, error.name)
+                raise BrokerUnavailableError(f"reading offsets of {self._where(offset)}: {_error_name(error)}")
+            self.retry_later(offset, _error_name(error))
 
     def leader(self) -> Connection:
         """The connection to the partition's leader, found through the bootstrap servers if there is none."""
@@ -323,7 +330,7 @@ class PartitionReader:
         answer = connection.call("Metadata", topics=[request.MetadataRequestTopic(name=self.range.topic)],
                                  allow_auto_topic_creation=False)
         topic = next((t for t in answer.topics if t.name == self.range.topic), None)
-        error = ErrorCode(topic.error_code) if topic is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        error = topic.error_code if topic is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         partition = next((p for p in topic.partitions if p.partition_index == self.range.partition), None) \
             if error == ErrorCode.NONE else None
         if error in UNKNOWN_PARTITION or (error == ErrorCode.NONE and partition is None):
@@ -332,13 +339,13 @@ class PartitionReader:
         broker = next((b for b in answer.brokers if partition is not None and b.node_id == partition.leader_id), None)
         if broker is None:
             raise Unreachable(f"no leader for {self.range.topic}-{self.range.partition} "
-                              f"({error.name if error != ErrorCode.NONE else 'leader not known'})")
+                              f"({_error_name(error) if error != ErrorCode.NONE else 'leader not known'})")
         return broker.host, broker.port
 
-    def _only_partition(self, topics, index_field: str):
+    def _only_partition(self, topics):
         for topic in topics:
             for partition in topic.partitions:
-                if getattr(partition, index_field) == self.range.partition:
+                if partition.partition_index == self.range.partition:
                     return partition
         raise Unreachable(f"the answer for {self.range.topic} has no partition {self.range.partition}")
 
@@ -370,6 +377,18 @@ def _address(server: str) -> tuple[str, int]:
     """host:port from one bootstrap.servers entry (a PLAINTEXT:// prefix allowed, IPv6 hosts in brackets)."""
     host, _, port = server.strip().rpartition("://")[2].rpartition(":")
     return host.strip("[]"), int(port)
+
+
+def _is_abort_marker(batch) -> bool:
+    records = decode_batch(batch)[1]
+    return bool(records) and decode_control_record(records[0])[0] == CONTROL_ABORT
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
 
 
 def _data_loss(fail_on_data_loss: bool, what: str) -> None:

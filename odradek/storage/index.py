@@ -10,7 +10,9 @@ with one `pwrite`, to the file. We do not mmap: Python reads of an mmap cost a c
 an array does, an mmap must be remapped as the preallocated file is trimmed, and the arrays are small (10 MiB
 of index at most per segment). While its segment is active an index file is preallocated to `segment.index.bytes`
 (rounded down to whole entries) and kept open; sealing trims it to its entries, fsyncs and closes it, as Kafka does.
-A file that is short, ragged or not monotonic fails `load` and the segment rebuilds it from the log.
+The file is created lazily, at the first entry (one per index.interval.bytes of log) or at sealing, as Kafka's
+LazyIndex does: a new partition costs one file, not three, and a quiet partition never writes an index. A file that
+is missing, short, ragged or not monotonic fails `load` and the segment rebuilds it from the log.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class _IndexFile:
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.ENTRY.size)
         self._fd: int | None = None
+        self._active = False
         self._dirty = False
 
     def __len__(self) -> int:
@@ -43,25 +46,34 @@ class _IndexFile:
     def is_full(self) -> bool:
         return len(self) >= self.max_entries
 
-    def _read_file(self) -> bytes | None:
-        """The file's bytes if it exists and holds whole entries, else None."""
+    def _read_file(self, may_be_unwritten: bool) -> bytes | None:
+        """The file's bytes if it holds whole entries, else None. A missing file reads as empty when the index may
+        never have been written (its segment is too short for an entry), and as None otherwise."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return None
+            return b"" if may_be_unwritten else None
         if len(data) % self.ENTRY.size:
             return None
         return data
 
     def activate(self) -> None:
-        """Open for appending and preallocate the file to its maximum size."""
+        """The segment is active: the file is opened and preallocated at the first append."""
+        self._active = True
+
+    def _open_preallocated(self) -> None:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         os.ftruncate(self._fd, self.max_entries * self.ENTRY.size)
 
     def seal(self) -> None:
-        """Trim to the real entries, fsync and close: the segment is no longer active."""
+        """Trim to the real entries, fsync and close: the segment is no longer active. An index never opened while
+        active is written whole (it may not exist yet, or be preallocated by an earlier run)."""
+        if not self._active:
+            return
+        self._active = False
         if self._fd is None:
+            self.rewrite()
             return
         os.ftruncate(self._fd, len(self) * self.ENTRY.size)
         os.fsync(self._fd)
@@ -85,8 +97,10 @@ class _IndexFile:
         self.path = path
 
     def _append_bytes(self, entry: bytes) -> None:
+        if not self._active:  # a rebuild of a sealed segment's index: `rewrite` writes the file at the end
+            return
         if self._fd is None:
-            self.activate()
+            self._open_preallocated()
         os.pwrite(self._fd, entry, (len(self) - 1) * self.ENTRY.size)
         self._dirty = True
 
@@ -98,7 +112,7 @@ class _IndexFile:
             file.flush()
             os.fsync(file.fileno())
         if self._fd is not None:
-            self.activate()
+            self._open_preallocated()
 
 
 class OffsetIndex(_IndexFile):
@@ -111,9 +125,10 @@ class OffsetIndex(_IndexFile):
         self._keys = array("i")  # last offset of the indexed batch, relative to base_offset
         self._positions = array("i")
 
-    def load(self, log_size: int) -> bool:
-        """Read the file; False (and empty) if it is missing or fails Kafka's sanity checks against `log_size`."""
-        data = self._read_file()
+    def load(self, log_size: int, may_be_unwritten: bool = False) -> bool:
+        """Read the file; False (and empty) if it is missing (unless `may_be_unwritten`) or fails Kafka's sanity
+        checks against `log_size`."""
+        data = self._read_file(may_be_unwritten)
         if data is None:
             return False
         pairs = array("i", data)
@@ -179,8 +194,8 @@ class TimeIndex(_IndexFile):
         self._keys = array("q")  # timestamps, strictly increasing
         self._offsets = array("q")  # absolute
 
-    def load(self) -> bool:
-        data = self._read_file()
+    def load(self, may_be_unwritten: bool = False) -> bool:
+        data = self._read_file(may_be_unwritten)
         if data is None:
             return False
         keys, offsets = array("q"), array("q")

@@ -119,7 +119,10 @@ class Segment:
         """An existing segment, and whether both its indexes loaded and passed their sanity checks."""
         fd = os.open(directory / segment_file_name(base_offset, LOG_SUFFIX), os.O_RDWR)
         segment = cls(directory, base_offset, config, fd, os.fstat(fd).st_size, now_ms)
-        indexes_ok = segment.offset_index.load(segment.size) and segment.time_index.load()
+        # indexes are written lazily: one too short to have reached its first entry may not exist, and that is fine
+        unwritten_ok = segment.size <= config.index_interval_bytes
+        indexes_ok = (segment.offset_index.load(segment.size, unwritten_ok)
+                      and segment.time_index.load(unwritten_ok))
         if indexes_ok:
             last = segment.time_index.last_entry()
             if last is not None:
@@ -359,8 +362,8 @@ class Segment:
 
     def rename_files(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the index files, then the log, from `<name><old_suffix>` to `<name><new_suffix>` (the cleaner's
-        swap relies on the log going last); indexes are closed first, a missing one is skipped, and the log
-        descriptor stays open."""
+        swap relies on the log going last); indexes are closed first, a missing one only changes its name, and the
+        log descriptor stays open."""
         self.offset_index.close()
         self.time_index.close()
 
@@ -370,6 +373,8 @@ class Segment:
         for index in (self.offset_index, self.time_index, self.transaction_index):
             if index.path.exists():
                 index.rename(renamed(index.path))
+            else:  # not written yet (indexes are created lazily): it will be, under the new name
+                index.path = renamed(index.path)
         new_log_path = renamed(self.log_path)
         os.replace(self.log_path, new_log_path)
         self.log_path = new_log_path

@@ -250,3 +250,28 @@ def test_a_torn_tail_behind_a_clean_marker_is_still_recovered(tmp_path, clock):
     log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
     assert read_all(log) == everything[:-2]
     assert append(log, batch(1)).first_offset == everything[-2][0]
+
+
+def test_index_files_appear_with_their_first_entry_and_a_short_log_reopens_without_them(tmp_path, clock):
+    """Indexes are created lazily (Kafka's LazyIndex): a new partition is one .log file; the index files appear
+    once the log passes index.interval.bytes. A log too short for an entry reopens cleanly without them, with its
+    end offset and max timestamp intact and nothing rebuilt."""
+    directory = tmp_path / "topic-0"
+    log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
+    append(log, batch(2, value_size=20, timestamp=5000, tag=0))
+    assert sorted(path.suffix for path in directory.iterdir()) == [".log"]
+    log.close()  # a clean close seals the indexes, as a roll does
+    assert sorted(path.suffix for path in directory.iterdir()) == [".index", ".log", ".snapshot", ".timeindex"]
+    for path in directory.glob("*index"):
+        path.unlink()
+    log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
+    assert not list(directory.glob("*index"))  # nothing to rebuild: the log is shorter than one index interval
+    assert (log.log_end_offset, log.segments[-1].max_timestamp) == (2, 5000)
+    while log.segments[-1].size <= CONFIG.index_interval_bytes:
+        append(log, batch(1, value_size=100, timestamp=6000, tag=1))
+    append(log, batch(1, value_size=100, timestamp=7000, tag=2))
+    assert (directory / segment_file_name(0, ".index")).stat().st_size > 0  # opened, preallocated, written
+    log.close()
+    log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
+    assert log.offset_for_timestamp(7000)[0] == log.log_end_offset - 1
+    log.close()

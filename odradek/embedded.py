@@ -31,8 +31,10 @@ class _LocalBroker:
     and the start/stop lifecycle as a context manager. Subclasses say how to start and stop."""
 
     def __init__(self, data_dir: str | os.PathLike | None, settings: dict[str, object] | None, port: int):
+        # a temporary data directory sits inside its own temporary directory, so that what goes beside it (the
+        # child process's log) is removed with it
         self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-")
-        self.data_dir = Path(data_dir if data_dir is not None else self._tmp.name)
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name) / "data"
         self.settings = dict(settings or {})
         self.port = port
         self.host = "127.0.0.1"

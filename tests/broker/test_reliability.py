@@ -17,8 +17,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
+from odradek.protocol import api
 
-from .raw_client import read_frame
+from .raw_client import RawClient, read_frame
 
 
 def api_versions_request(version: int = 0, correlation_id: int = 7) -> bytes:
@@ -90,6 +91,30 @@ def test_many_connections_at_once(broker):
     finally:
         for sock in sockets:
             sock.close()
+
+
+def test_a_request_for_billions_of_partitions_is_refused_at_once(broker, topic_name):
+    """Kafka 4's rule: more than 10,000 partitions in one CreateTopics or CreatePartitions request fails whole with
+    POLICY_VIOLATION, before anything is built (building two billion partitions would hang the broker)."""
+    creatable, growth = api("CreateTopics").request.CreatableTopic, api("CreatePartitions").request.CreatePartitionsTopic
+    client = RawClient(broker.port)
+    try:
+        started = time.monotonic()
+        answer = client.call("CreateTopics", 5, timeout_ms=5000, validate_only=False, topics=[
+            creatable(name=topic_name, num_partitions=2_000_000_000, replication_factor=1, assignments=[], configs=[]),
+            creatable(name=f"{topic_name}-small", num_partitions=1, replication_factor=1, assignments=[], configs=[])])
+        assert [(t.error_code, t.error_message) for t in answer.topics] == [
+            (44, "Excessively large number of partitions per request.")] * 2  # POLICY_VIOLATION, for every topic
+        answer = client.call("CreateTopics", 5, timeout_ms=5000, validate_only=False, topics=[
+            creatable(name=topic_name, num_partitions=2, replication_factor=1, assignments=[], configs=[])])
+        assert answer.topics[0].error_code == 0
+        answer = client.call("CreatePartitions", 1, timeout_ms=5000, validate_only=False, topics=[
+            growth(name=topic_name, count=2_000_000_000, assignments=None)])
+        assert answer.results[0].error_code == 44
+        assert time.monotonic() - started < 5
+    finally:
+        client.close()
+    assert_alive(broker)
 
 
 # ------------------------------------------------------------------------------------------- restarts and crashes

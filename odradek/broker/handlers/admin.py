@@ -2,6 +2,9 @@
 
 Each topic succeeds or fails on its own with Kafka's code and message (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
 INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); validate_only checks without changing.
+One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
+whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
+partitions.
 """
 
 from __future__ import annotations
@@ -18,14 +21,25 @@ CreateTopicsResponse = CREATE_TOPICS.response
 DeleteTopicsResponse = DELETE_TOPICS.response
 CreatePartitionsResponse = CREATE_PARTITIONS.response
 
+MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's MAX_PARTITIONS_PER_BATCH
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
 
 def handlers(broker) -> dict:
     def answer_create_topics(connection, header, request):
+        default_count = broker.config["num.partitions"]
+        requested = sum(len(wanted.assignments) if wanted.assignments
+                        else default_count if wanted.num_partitions == -1 else max(wanted.num_partitions, 0)
+                        for wanted in request.topics)
         results = []
         for wanted in request.topics:
             result = CreateTopicsResponse.CreatableTopicResult(
                 name=wanted.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
                 num_partitions=-1, replication_factor=-1, configs=[])
+            if requested > MAX_PARTITIONS_PER_REQUEST:
+                result.error_code, result.error_message = ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS
+                results.append(result)
+                continue
             try:
                 if wanted.assignments:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
@@ -73,10 +87,17 @@ def handlers(broker) -> dict:
         return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
     def answer_create_partitions(connection, header, request):
+        topics = broker.metadata.topics
+        added = sum(max(wanted.count - len(topics[wanted.name].partitions), 0)
+                    for wanted in request.topics if wanted.name in topics)
         results = []
         for wanted in request.topics:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
+            if added > MAX_PARTITIONS_PER_REQUEST:
+                result.error_code, result.error_message = ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS
+                results.append(result)
+                continue
             try:
                 if wanted.assignments:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,13 +56,21 @@ class ConfigKey:
     broker_synonyms: tuple[str, ...] = ()
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
+    maximum: float | None = None
 
     def parse(self, raw: Any) -> Any:
-        """Turn a string (or an already typed value) into this key's type; KafkaError(INVALID_CONFIG) if it isn't."""
+        """Turn a string (or an already typed value) into this key's type; KafkaError(INVALID_CONFIG) if it isn't.
+        Numbers must fit their Java type (segment.bytes is an int: the log's file positions are int32)."""
         try:
             value = _PARSERS[self.type](raw)
         except (TypeError, ValueError):
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {self.name}") from None
+        lowest, highest = _JAVA_RANGES.get(self.type, (None, None))
+        out_of_type = (lowest is not None and not lowest <= value <= highest
+                       or self.type == ConfigType.DOUBLE and not math.isfinite(value))
+        if out_of_type:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {self.name}: "
+                                                       f"Not a number of type {self.type.name}")
         if self.choices is not None:
             items = value if isinstance(value, list) else [value]
             for item in items:
@@ -74,6 +83,11 @@ class ConfigKey:
             raise KafkaError(
                 ErrorCode.INVALID_CONFIG,
                 f"Invalid value {raw!r} for configuration {self.name}: Value must be at least {self.minimum:g}",
+            )
+        if self.maximum is not None and value > self.maximum:
+            raise KafkaError(
+                ErrorCode.INVALID_CONFIG,
+                f"Invalid value {raw!r} for configuration {self.name}: Value must be no more than {self.maximum:g}",
             )
         return value
 
@@ -121,6 +135,9 @@ _PARSERS = {
     ConfigType.PASSWORD: lambda raw: str(raw),
 }
 
+_JAVA_RANGES = {ConfigType.SHORT: (-2**15, 2**15 - 1), ConfigType.INT: (-2**31, INT_MAX),
+                ConfigType.LONG: (-2**63, LONG_MAX)}
+
 _T = ConfigType
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
@@ -153,7 +170,7 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
                   "Largest allowed lead of a CreateTime timestamp over the broker's clock",
                   ("log.message.timestamp.after.max.ms",), minimum=0),
         ConfigKey("min.cleanable.dirty.ratio", _T.DOUBLE, 0.5, "Dirty share of the log that makes it cleanable",
-                  ("log.cleaner.min.cleanable.ratio",), minimum=0),
+                  ("log.cleaner.min.cleanable.ratio",), minimum=0, maximum=1),
         ConfigKey("min.compaction.lag.ms", _T.LONG, 0, "Shortest time a record stays uncompacted",
                   ("log.cleaner.min.compaction.lag.ms",), minimum=0),
         ConfigKey("min.insync.replicas", _T.INT, 1, "Replicas that must acknowledge an acks=all write",

@@ -136,10 +136,14 @@ def test_admin_create_describe_alter_and_delete(broker, topic_name):
     assert values["cleanup.policy"].value == "compact"
     assert values["retention.ms"].is_default  # AlterConfigs replaces the whole override set
 
-    bad = ConfigResource("topic", topic_name, set_config={"retention.ms": "soon"})
-    with pytest.raises(KafkaException) as exc_info:
-        client.alter_configs([bad])[bad].result(10)
-    assert exc_info.value.args[0].name() == "INVALID_CONFIG"
+    for setting, reason in [({"retention.ms": "soon"}, ""),
+                            ({"segment.bytes": "99999999999"}, "Not a number of type INT"),  # file positions are int32
+                            ({"min.cleanable.dirty.ratio": "5"}, "Value must be no more than 1")]:
+        bad = ConfigResource("topic", topic_name, set_config=setting)
+        with pytest.raises(KafkaException) as exc_info:
+            client.alter_configs([bad])[bad].result(10)
+        assert exc_info.value.args[0].name() == "INVALID_CONFIG"
+        assert reason in exc_info.value.args[0].str()
 
     client.create_partitions([NewPartitions(topic_name, 5)])[topic_name].result(10)
     assert len(client.list_topics(topic_name, timeout=5).topics[topic_name].partitions) == 5

@@ -168,6 +168,28 @@ class ClusterMetadata:
             self.save()
         return topic
 
+    def check_manual_assignment(self, replica_lists: list[list[int]]) -> int:
+        """Kafka's checks of a manual replica assignment (one broker-id list per partition, in partition order);
+        returns its replication factor. Only registered brokers may appear, which on one node means this one."""
+        factor = None
+        for replicas in replica_lists:
+            if not replicas:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "The manual partition assignment includes an empty replica list.")
+            for broker_id in replicas:
+                if replicas.count(broker_id) > 1:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
+                                     f"includes the broker {broker_id} more than once.")
+                if broker_id != self.node_id:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
+                                     f"includes broker {broker_id}, but no such broker is registered.")
+            if factor is not None and len(replicas) != factor:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes "
+                                 f"a partition with {len(replicas)} replica(s), but this is not consistent with "
+                                 f"previous partitions, which have {factor} replica(s).")
+            factor = len(replicas)
+        return factor or 0
+
     def _new_assignment(self) -> PartitionAssignment:
         return PartitionAssignment(leader=self.node_id, leader_epoch=0, replicas=[self.node_id], isr=[self.node_id])
 

@@ -192,3 +192,23 @@ def test_long_poll_is_woken_by_an_append(broker, topic_name):
         consumer.close()
     assert [m.value() for m in messages] == [b"wake"]
     assert elapsed < 2.0  # woken by the append, not by fetch.wait.max.ms running out
+
+
+def test_manual_replica_assignment_on_this_broker(broker, topic_name):
+    """Replicas assigned by hand (kafka-topics --replica-assignment) work when they name this broker; an unknown
+    broker is INVALID_REPLICA_ASSIGNMENT, as Kafka answers."""
+    client = admin(broker)
+    node = client.describe_cluster().result(10).nodes[0].id
+    client.create_topics([NewTopic(topic_name, 3, replica_assignment=[[node], [node], [node]])])[topic_name].result(10)
+    client.create_partitions([NewPartitions(topic_name, 4, replica_assignment=[[node]])])[topic_name].result(10)
+    partitions = client.list_topics(topic_name, timeout=5).topics[topic_name].partitions
+    assert sorted(partitions) == [0, 1, 2, 3] and all(p.replicas == [node] for p in partitions.values())
+    for request in ([[node], [node + 7]], [[node, node]]):
+        future = client.create_topics([NewTopic(f"{topic_name}-bad", len(request), replica_assignment=request)])
+        with pytest.raises(KafkaException) as exc_info:
+            future[f"{topic_name}-bad"].result(10)
+        assert exc_info.value.args[0].name() == "INVALID_REPLICA_ASSIGNMENT"
+    with pytest.raises(KafkaException) as exc_info:
+        client.create_partitions([NewPartitions(topic_name, 5, replica_assignment=[[node + 7]])])[topic_name].result(10)
+    assert exc_info.value.args[0].name() == "INVALID_REPLICA_ASSIGNMENT"
+    assert len(client.list_topics(topic_name, timeout=5).topics[topic_name].partitions) == 4

@@ -2,6 +2,8 @@
 
 Each topic succeeds or fails on its own with Kafka's code and message (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
 INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); validate_only checks without changing.
+Replicas assigned by hand are accepted when they pass Kafka's checks and name only registered brokers (this one),
+else INVALID_REPLICA_ASSIGNMENT.
 One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
 partitions.
@@ -41,12 +43,11 @@ def handlers(broker) -> dict:
                 results.append(result)
                 continue
             try:
+                count, factor = wanted.num_partitions, wanted.replication_factor
                 if wanted.assignments:
-                    raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                     "Manual replica assignment is not supported by a single broker yet.")
+                    count, factor = manual_assignment_shape(wanted)
                 topic = broker.create_topic(
-                    wanted.name, wanted.num_partitions, wanted.replication_factor,
-                    {c.name: c.value for c in wanted.configs if c.value is not None},
+                    wanted.name, count, factor, {c.name: c.value for c in wanted.configs if c.value is not None},
                     validate_only=request.validate_only if header.api_version >= 1 else False)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
@@ -61,6 +62,21 @@ def handlers(broker) -> dict:
                     for name, value in topic.configs.items()]
             results.append(result)
         return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+    def manual_assignment_shape(wanted) -> tuple[int, int]:
+        """(partitions, replication factor) of a CreateTopics entry that assigns replicas by hand."""
+        if wanted.num_partitions != -1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                                        "numPartitions was not set to -1.")
+        if wanted.replication_factor != -1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                                        "replicationFactor was not set to -1.")
+        ordered = sorted(wanted.assignments, key=lambda assignment: assignment.partition_index)
+        if [a.partition_index for a in ordered] != list(range(len(ordered))):
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "Partitions should be consecutive 0-based integers.")
+        factor = broker.metadata.check_manual_assignment([list(a.broker_ids) for a in ordered])
+        return len(ordered), factor
 
     def answer_delete_topics(connection, header, request):
         if header.api_version >= 6:
@@ -100,8 +116,12 @@ def handlers(broker) -> dict:
                 continue
             try:
                 if wanted.assignments:
-                    raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                     "Manual replica assignment is not supported by a single broker yet.")
+                    current = len(topics[wanted.name].partitions) if wanted.name in topics else 0
+                    if len(wanted.assignments) != wanted.count - current:
+                        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                         f"Attempted to add {wanted.count - current} additional partition(s), but "
+                                         f"only {len(wanted.assignments)} assignment(s) were specified.")
+                    broker.metadata.check_manual_assignment([list(a.broker_ids) for a in wanted.assignments])
                 broker.add_partitions(wanted.name, wanted.count, validate_only=request.validate_only)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message

@@ -69,3 +69,24 @@ def test_offsets_by_time_and_end_offsets(broker, topic_name):
         assert (found.offset, found.timestamp) == (2, base + 20)
     finally:
         consumer.close()
+
+
+def test_describe_log_dirs_reports_partition_sizes(broker, topic_name):
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.create_topics([NewTopic(topic_name, 2, 1)])
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    for i in range(100):
+        producer.send(topic_name, b"x" * 1000, partition=0)
+    producer.flush(10)
+    producer.close()
+    try:
+        [asked] = admin.describe_log_dirs({topic_name: [0, 1, 7]})
+        [everything] = admin.describe_log_dirs()
+    finally:
+        admin.close()
+    [log_dir] = asked["log_dirs"]
+    sizes = {p["partition_index"]: p["partition_size"] for t in log_dir["topics"] for p in t["partitions"]}
+    assert sizes == {0: sizes[0], 1: 0}  # partition 7 does not exist: left out
+    assert 100_000 < sizes[0] < 110_000  # 100 records of 1000 bytes, with batch and record overhead
+    assert log_dir["log_dir"] == str(broker.data_dir) and 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
+    assert topic_name in {t["name"] for t in everything["log_dirs"][0]["topics"]}

@@ -1,0 +1,41 @@
+"""DescribeLogDirs: the log directory, and each partition's size in it, as `kafka-log-dirs --describe` shows.
+
+One broker, one log directory (log.dirs), so the answer has one result. A partition's size is the bytes of its
+segment files; offset_lag is 0 (there is no future replica being moved in); v4's total and usable bytes come from
+statvfs of the directory's file system. A request for partitions we do not host simply leaves them out, as Kafka's
+answer does.
+"""
+
+from __future__ import annotations
+
+import os
+
+from odradek.errors import ErrorCode
+from odradek.protocol import api
+
+DESCRIBE_LOG_DIRS = api("DescribeLogDirs")
+DescribeLogDirsResponse = DESCRIBE_LOG_DIRS.response
+
+
+def handlers(broker) -> dict:
+    def answer_describe_log_dirs(connection, header, request):
+        if request.topics is None:
+            wanted = {name: range(len(topic.partitions)) for name, topic in broker.metadata.topics.items()}
+        else:
+            wanted = {entry.topic: entry.partitions for entry in request.topics}
+        topics = []
+        for name, indexes in wanted.items():
+            partitions = [
+                DescribeLogDirsResponse.DescribeLogDirsPartition(
+                    partition_index=index, partition_size=partition.log.size_bytes, offset_lag=0,
+                    is_future_key=False)
+                for index in indexes if (partition := broker.partitions.get((name, index))) is not None]
+            if partitions:
+                topics.append(DescribeLogDirsResponse.DescribeLogDirsTopic(name=name, partitions=partitions))
+        disk = os.statvfs(broker.log_dir)
+        return DescribeLogDirsResponse(
+            throttle_time_ms=0, error_code=ErrorCode.NONE, results=[DescribeLogDirsResponse.DescribeLogDirsResult(
+                error_code=ErrorCode.NONE, log_dir=str(broker.log_dir), topics=topics,
+                total_bytes=disk.f_blocks * disk.f_frsize, usable_bytes=disk.f_bavail * disk.f_frsize)])
+
+    return {DESCRIBE_LOG_DIRS.key: answer_describe_log_dirs}

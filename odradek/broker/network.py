@@ -31,6 +31,7 @@ log = logging.getLogger("odradek.network")
 
 MAX_IN_FLIGHT = 128
 RECV_SIZE = 256 * 1024
+LARGE_FRAME_FIRST_BYTES = 1024 * 1024  # a large frame's buffer starts here and doubles as its bytes arrive
 _SIZE = struct.Struct(">i")
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
@@ -87,7 +88,8 @@ class Connection:
     async def _read_requests(self) -> None:
         """Cut frames out of what each receive returns. A frame that arrived whole is handed on as a view of the
         received bytes, without a copy; only a frame split across receives is assembled in `partial`, and a frame
-        larger than RECV_SIZE gets its own bytearray that the socket fills directly. An idle connection holds no
+        larger than RECV_SIZE gets its own bytearray that the socket fills directly (growing as the bytes come,
+        see `_receive_large`). An idle connection holds no
         buffer at all."""
         loop = asyncio.get_running_loop()
         sock = self.sock
@@ -126,13 +128,20 @@ class Connection:
                 partial = bytearray(view[start:end])
 
     async def _receive_large(self, loop, received: memoryview, size: int) -> bytearray:
-        """A frame larger than one receive: its first bytes, then the rest straight from the socket into it."""
-        frame = bytearray(size)
-        target = memoryview(frame)
+        """A frame larger than one receive: its first bytes, then the rest straight from the socket into it. The
+        buffer doubles as bytes arrive instead of taking the announced size at once, so memory follows what a
+        client sent, not what it claimed: a header announcing 100 MB and then silence costs 1 MiB, not 100 MB."""
         got = len(received)
-        target[:got] = received
+        frame = bytearray(min(size, max(got, LARGE_FRAME_FIRST_BYTES)))
+        frame[:got] = received
         while got < size:
-            count = await loop.sock_recv_into(self.sock, target[got:])
+            if got == len(frame):
+                frame += bytes(min(len(frame), size - len(frame)))
+            target = memoryview(frame)[got:]
+            try:
+                count = await loop.sock_recv_into(self.sock, target)
+            finally:
+                target.release()
             if not count:
                 raise ConnectionError("connection closed inside a request")
             got += count

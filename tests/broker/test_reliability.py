@@ -64,6 +64,28 @@ def test_malformed_input_closes_only_that_connection(broker, payload):
     assert_alive(broker)
 
 
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_announcing_huge_requests_and_stalling_costs_the_broker_little(broker):
+    """Twenty connections each announce a 100 MB request (under socket.request.max.bytes) and send 1 KB of it: the
+    broker's memory follows the bytes that arrived, not the sizes announced (2 GB), and it keeps serving."""
+    before = rss_bytes(broker.process.pid)
+    stalled = [connect(broker) for _ in range(20)]
+    try:
+        for sock in stalled:
+            sock.sendall(struct.pack(">i", 100_000_000) + api_versions_request()[4:] + bytes(1000))
+        time.sleep(1)
+        assert_alive(broker)
+        assert rss_bytes(broker.process.pid) - before < 200 * 1024 * 1024
+    finally:
+        for sock in stalled:
+            sock.close()
+    assert_alive(broker)
+
 def test_unknown_api_versions_version_gets_kip_511_answer(broker):
     with connect(broker) as sock:
         sock.sendall(api_versions_request(version=77))

@@ -89,8 +89,7 @@ class Connection:
         """Cut frames out of what each receive returns. A frame that arrived whole is handed on as a view of the
         received bytes, without a copy; only a frame split across receives is assembled in `partial`, and a frame
         larger than RECV_SIZE gets its own bytearray that the socket fills directly (growing as the bytes come,
-        see `_receive_large`). An idle connection holds no
-        buffer at all."""
+        see `_receive_large`). An idle connection holds no buffer at all."""
         loop = asyncio.get_running_loop()
         sock = self.sock
         max_request = self.server.max_request_bytes

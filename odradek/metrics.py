@@ -54,7 +54,7 @@ class BrokerMetrics:
         self.messages_out = Counter("odradek_topic_messages_out", "Records sent to consumers", ["topic"], **labels)
         self.requests = Counter("odradek_requests", "Requests answered", ["api"], **labels)
         self.request_seconds = Histogram("odradek_request_latency_seconds", "Time from a request's arrival to its "
-                                         "answer being ready", ["api"], **labels)
+                                         "answer being written", ["api"], **labels)
         self.registry.register(_StateCollector(broker))
         self._per_api: dict[int, tuple] = {}
         self._per_topic: dict[str, tuple] = {}

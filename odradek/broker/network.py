@@ -149,20 +149,20 @@ class Connection:
 
     def _dispatch(self, frame: bytes) -> None:
         """Decode one frame and start its handler; the answer (or its future) joins the ordered queue."""
+        started = time.perf_counter()
         try:
             header, request = decode_request(frame)
         except UnsupportedVersion as exc:
             answer = self.server.unsupported_version_answer(exc.header)
             if answer is None:
                 raise CloseConnection(f"{exc}") from None
-            self._queue(exc.header, answer)
+            self._queue(exc.header, answer, started)
             return
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
         handler = self.server.handlers.get(header.api_key)
         if handler is None:
             raise CloseConnection(f"no handler for api key {header.api_key}")
-        started = time.perf_counter()
         try:
             answer = handler(self, header, request)
         except CloseConnection:
@@ -172,16 +172,10 @@ class Connection:
             raise CloseConnection(f"handler failed: {exc!r}") from None
         if asyncio.iscoroutine(answer):
             answer = asyncio.ensure_future(answer)
-        observe = self.server.observe_request
-        if observe is not None:  # metrics: one call per request, when the answer is ready
-            if isinstance(answer, asyncio.Future):
-                answer.add_done_callback(lambda _: observe(header.api_key, time.perf_counter() - started))
-            else:
-                observe(header.api_key, time.perf_counter() - started)
-        self._queue(header, answer)
+        self._queue(header, answer, started)
 
-    def _queue(self, header: RequestHeader, answer: Any) -> None:
-        self._pending.append((header, answer))
+    def _queue(self, header: RequestHeader, answer: Any, started: float) -> None:
+        self._pending.append((header, answer, started))
         self._answer_ready.set()
 
     async def _write_answers(self) -> None:
@@ -190,7 +184,7 @@ class Connection:
             while not pending:
                 self._answer_ready.clear()
                 await self._answer_ready.wait()
-            header, answer = pending[0]
+            header, answer, started = pending[0]
             if isinstance(answer, asyncio.Future):
                 try:
                     answer = await answer
@@ -206,6 +200,7 @@ class Connection:
             pending.popleft()
             self._slot_freed.set()
             if answer is None:
+                self._observe(header, started)
                 continue
             try:
                 frame = encode_response(header, answer)
@@ -221,6 +216,13 @@ class Connection:
                 self.task.cancel()
                 return
             self.last_active = time.monotonic()
+            self._observe(header, started)
+
+    def _observe(self, header: RequestHeader, started: float) -> None:
+        """Metrics, one call per request: from its arrival until its answer was written (Kafka's TotalTimeMs)."""
+        observe = self.server.observe_request
+        if observe is not None:
+            observe(header.api_key, time.perf_counter() - started)
 
     async def send(self, chunks: list) -> None:
         """Write byte chunks with sendmsg and FileRegions with sendfile, in order, waiting when the socket is full."""

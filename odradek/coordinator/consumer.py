@@ -5,6 +5,9 @@ the group keeps a group epoch (bumped when membership, subscriptions or the subs
 assignment computed by a server-side assignor at that epoch, and each member's current assignment and epoch.
 A member moves to the target epoch only after it has given up (stopped reporting) the partitions it must revoke,
 and it gets a partition only once no other member still holds it, so no partition ever has two owners.
+A static member (group.instance.id) that leaves with epoch -2 steps away without a rebalance: it keeps its
+assignment until a member with the same instance id takes its place (inheriting assignment and epoch, as Kafka's
+static member replacement does) or its session times out.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class ConsumerMember:
     pending_revocation: Assignment = dataclasses.field(default_factory=dict)
     session_deadline_ms: int = 0
     revocation_deadline_ms: int | None = None
+    away: bool = False  # a static member that left with epoch -2, holding its place until it returns or expires
 
     def subscribed_topics(self, topic_names) -> set[str]:
         topics = set(self.subscribed_topic_names)
@@ -80,13 +84,17 @@ class ConsumerGroup:
         if server_assignor is not None and server_assignor not in ASSIGNORS:
             raise KafkaError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"Assignor {server_assignor} is not supported; "
                                                              f"use one of {sorted(ASSIGNORS)}.")
-        if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            self._leave(member_id, instance_id, now_ms)
+        if member_epoch == STATIC_LEAVE_EPOCH and instance_id is not None:
+            self._member_of(member_id, instance_id).away = True
             return HeartbeatResult(member_id, member_epoch, None)
+        if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            self._remove(self._member_of(member_id, instance_id).member_id, now_ms)
+            return HeartbeatResult(member_id, member_epoch, None)
+        replaced = False
         if member_epoch == 0:
             if subscribed_topic_names is None and subscribed_topic_regex is None:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
-            member = self._join(member_id or uuid.uuid4().hex, instance_id, now_ms)
+            member, replaced = self._join(member_id or uuid.uuid4().hex, instance_id, now_ms)
         else:
             member = self.members.get(member_id)
             if member is None:
@@ -95,6 +103,7 @@ class ConsumerGroup:
                     member_epoch == member.previous_member_epoch and _within(owned, member.assigned)):
                 raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
                                  f"The member epoch {member_epoch} is not the expected {member.member_epoch}.")
+            member.away = False
         full_request = member_epoch == 0 or (owned is not None and subscribed_topic_names is not None
                                              and rebalance_timeout_ms != -1)
         member.client_id, member.client_host = client_id, client_host
@@ -104,7 +113,7 @@ class ConsumerGroup:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if server_assignor is not None:
             member.server_assignor = server_assignor
-        changed = member_epoch == 0
+        changed = member_epoch == 0 and not replaced
         if subscribed_topic_names is not None and subscribed_topic_names != member.subscribed_topic_names:
             member.subscribed_topic_names, changed = list(subscribed_topic_names), True
         if subscribed_topic_regex is not None and subscribed_topic_regex != member.subscribed_topic_regex:
@@ -178,26 +187,39 @@ class ConsumerGroup:
         return set(self.subscribed_topic_view)
 
     # ---------------------------------------------------------------------------------------- internals
-    def _join(self, member_id: str, instance_id: str | None, now_ms: int) -> ConsumerMember:
+    def _join(self, member_id: str, instance_id: str | None, now_ms: int) -> tuple[ConsumerMember, bool]:
+        """The joining member, and whether it took the place of a static member that had stepped away (then it
+        inherits that member's assignment and epoch, and the group does not rebalance)."""
         if instance_id is not None:
             holder = self.static_members.get(instance_id)
             if holder is not None and holder != member_id:
-                raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID,
-                                 f"Static member {instance_id} is still held by {holder}.")
+                previous = self.members[holder]
+                if not previous.away:
+                    raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                     f"Static member {instance_id} is still held by {holder}.")
+                del self.members[holder]
+                member = dataclasses.replace(previous, member_id=member_id, away=False)
+                self.members[member_id] = member
+                if holder in self.target:
+                    self.target[member_id] = self.target.pop(holder)
+                self.static_members[instance_id] = member_id
+                return member, True
         if member_id in self.members:  # rejoining with epoch 0 after an error: start over
             self._remove(member_id, now_ms)
         member = ConsumerMember(member_id, instance_id)
         self.members[member_id] = member
         if instance_id is not None:
             self.static_members[instance_id] = member_id
-        return member
+        return member, False
 
-    def _leave(self, member_id: str, instance_id: str | None, now_ms: int) -> None:
+    def _member_of(self, member_id: str, instance_id: str | None) -> ConsumerMember:
+        """The member a leave names, by member id or (static members) by instance id."""
         if instance_id is not None and not member_id:
             member_id = self.static_members.get(instance_id, "")
-        if member_id not in self.members:
+        member = self.members.get(member_id)
+        if member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-        self._remove(member_id, now_ms)
+        return member
 
     def _remove(self, member_id: str, now_ms: int) -> None:
         member = self.members.pop(member_id)

@@ -95,3 +95,41 @@ def test_range_assignor_is_used_when_members_ask_for_it():
     group = new_group()
     beat(group, "m1", 0, owned={}, assignor="range")
     assert group.assignor_name == "range"
+
+
+def settled_pair():
+    """Static members s1 and s2 sharing the six partitions, both stable."""
+    group = new_group()
+    first = beat(group, "s1", 0, owned={}, instance_id="a")
+    second = beat(group, "s2", 0, owned={}, instance_id="b")
+    kept = beat(group, "s1", first.member_epoch, owned=first.assignment, instance_id="a").assignment
+    beat(group, "s1", first.member_epoch, owned=kept, instance_id="a")
+    taken = beat(group, "s2", second.member_epoch, owned={}, instance_id="b").assignment
+    assert group.state_name == "Stable" and kept[T] | taken[T] == set(range(6))
+    return group, kept, taken
+
+
+def test_static_member_stepping_away_keeps_its_partitions_for_its_replacement():
+    group, kept, taken = settled_pair()
+    epoch = group.group_epoch
+    assert beat(group, "s1", group.members["s1"].member_epoch, instance_id="a").assignment is None
+    assert beat(group, "s1", -2, instance_id="a").member_epoch == -2  # steps away: no rebalance
+    assert group.group_epoch == epoch and group.state_name == "Stable"
+    assert beat(group, "s2", group.members["s2"].member_epoch, owned=taken, instance_id="b").assignment is None
+    back = beat(group, "s1-restarted", 0, owned={}, instance_id="a", now=1000)
+    assert back.assignment == kept and back.member_epoch == group.members["s2"].member_epoch
+    assert group.group_epoch == epoch and set(group.members) == {"s1-restarted", "s2"}
+
+
+def test_static_member_away_too_long_is_removed_and_a_live_one_cannot_be_replaced():
+    group, kept, taken = settled_pair()
+    with pytest.raises(KafkaError) as err:
+        beat(group, "intruder", 0, owned={}, instance_id="b")  # s2 has not left
+    assert err.value.code == ErrorCode.UNRELEASED_INSTANCE_ID
+    beat(group, "s1", -2, instance_id="a")
+    epoch = group.members["s2"].member_epoch
+    beat(group, "s2", epoch, owned=taken, instance_id="b", now=30000)
+    group.expire(now_ms=45000)  # s1's session ran out while it was away; s2's did not
+    assert set(group.members) == {"s2"}
+    grown = beat(group, "s2", epoch, owned=taken, instance_id="b", now=45000)
+    assert grown.assignment == {T: set(range(6))} and grown.member_epoch > epoch

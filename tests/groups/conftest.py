@@ -16,11 +16,13 @@ MEMBER_SCRIPT = Path(__file__).with_name("member.py")
 
 
 class Member:
-    def __init__(self, client: str, bootstrap: str, group: str, topic: str, session_ms: int = 6000):
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str, session_ms: int = 6000,
+                 instance_id: str | None = None):
         self.client = client
         self.assigned: list[int] = []
         self.process = subprocess.Popen(
-            [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, group, topic, str(session_ms)],
+            [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, group, topic, str(session_ms)]
+            + ([instance_id] if instance_id else []),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 

@@ -1,5 +1,6 @@
 """One consumer-group member in its own process, so a test can SIGKILL it: `python member.py CLIENT BOOTSTRAP GROUP
-TOPIC SESSION_MS`. CLIENT is confluent, confluent-848 (group.protocol=consumer), kafka-python or aiokafka.
+TOPIC SESSION_MS [INSTANCE_ID]`. CLIENT is confluent, confluent-848 (group.protocol=consumer), kafka-python or
+aiokafka; INSTANCE_ID makes a confluent member static (group.instance.id).
 
 Prints a JSON line {"assigned": [partitions]} whenever its assignment changes; SIGTERM makes it close cleanly
 (leaving the group).
@@ -13,6 +14,7 @@ import signal
 import sys
 
 client, bootstrap, group, topic, session_ms = sys.argv[1:6]
+instance_id = sys.argv[6] if len(sys.argv) > 6 else None
 session_ms = int(session_ms)
 stopping = False
 
@@ -38,6 +40,8 @@ def run_confluent(kip848: bool) -> None:
     from confluent_kafka import Consumer
     config = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
               "enable.auto.commit": False}
+    if instance_id:
+        config["group.instance.id"] = instance_id
     if kip848:
         config["group.protocol"] = "consumer"
     else:

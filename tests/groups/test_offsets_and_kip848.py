@@ -105,6 +105,28 @@ def test_kip848_group_splits_rebalances_and_recovers_from_a_killed_member(kip848
     print(f"KIP-848: SIGKILLed member's partitions moved in {took:.2f}s (session timeout 6000 ms)")
 
 
+
+def test_kip848_static_member_restart_gets_its_partitions_back_without_a_rebalance(kip848_broker, members):
+    """librdkafka closes a static member (group.instance.id) with epoch -2: its partitions wait for it instead of
+    moving to the other member, and the restarted process gets exactly them back."""
+    bootstrap = kip848_broker.bootstrap_servers
+    topic = f"kip848-static-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic)
+    group = f"{topic}-group"
+    first = members.start("confluent-848", bootstrap, group, topic, instance_id="first")
+    second = members.start("confluent-848", bootstrap, group, topic, instance_id="second")
+    members.wait_for_split(PARTITIONS, timeout=30)
+    first_partitions, second_partitions = list(first.assigned), list(second.assigned)
+    first.stop()
+    watched_until = time.monotonic() + 3  # well inside the 6 s session timeout
+    while time.monotonic() < watched_until:
+        assert second.assigned == second_partitions  # nothing moved to the member that stayed
+        time.sleep(0.1)
+    restarted = members.start("confluent-848", bootstrap, group, topic, instance_id="first")
+    took = members.wait_for_split(PARTITIONS, timeout=10)
+    assert restarted.assigned == first_partitions and second.assigned == second_partitions
+    print(f"\nKIP-848 static member restarted and got its {len(first_partitions)} partitions back in {took:.2f}s")
+
 def test_kip848_commits_use_member_epoch_and_resume(kip848_broker):
     bootstrap = kip848_broker.bootstrap_servers
     topic = f"kip848-commit-{uuid.uuid4().hex[:8]}"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from odradek.spark.kafka_io import LogLookup
+from odradek.spark.kafka_io import LogLookup, committed_reads
 from odradek.spark.options import Subscription
 from odradek.spark.source import SOURCE_NAME
 
@@ -37,7 +37,9 @@ def latest_per_key(records):
 
 
 def changelog_snapshot(spark, client_config: dict[str, str], topic: str, output: str | os.PathLike) -> dict:
-    """Write the snapshot to output (replacing an older one) and return the offsets it covers."""
+    """Write the snapshot to output (replacing an older one) and return the offsets it covers (committed records:
+    read_committed unless the settings say otherwise)."""
+    client_config = committed_reads(client_config)
     with LogLookup(client_config, LOOKUP_TIMEOUT_S) as lookup:
         topic_partitions = lookup.partitions_of(Subscription(topics=(topic,)))
         marks = lookup.watermarks(topic_partitions)

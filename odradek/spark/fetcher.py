@@ -6,8 +6,8 @@ connection: ApiVersions to agree on versions (Fetch 4-12, ListOffsets 2-7, Metad
 4.x serves them, and so does Odradek), Metadata to find the leader, ListOffsets for the data-loss checks, then one
 Fetch after another, the next already sent while the previous answer is decoded by odradek.records.arrow into one
 Arrow batch. What reaches Spark is what Kafka's consumer would deliver: control batches (transaction markers) never,
-aborted transactions not under read_committed (librdkafka's default, so kafka.isolation.level keeps the meaning it
-had when tasks read through confluent-kafka), offsets compacted away skipped. A moved leader or a dropped connection
+aborted transactions not under kafka.isolation.level=read_committed (the default is read_uncommitted, the Java
+consumer's and so Spark's own Kafka source's), offsets compacted away skipped. A moved leader or a dropped connection
 is retried until kafkaConsumer.pollTimeoutMs passes without progress.
 """
 
@@ -153,7 +153,7 @@ class PartitionReader:
         self.bootstrap = client_config["bootstrap.servers"]
         self.addresses = [_address(server) for server in self.bootstrap.split(",") if server.strip()]
         self.client_id = client_config.get("client.id", "odradek-spark-source")
-        committed = client_config.get("isolation.level", "read_committed").strip().lower() == "read_committed"
+        committed = client_config.get("isolation.level", "read_uncommitted").strip().lower() == "read_committed"
         self.isolation_level = READ_COMMITTED if committed else READ_UNCOMMITTED
         self.poll_timeout_s = poll_timeout_s
         self.connection: Connection | None = None

@@ -48,15 +48,25 @@ class OffsetRange:
 
 
 def consumer_config(client_config: dict[str, str]) -> dict:
-    """The user's kafka.* settings plus the ones the source owns: no group membership, no commits, exact offsets."""
+    """The user's kafka.* settings plus the ones the source owns: no group membership, no commits, exact offsets.
+    isolation.level defaults to read_uncommitted, as the Java consumer under Spark's Kafka source (librdkafka's own
+    default is read_committed), so "latest" is the high watermark unless the user asks for read_committed."""
     return {
         "log.connection.close": False,
+        "isolation.level": "read_uncommitted",
         **client_config,
         "group.id": f"odradek-spark-source-{uuid.uuid4().hex}",  # required by the client; never joined or committed
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "error",
     }
+
+
+def committed_reads(client_config: dict[str, str]) -> dict[str, str]:
+    """The settings with isolation.level=read_committed unless the user chose a level: the pipelines that copy or
+    restore state (warehouse load, changelog snapshot) must not take in records of aborted or still open
+    transactions, and stop at the last stable offset."""
+    return {"isolation.level": "read_committed", **client_config}
 
 
 def open_consumer(client_config: dict[str, str], **extra) -> Consumer:

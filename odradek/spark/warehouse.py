@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from odradek.spark.fetcher import RECORD_SCHEMA_WITH_HEADERS, read_range
-from odradek.spark.kafka_io import DataLossError, LogLookup, OffsetRange
+from odradek.spark.kafka_io import DataLossError, LogLookup, OffsetRange, committed_reads
 from odradek.spark.options import Subscription
 
 LOCK_FILE = "_commit.lock"  # Spark's Parquet reader ignores names starting with "_" or "."
@@ -113,7 +113,9 @@ def load_range(client_config: dict[str, str], output: str, offset_range: OffsetR
 
 def warehouse_load(spark, client_config: dict[str, str], topics: list[str], output: str | os.PathLike,
                    fail_on_data_loss: bool = True) -> list[LoadedRange]:
-    """Load everything new in the topics into the output directory; returns what each task did."""
+    """Load everything new in the topics into the output directory (committed records: read_committed unless the
+    settings say otherwise); returns what each task did."""
+    client_config = committed_reads(client_config)
     output = Path(output).resolve()
     ranges = plan_load(client_config, topics, output, fail_on_data_loss)
     if not ranges:

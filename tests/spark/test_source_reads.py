@@ -95,14 +95,15 @@ def test_transactions_committed_only_by_default_and_aborted_too_when_asked(spark
     everything = [(o, None, v, None) for o, _, v, _ in consumed(broker, topic_name, isolation="read_uncommitted")]
     assert len(everything) == 15
 
-    assert spark_rows(read(spark, broker, subscribe=topic_name)) == committed
-    uncommitted = read(spark, broker, subscribe=topic_name, **{"kafka.isolation.level": "read_uncommitted"})
-    assert spark_rows(uncommitted) == everything
+    assert spark_rows(read(spark, broker, subscribe=topic_name)) == everything  # Spark's default: read_uncommitted
+    committed_only = read(spark, broker, subscribe=topic_name, **{"kafka.isolation.level": "read_committed"})
+    assert spark_rows(committed_only) == committed
     from_marker = {"startingOffsets": json.dumps({topic_name: {"0": 5}}),
                    "endingOffsets": json.dumps({topic_name: {"0": 13}})}
-    assert [row[0] for row in spark_rows(read(spark, broker, subscribe=topic_name, **from_marker))] == [12]
     assert [row[0] for row in spark_rows(read(spark, broker, subscribe=topic_name, **from_marker, **{
-        "kafka.isolation.level": "read_uncommitted"}))] == [6, 7, 8, 9, 10, 12]
+        "kafka.isolation.level": "read_committed"}))] == [12]
+    assert [row[0] for row in spark_rows(read(spark, broker, subscribe=topic_name, **from_marker))] == [
+        6, 7, 8, 9, 10, 12]
 
 
 def test_compacted_topic_reads_the_survivors_from_any_offset(spark, broker, topic_name):

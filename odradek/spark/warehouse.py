@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from odradek.spark.fetcher import RECORD_SCHEMA_WITH_HEADERS, read_range
 from odradek.spark.kafka_io import DataLossError, LogLookup, OffsetRange, committed_reads
+from odradek.storage.segment import fsync_path
 from odradek.spark.options import Subscription
 
 LOCK_FILE = "_commit.lock"  # Spark's Parquet reader ignores names starting with "_" or "."
@@ -98,13 +99,13 @@ def load_range(client_config: dict[str, str], output: str, offset_range: OffsetR
                                     poll_timeout_s=LOOKUP_TIMEOUT_S):
                 writer.write_batch(batch.select(STORED_SCHEMA.names))
                 rows += batch.num_rows
-        _fsync(temporary)
+        fsync_path(temporary)
         with open(directory / LOCK_FILE, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             committed = committed_end(directory) == resumes_from
             if committed:
                 os.rename(temporary, final)
-                _fsync(directory)
+                fsync_path(directory)
     finally:
         temporary.unlink(missing_ok=True)
     return LoadedRange(offset_range.topic, offset_range.partition, offset_range.start, offset_range.end, rows,
@@ -123,11 +124,3 @@ def warehouse_load(spark, client_config: dict[str, str], topics: list[str], outp
     output_text = str(output)
     tasks = spark.sparkContext.parallelize(ranges, len(ranges))
     return tasks.map(lambda planned: load_range(client_config, output_text, *planned, fail_on_data_loss)).collect()
-
-
-def _fsync(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

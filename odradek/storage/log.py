@@ -23,7 +23,6 @@ import operator
 import os
 import shutil
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
     CLEANED_SUFFIX, DELETED_DIR_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX,
     TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, Segment,
-    fsync_directory, segment_file_name,
+    fsync_path, segment_file_name, set_aside,
 )
 
 _BASE_OFFSET_OF = operator.attrgetter("base_offset")
@@ -333,7 +332,7 @@ class Log:
                 if segment.fd >= 0:
                     segment.flush()
             if directory_dirty:
-                fsync_directory(self.directory)
+                fsync_path(self.directory)
             with self._lock:
                 if truncations == self._truncations and target > self._recovery_point:
                     self._recovery_point = target
@@ -419,10 +418,10 @@ class Log:
             if end >= len(segments) or any(old is not new for old, new in zip(segments[first:end], replaced)):
                 return False
             cleaned.rename_files(CLEANED_SUFFIX, SWAP_SUFFIX)
-            fsync_directory(self.directory)
+            fsync_path(self.directory)
             self._segments = segments[:first] + (cleaned,) + segments[end:]
             self._schedule_deletion(replaced, self._clock())
-            fsync_directory(self.directory)
+            fsync_path(self.directory)
             cleaned.rename_files(SWAP_SUFFIX, "")
             self._directory_dirty = True
             return True
@@ -483,10 +482,7 @@ class Log:
             for _, segment in self._pending_deletes:
                 segment.close()
             self._pending_deletes = []
-            doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}{DELETED_DIR_SUFFIX}")
-            os.rename(self.directory, doomed)
-            fsync_directory(self.directory.parent)
-            shutil.rmtree(doomed, ignore_errors=True)
+            shutil.rmtree(set_aside(self.directory, DELETED_DIR_SUFFIX), ignore_errors=True)
 
     def __repr__(self) -> str:
         return (f"Log({self.directory.name}, start={self._log_start_offset}, end={self._log_end_offset}, "

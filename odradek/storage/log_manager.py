@@ -19,7 +19,6 @@ import logging
 import os
 import shutil
 import threading
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from odradek.config import LogConfig
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.clock import now_ms
 from odradek.storage.log import Log
-from odradek.storage.segment import DELETED_DIR_SUFFIX, STRAY_DIR_SUFFIX, fsync_directory
+from odradek.storage.segment import DELETED_DIR_SUFFIX, STRAY_DIR_SUFFIX, fsync_path, set_aside
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -68,9 +67,7 @@ class LogManager:
             if partition is None or not path.is_dir():
                 continue
             if not is_known(partition):
-                stray = path.with_name(f"{path.name}.{uuid.uuid4().hex}{STRAY_DIR_SUFFIX}")
-                os.rename(path, stray)
-                fsync_directory(self.log_dir)
+                stray = set_aside(path, STRAY_DIR_SUFFIX)
                 log.warning("%s belongs to no known topic; set aside as %s", path.name, stray.name)
                 continue
             self._logs[partition] = Log.open(path, self.default_config,
@@ -130,4 +127,4 @@ class LogManager:
         marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         with open(marker, "w") as file:
             os.fsync(file.fileno())
-        fsync_directory(self.log_dir)
+        fsync_path(self.log_dir)

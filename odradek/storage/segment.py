@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import struct
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,13 +48,22 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-def fsync_directory(directory: Path) -> None:
-    """Make file creations, renames and removals in `directory` durable."""
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """fsync a file, or a directory to make the creations, renames and removals in it durable."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def set_aside(directory: Path, suffix: str) -> Path:
+    """Rename a partition directory to `<name>.<32 hex digits><suffix>` (durably) so that nothing opens it as a
+    partition again; returns the new path."""
+    aside = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{suffix}")
+    os.rename(directory, aside)
+    fsync_path(directory.parent)
+    return aside
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -65,7 +75,7 @@ def write_atomically(path: Path, data: bytes) -> None:
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
-    fsync_directory(path.parent)
+    fsync_path(path.parent)
 
 
 def _write_all(fd: int, data, position: int) -> None:

@@ -396,3 +396,8 @@ def decode_control_record(record: Record) -> tuple[int, int]:
     if record.value is not None and len(record.value) >= _CONTROL_VALUE.size:
         _, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
     return control_type, coordinator_epoch
+
+
+def is_abort_marker(records: Sequence[Record]) -> bool:
+    """Whether a control batch's records are an ABORT marker (an empty control batch, left by compaction, is not)."""
+    return bool(records) and decode_control_record(records[0])[0] == CONTROL_ABORT

@@ -24,7 +24,7 @@ import pyarrow as pa
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, api, decode_response, encode_request
 from odradek.records.arrow import HEADERS_TYPE, RecordColumns, batches_to_columns
-from odradek.records.batch import CONTROL_ABORT, decode_batch, decode_control_record, whole_batches
+from odradek.records.batch import decode_batch, is_abort_marker, whole_batches
 from odradek.spark.kafka_io import BrokerUnavailableError, DataLossError, OffsetRange, TopicNotFoundError
 
 RECORD_FIELDS = [
@@ -249,7 +249,7 @@ class PartitionReader:
             if self.isolation_level == READ_COMMITTED and header.producer_id >= 0:
                 while aborted and aborted[0].first_offset <= header.last_offset:
                     aborting.add(aborted.pop(0).producer_id)
-                if header.is_control and _is_abort_marker(batch):
+                if header.is_control and is_abort_marker(decode_batch(batch)[1]):
                     aborting.discard(header.producer_id)
                 elif header.is_transactional and header.producer_id in aborting:
                     continue
@@ -377,11 +377,6 @@ def _address(server: str) -> tuple[str, int]:
     """host:port from one bootstrap.servers entry (a PLAINTEXT:// prefix allowed, IPv6 hosts in brackets)."""
     host, _, port = server.strip().rpartition("://")[2].rpartition(":")
     return host.strip("[]"), int(port)
-
-
-def _is_abort_marker(batch) -> bool:
-    records = decode_batch(batch)[1]
-    return bool(records) and decode_control_record(records[0])[0] == CONTROL_ABORT
 
 
 def _error_name(code: int) -> str:

@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from odradek.records.batch import (
-    CONTROL_ABORT, BatchHeader, Record, decode_batch, decode_control_record, encode_batch, parse_header,
+    BatchHeader, decode_batch, encode_batch, is_abort_marker, parse_header,
 )
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.storage.cleaned_transactions import CleanedTransactions
@@ -348,12 +348,6 @@ class Cleaner:
         cleaned.append(data, headers)
         stats.bytes_written += len(data)
         self._throttler.throttle(len(data))
-
-
-def is_abort_marker(records: Sequence[Record]) -> bool:
-    """Whether a control batch's records are an ABORT marker (an empty one, which this cleaner never writes, is
-    not)."""
-    return bool(records) and decode_control_record(records[0])[0] == CONTROL_ABORT
 
 
 @dataclasses.dataclass

@@ -33,16 +33,15 @@ def handlers(broker) -> dict:
         requested = sum(len(wanted.assignments) if wanted.assignments
                         else default_count if wanted.num_partitions == -1 else max(wanted.num_partitions, 0)
                         for wanted in request.topics)
+        too_many = requested > MAX_PARTITIONS_PER_REQUEST
         results = []
         for wanted in request.topics:
             result = CreateTopicsResponse.CreatableTopicResult(
                 name=wanted.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
                 num_partitions=-1, replication_factor=-1, configs=[])
-            if requested > MAX_PARTITIONS_PER_REQUEST:
-                result.error_code, result.error_message = ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS
-                results.append(result)
-                continue
             try:
+                if too_many:
+                    raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
                 count, factor = wanted.num_partitions, wanted.replication_factor
                 if wanted.assignments:
                     count, factor = manual_assignment_shape(wanted)
@@ -104,22 +103,21 @@ def handlers(broker) -> dict:
 
     def answer_create_partitions(connection, header, request):
         topics = broker.metadata.topics
-        added = sum(max(wanted.count - len(topics[wanted.name].partitions), 0)
-                    for wanted in request.topics if wanted.name in topics)
+        growth = {wanted.name: wanted.count - (len(topics[wanted.name].partitions) if wanted.name in topics else 0)
+                  for wanted in request.topics}  # for a topic we do not know, add_partitions says so
+        too_many = sum(max(growth[wanted.name], 0) for wanted in request.topics
+                       if wanted.name in topics) > MAX_PARTITIONS_PER_REQUEST
         results = []
         for wanted in request.topics:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
-            if added > MAX_PARTITIONS_PER_REQUEST:
-                result.error_code, result.error_message = ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS
-                results.append(result)
-                continue
             try:
+                if too_many:
+                    raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
                 if wanted.assignments:
-                    current = len(topics[wanted.name].partitions) if wanted.name in topics else 0
-                    if len(wanted.assignments) != wanted.count - current:
+                    if len(wanted.assignments) != growth[wanted.name]:
                         raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                         f"Attempted to add {wanted.count - current} additional partition(s), but "
+                                         f"Attempted to add {growth[wanted.name]} additional partition(s), but "
                                          f"only {len(wanted.assignments)} assignment(s) were specified.")
                     broker.metadata.check_manual_assignment([list(a.broker_ids) for a in wanted.assignments])
                 broker.add_partitions(wanted.name, wanted.count, validate_only=request.validate_only)

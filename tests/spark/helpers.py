@@ -19,6 +19,23 @@ def produce(broker, topic: str, records: list[dict]) -> None:
     assert producer.flush(30) == 0
 
 
+def produce_transactions(broker, topic: str, transactions: list[tuple[str, str | None]], records: int) -> Producer:
+    """One transactional producer writes `records` values "<label>-<i>" to partition 0 per (label, ending) in
+    `transactions`, ending each with "commit", "abort" or None (left open: the caller may end it later)."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": topic})
+    producer.init_transactions(30)
+    for label, ending in transactions:
+        producer.begin_transaction()
+        for i in range(records):
+            producer.produce(topic, f"{label}-{i}".encode(), partition=0)
+        assert producer.flush(30) == 0  # an abort would otherwise drop the records before they reach the log
+        if ending == "commit":
+            producer.commit_transaction(30)
+        elif ending == "abort":
+            producer.abort_transaction(30)
+    return producer
+
+
 def read(spark, broker, **options):
     reader = spark.read.format("odradek").option("kafka.bootstrap.servers", broker.bootstrap_servers)
     for key, value in options.items():

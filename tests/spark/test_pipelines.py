@@ -14,7 +14,7 @@ from odradek.spark.generators import MINUTE_MS, produce_orders, produce_page_vie
 from odradek.spark.pipelines import add_pipeline_commands
 from odradek.spark.warehouse import partition_dir, warehouse_load
 
-from .helpers import read
+from .helpers import produce_transactions, read
 
 
 def offsets_by_partition(spark, output) -> dict[int, list[int]]:
@@ -59,21 +59,10 @@ def test_warehouse_load_resumes_after_a_crash_without_duplicates_or_gaps(spark, 
 def test_warehouse_load_takes_committed_transactions_only(spark, broker, topic_name, tmp_path):
     """The warehouse never holds records of an aborted transaction, nor of one still open at load time (the load
     stops at the last stable offset and the next run picks the rest up once it commits)."""
-    from confluent_kafka import Producer
-
     config = {"bootstrap.servers": broker.bootstrap_servers}
     output = tmp_path / "warehouse"
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": topic_name})
-    producer.init_transactions(30)
-    for outcome in ("commit", "abort", "open"):
-        producer.begin_transaction()
-        for i in range(3):
-            producer.produce(topic_name, f"{outcome}-{i}".encode(), partition=0)
-        assert producer.flush(30) == 0
-        if outcome == "commit":
-            producer.commit_transaction(30)
-        elif outcome == "abort":
-            producer.abort_transaction(30)
+    producer = produce_transactions(broker, topic_name, [("commit", "commit"), ("abort", "abort"), ("open", None)],
+                                    records=3)
 
     def loaded() -> list[str]:
         rows = spark.read.parquet(str(output)).selectExpr("CAST(value AS STRING) AS v").collect()
@@ -84,6 +73,7 @@ def test_warehouse_load_takes_committed_transactions_only(spark, broker, topic_n
     producer.commit_transaction(30)
     warehouse_load(spark, config, [topic_name], output)
     assert loaded() == ["commit-0", "commit-1", "commit-2", "open-0", "open-1", "open-2"]
+
 
 def test_activity_stream_counts_views_per_page_per_minute(spark, broker, topic_name, tmp_path):
     start_ms = (int(time.time() * 1000) // MINUTE_MS - 120) * MINUTE_MS

@@ -21,7 +21,7 @@ from odradek.spark import fetcher
 from odradek.spark.fetcher import read_range
 from odradek.spark.kafka_io import BrokerUnavailableError, OffsetRange, TopicNotFoundError
 
-from .helpers import create_topic, read
+from .helpers import create_topic, produce_transactions, read
 
 CLEANER_SETTINGS = {"log.cleaner.backoff.ms": 100, "log.cleaner.min.cleanable.ratio": 0.01,
                     "group.initial.rebalance.delay.ms": 0}
@@ -79,17 +79,12 @@ def test_batches_a_real_client_compressed(spark, broker, topic_name, codec):
     assert spark_rows(read(spark, broker, subscribe=topic_name, includeHeaders="true")) == expected
 
 
-def test_transactions_committed_only_by_default_and_aborted_too_when_asked(spark, broker, topic_name):
-    """Markers at offsets 5, 11 and 17 never reach the reader; the aborted records 6-10 only under read_uncommitted."""
+def test_transactions_all_records_by_default_and_committed_only_when_asked(spark, broker, topic_name):
+    """Markers at offsets 5, 11 and 17 never reach the reader; the aborted records 6-10 only under read_uncommitted,
+    Spark's default."""
     create_topic(broker, topic_name, 1)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": topic_name})
-    producer.init_transactions(30)
-    for outcome in ("commit", "abort", "commit-again"):
-        producer.begin_transaction()
-        for i in range(5):
-            producer.produce(topic_name, f"{outcome}-{i}".encode(), partition=0)
-        assert producer.flush(30) == 0  # an abort would otherwise drop the records before they reach the log
-        producer.abort_transaction(30) if outcome == "abort" else producer.commit_transaction(30)
+    produce_transactions(broker, topic_name, [("commit", "commit"), ("abort", "abort"), ("commit-again", "commit")],
+                         records=5)
     committed = [(o, None, v, None) for o, _, v, _ in consumed(broker, topic_name)]
     assert [row[0] for row in committed] == [0, 1, 2, 3, 4, 12, 13, 14, 15, 16]
     everything = [(o, None, v, None) for o, _, v, _ in consumed(broker, topic_name, isolation="read_uncommitted")]

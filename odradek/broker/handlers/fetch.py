@@ -4,9 +4,14 @@ arrives (a long poll woken by appends, never a sleep loop).
 The log answers a read with a FileRegion; it goes into the response as it is and the network shell sends it with
 sendfile, so record bytes never pass through Python. Reads stop at the high watermark (read_uncommitted) or the last
 stable offset (read_committed); read_committed answers also list the aborted transactions that overlap the range up
-to the last stable offset (from the segments' `.txnindex`), which the consumer uses to drop aborted records. Limits follow KIP-74: max_bytes for the whole answer and partition_max_bytes for each
-partition, but the first partition with data always gets at least one whole batch so a consumer is never stuck
-behind a batch larger than its limits.
+to the last stable offset (from the segments' `.txnindex`), which the consumer uses to drop aborted records.
+
+Limits follow KIP-74 and Kafka's ReplicaManager.readFromLog: max_bytes for the whole answer and partition_max_bytes
+for each partition. Only the first partition that has data may go over them, by one whole batch, so a consumer is
+never stuck behind a batch larger than its limits; every later partition stops at the last whole batch that fits
+(or answers no records), so an answer never exceeds max_bytes by more than that one batch. librdkafka drops the
+connection ("Invalid response size") when an answer exceeds receive.message.max.bytes, which it sets just above
+fetch.max.bytes. (Kafka's v0-2 answers cut even that first batch short; we send it whole.)
 """
 
 from __future__ import annotations
@@ -83,8 +88,9 @@ def handlers(broker) -> dict:
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
-                    region = log.read(target.fetch_offset, min(target.max_bytes, max(remaining, 1)),
-                                      max_offset=bound)
+                    # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
+                    region = log.read(target.fetch_offset, min(target.max_bytes, remaining), max_offset=bound,
+                                      min_one_batch=total == 0)
                     if region is not None:
                         records = region
                         total += region.length

@@ -84,11 +84,15 @@ _ADVERTISED = [
     (m.TxnOffsetCommitRequest, m.TxnOffsetCommitResponse, 0, 5),
     (m.DescribeConfigsRequest, m.DescribeConfigsResponse, 0, 4),
     (m.AlterConfigsRequest, m.AlterConfigsResponse, 0, 2),
+    (m.AlterReplicaLogDirsRequest, m.AlterReplicaLogDirsResponse, 0, 2),
     (m.DescribeLogDirsRequest, m.DescribeLogDirsResponse, 0, 4),
     (m.SaslAuthenticateRequest, m.SaslAuthenticateResponse, 0, 2),
     (m.CreatePartitionsRequest, m.CreatePartitionsResponse, 0, 3),
     (m.DeleteGroupsRequest, m.DeleteGroupsResponse, 0, 2),
+    (m.ElectLeadersRequest, m.ElectLeadersResponse, 0, 2),
     (m.IncrementalAlterConfigsRequest, m.IncrementalAlterConfigsResponse, 0, 1),
+    (m.AlterPartitionReassignmentsRequest, m.AlterPartitionReassignmentsResponse, 0, 0),
+    (m.ListPartitionReassignmentsRequest, m.ListPartitionReassignmentsResponse, 0, 0),
     (m.OffsetDeleteRequest, m.OffsetDeleteResponse, 0, 0),
     (m.DescribeClusterRequest, m.DescribeClusterResponse, 0, 2),
     (m.DescribeProducersRequest, m.DescribeProducersResponse, 0, 0),
@@ -96,6 +100,8 @@ _ADVERTISED = [
     (m.ListTransactionsRequest, m.ListTransactionsResponse, 0, 1),
     (m.ConsumerGroupHeartbeatRequest, m.ConsumerGroupHeartbeatResponse, 0, 1),
     (m.ConsumerGroupDescribeRequest, m.ConsumerGroupDescribeResponse, 0, 1),
+    (m.ListConfigResourcesRequest, m.ListConfigResourcesResponse, 0, 0),
+    (m.DescribeTopicPartitionsRequest, m.DescribeTopicPartitionsResponse, 0, 0),
 ]
 
 API_BY_KEY: dict[int, Api] = {a.key: a for a in (Api(*row) for row in _ADVERTISED)}

@@ -11,7 +11,9 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka import errors as Errors
 
+from odradek.protocol import api
 from odradek.protocol.acl import ResourceType, authorized_operations
+from tests.broker.raw_client import RawClient
 
 TOPIC_OPERATIONS = {AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE,
                     AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
@@ -20,6 +22,7 @@ CLUSTER_OPERATIONS = {AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOpera
                       AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
                       AclOperation.DESCRIBE}
 NODE_ID = 1
+MetadataRequest = api("Metadata").request
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +114,18 @@ def test_alter_replica_log_dirs_and_list_config_resources(kafka_python_admin, br
     assert codes[topic, 1] is Errors.LogDirNotFoundError
     assert codes[topic, 8] is Errors.ReplicaNotAvailableError
     assert kafka_python_admin.list_config_resources() == {}  # no client metrics subscriptions
+
+
+def test_metadata_v8_to_10_reports_cluster_and_topic_operations_when_asked(broker, topic):
+    client = RawClient(broker.port)
+    try:
+        for version in (8, 9, 10):
+            asked = client.call("Metadata", version, topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                include_cluster_authorized_operations=True, include_topic_authorized_operations=True)
+            assert asked.cluster_authorized_operations == authorized_operations(ResourceType.CLUSTER, True)
+            assert asked.topics[0].topic_authorized_operations == authorized_operations(ResourceType.TOPIC, True)
+            not_asked = client.call("Metadata", version, topics=[MetadataRequest.MetadataRequestTopic(name=topic)])
+            assert not_asked.cluster_authorized_operations == not_asked.topics[0].topic_authorized_operations \
+                == -2**31
+    finally:
+        client.close()

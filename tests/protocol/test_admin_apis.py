@@ -4,8 +4,10 @@ ListConfigResources) answered the way a single Kafka broker answers them."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from confluent_kafka import ElectionType, KafkaError, TopicCollection, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, ElectionType, KafkaError, TopicCollection, TopicPartition
 from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTopicPartition
@@ -21,6 +23,7 @@ TOPIC_OPERATIONS = {AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, 
 CLUSTER_OPERATIONS = {AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
                       AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
                       AclOperation.DESCRIBE}
+GROUP_OPERATIONS = {AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE}
 NODE_ID = 1
 MetadataRequest = api("Metadata").request
 
@@ -129,3 +132,23 @@ def test_metadata_v8_to_10_reports_cluster_and_topic_operations_when_asked(broke
                 == -2**31
     finally:
         client.close()
+
+
+def test_describe_consumer_groups_reports_group_operations(broker, admin, topic):
+    """librdkafka asks ConsumerGroupDescribe first and DescribeGroups for groups that are not KIP-848 ones."""
+    group = f"g-{topic}"
+    consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "group.id": group,
+                         "group.protocol": "consumer"})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 20
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        described = admin.describe_consumer_groups([group, f"missing-{topic}"], include_authorized_operations=True)
+        live, missing = (described[name].result(timeout=10) for name in (group, f"missing-{topic}"))
+    finally:
+        consumer.close()
+    assert live.state == ConsumerGroupState.STABLE
+    assert set(live.authorized_operations) == GROUP_OPERATIONS
+    assert missing.state == ConsumerGroupState.DEAD
+    assert set(missing.authorized_operations) == GROUP_OPERATIONS

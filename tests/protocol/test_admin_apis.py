@@ -88,9 +88,10 @@ def test_describe_topic_partitions_pages_with_a_cursor(kafka_python_admin, admin
     for future in admin.create_topics([NewTopic(name, 3, 1) for name in names]).values():
         future.result(timeout=10)
     missing = f"{topic_name}-z"
+    invalid = f"{topic_name}-z/"
     pages, cursor = [], None
     while True:
-        page = kafka_python_admin.describe_topic_partitions(names + [missing], response_partition_limit=2,
+        page = kafka_python_admin.describe_topic_partitions(names + [missing, invalid], response_partition_limit=2,
                                                             cursor=cursor)
         pages.append([(t["name"], [p["partition_index"] for p in t["partitions"]], t["error_code"])
                       for t in page["topics"]])
@@ -98,7 +99,7 @@ def test_describe_topic_partitions_pages_with_a_cursor(kafka_python_admin, admin
         if cursor is None:
             break
     assert pages == [[(names[0], [0, 1], 0)], [(names[0], [2], 0), (names[1], [0], 0)],
-                     [(names[1], [1, 2], 0)], [(missing, [], 3)]]
+                     [(names[1], [1, 2], 0)], [(missing, [], 3), (invalid, [], 17)]]
     first = kafka_python_admin.describe_topic_partitions([names[0]])["topics"][0]
     assert first["partitions"][0]["leader_id"] == NODE_ID
     assert first["partitions"][0]["isr_nodes"] == [NODE_ID]

@@ -12,6 +12,7 @@ DescribeTopicPartitionsRequestHandler does.
 
 from __future__ import annotations
 
+from odradek.cluster.metadata import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import ResourceType, authorized_operations
@@ -61,10 +62,13 @@ def handlers(broker) -> dict:
                 break
             topic = catalogue.topics.get(name)
             if topic is None:
-                if not all_topics:
-                    topics.append(DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic(
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID,
-                        partitions=[]))
+                try:
+                    validate_topic_name(name)
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                except KafkaError as exc:
+                    code = exc.code
+                topics.append(DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic(
+                    error_code=code, name=name, topic_id=ZERO_UUID, partitions=[]))
                 continue
             start = cursor.partition_index if name == cursor_topic and cursor is not None else 0
             end = min(len(topic.partitions), start + remaining)

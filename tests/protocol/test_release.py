@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.admin import NewTopic
+from kafka import TopicPartition
+from kafka.admin import NewTopic, OffsetSpec
 from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
 
 from odradek.protocol import API_BY_KEY
@@ -81,5 +82,7 @@ def test_kafka_python_pinned_to_4_0(broker, topic_name):
         assert "not found" in described[f"missing-{topic_name}"]["error"]
         assert admin.list_group_offsets({group: None})
         assert admin.describe_cluster()["cluster_id"]
+        latest = admin.list_partition_offsets({TopicPartition(topic_name, 0): OffsetSpec.LATEST})
+        assert latest[TopicPartition(topic_name, 0)].offset == 1
     finally:
         admin.close()

@@ -247,7 +247,7 @@ def handlers(broker) -> dict:
     def answer_describe_groups(connection, header, request):
         Response = DESCRIBE_GROUPS.response
         version = header.api_version
-        operations = authorized_operations(ResourceType.GROUP, version >= 3 and request.include_authorized_operations)
+        operations = authorized_operations(ResourceType.GROUP, request.include_authorized_operations)
         described = []
         for group_id in request.groups:
             answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",

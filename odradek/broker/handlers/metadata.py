@@ -39,10 +39,9 @@ def handlers(broker) -> dict:
     def answer_metadata(connection, header, request):
         version = header.api_version
         catalogue = broker.metadata
-        topic_operations = authorized_operations(ResourceType.TOPIC,
-                                                 version >= 8 and request.include_topic_authorized_operations)
-        cluster_operations = authorized_operations(ResourceType.CLUSTER,
-                                                   8 <= version <= 10 and request.include_cluster_authorized_operations)
+        # the flags read False at versions without them (v0-7; the cluster one also from v11)
+        topic_operations = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
+        cluster_operations = authorized_operations(ResourceType.CLUSTER, request.include_cluster_authorized_operations)
         if request.topics is None or (version == 0 and not request.topics):
             topics = [topic_entry(name, topic, topic_operations) for name, topic in catalogue.topics.items()]
         else:

@@ -89,7 +89,6 @@ def handlers(broker) -> dict:
 
     # ------------------------------------------------------------------------------------------ ElectLeaders
     def answer_elect_leaders(connection, header, request):
-        election_type = request.election_type if header.api_version >= 1 else 0
         elect_all = request.topic_partitions is None
         wanted = ({name: range(len(topic.partitions)) for name, topic in broker.metadata.topics.items()}
                   if elect_all else {})
@@ -98,9 +97,9 @@ def handlers(broker) -> dict:
         results = []
         for topic, indexes in wanted.items():
             outcomes = []
-            for index in indexes:
+            for index in dict.fromkeys(indexes):  # each partition once, as Kafka's set of them
                 try:
-                    partition_of(topic, index).elect_leader(election_type)
+                    partition_of(topic, index).elect_leader(request.election_type)  # v0: preferred
                     code, message = ErrorCode.NONE, None
                 except KafkaError as exc:
                     code, message = exc.code, exc.message
@@ -135,7 +134,7 @@ def handlers(broker) -> dict:
 
     def answer_list_partition_reassignments(connection, header, request):
         if request.topics is None:
-            wanted = ((key, partition) for key, partition in broker.partitions.items())
+            wanted = broker.partitions.items()
         else:
             wanted = (((entry.name, index), broker.partitions.get((entry.name, index)))
                       for entry in request.topics for index in entry.partition_indexes)

@@ -82,3 +82,35 @@ def test_only_the_first_partition_with_data_goes_over_max_bytes(broker, topic_na
         assert sizes[0] > VALUE_SIZE and sizes[1:] == [0] * (PARTITIONS - 1)
     finally:
         client.close()
+
+
+def test_a_fetch_session_reads_the_partitions_that_got_nothing_first(broker, topic_name):
+    """Kafka moves the partitions that returned records to the end of a session, so under tight limits every
+    partition gets its turn instead of the first one draining its whole backlog first."""
+    _produce_big_batches(broker.port, topic_name)
+    client = RawClient(broker.port)
+    try:
+        topic_id = client.call("Metadata", 12, topics=[
+            MetadataRequest.MetadataRequestTopic(name=topic_name)]).topics[0].topic_id
+        offsets = [0] * PARTITIONS
+        served = []
+
+        def fetch(partitions, session_id, epoch):
+            answer = client.call("Fetch", 16, max_wait_ms=0, min_bytes=1, max_bytes=1000, session_id=session_id,
+                                 session_epoch=epoch, topics=[FetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+                                     FetchRequest.FetchPartition(partition=p, fetch_offset=offsets[p],
+                                                                 partition_max_bytes=10_000_000)
+                                     for p in partitions])])
+            for topic in answer.responses:
+                for p in topic.partitions:
+                    if p.records:
+                        served.append(p.partition_index)
+                        offsets[p.partition_index] += 1  # one record per batch
+            return answer.session_id
+
+        session_id = fetch(range(PARTITIONS), 0, 0)
+        for epoch in range(1, PARTITIONS):
+            fetch([served[-1]], session_id, epoch)  # an incremental fetch names only what changed
+        assert served == list(range(PARTITIONS))
+    finally:
+        client.close()

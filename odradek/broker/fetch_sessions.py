@@ -51,7 +51,13 @@ class FetchTarget:
 class FetchSession:
     session_id: int
     epoch: int
-    targets: "OrderedDict[PartitionKey, FetchTarget]"
+    targets: "OrderedDict[PartitionKey, FetchTarget]"  # in the order the next fetch reads them
+
+    def served_last(self, target: FetchTarget) -> None:
+        """`target` just returned records: read it after the others next time (fetch limits favour the first)."""
+        key = (target.topic, target.partition)
+        if key in self.targets:
+            self.targets.move_to_end(key)
 
 
 class FetchSessionCache:

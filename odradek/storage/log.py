@@ -252,9 +252,11 @@ class Log:
                 if header.last_offset >= start:
                     yield header, batch
 
-    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> FileRegion | None:
-        """Whole batches from the one holding `offset`: at least one, more while they fit in `max_bytes`, none whose
-        base offset is >= `max_offset`. None at the log end. OFFSET_OUT_OF_RANGE outside the log."""
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FileRegion | None:
+        """Whole batches from the one holding `offset`: at least one (with `min_one_batch` False, none when it is
+        larger than `max_bytes`), more while they fit in `max_bytes`, none whose base offset is >= `max_offset`.
+        None at the log end. OFFSET_OUT_OF_RANGE outside the log."""
         segments = self._segments
         log_end = self._log_end_offset
         if offset < self._log_start_offset or offset > log_end:
@@ -264,9 +266,9 @@ class Log:
             return None
         first = max(0, bisect.bisect_right(segments, offset, key=_BASE_OFFSET_OF) - 1)
         for segment in segments[first:]:
-            region = segment.read(offset, max_bytes, max_offset)
+            region = segment.read(offset, max_bytes, max_offset, min_one_batch)
             if region is not None:
-                return region
+                return region if region.length else None
         return None
 
     def aborted_transactions(self, start_offset: int, end_offset: int) -> list[AbortedTransaction]:

@@ -232,10 +232,12 @@ class Segment:
                 return position, header
         return None
 
-    def read(self, offset: int, max_bytes: int, max_offset: int | None) -> FileRegion | None:
+    def read(self, offset: int, max_bytes: int, max_offset: int | None,
+             min_one_batch: bool = True) -> FileRegion | None:
         """Whole batches from the one holding `offset`, at least one, then more while they fit in `max_bytes`;
-        none whose base offset is >= `max_offset`. The offset index skips to the last indexed batch that fits, so
-        only the headers after it (under index.interval.bytes of them) are read one by one."""
+        none whose base offset is >= `max_offset`. With `min_one_batch` False a first batch larger than `max_bytes`
+        gives an empty region (the data is here, it just does not fit). The offset index skips to the last indexed
+        batch that fits, so only the headers after it (under index.interval.bytes of them) are read one by one."""
         end_of_data = self.size
         found = self.find_batch(offset, end_of_data)
         if found is None:
@@ -243,6 +245,8 @@ class Segment:
         start, header = found
         if max_offset is not None and header.base_offset >= max_offset:
             return None
+        if not min_one_batch and header.size > max_bytes:
+            return FileRegion(self.fd, start, 0)
         end = max(start + header.size,
                   self.offset_index.floor_position(min(start + max_bytes, end_of_data), max_offset))
         while end + LOG_OVERHEAD <= end_of_data:

@@ -1,4 +1,6 @@
 """CreateTopics, DeleteTopics, CreatePartitions: changes to the topic catalogue, answered per topic.
+ListConfigResources (Kafka 4.0's ListClientMetricsResources, v0): the client metrics subscriptions, of which we
+have none (KIP-714 telemetry is not collected), so the list is empty.
 
 Each topic succeeds or fails on its own with Kafka's code and message (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
 INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); validate_only checks without changing.
@@ -19,6 +21,7 @@ from odradek.protocol.schema import ZERO_UUID
 CREATE_TOPICS = api("CreateTopics")
 DELETE_TOPICS = api("DeleteTopics")
 CREATE_PARTITIONS = api("CreatePartitions")
+LIST_CONFIG_RESOURCES = api("ListConfigResources")
 CreateTopicsResponse = CREATE_TOPICS.response
 DeleteTopicsResponse = DELETE_TOPICS.response
 CreatePartitionsResponse = CREATE_PARTITIONS.response
@@ -126,5 +129,8 @@ def handlers(broker) -> dict:
             results.append(result)
         return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
+    def answer_list_config_resources(connection, header, request):
+        return LIST_CONFIG_RESOURCES.response(throttle_time_ms=0, error_code=ErrorCode.NONE, config_resources=[])
+
     return {CREATE_TOPICS.key: answer_create_topics, DELETE_TOPICS.key: answer_delete_topics,
-            CREATE_PARTITIONS.key: answer_create_partitions}
+            CREATE_PARTITIONS.key: answer_create_partitions, LIST_CONFIG_RESOURCES.key: answer_list_config_resources}

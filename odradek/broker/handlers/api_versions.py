@@ -1,5 +1,18 @@
 """ApiVersions: the table of APIs and version ranges we serve.
 
+The table is one Kafka release, 4.0: every API's maximum is exactly Apache Kafka 4.0's. Clients infer the broker's
+release from the table (kafka-python matches it against its per-release tables; a ListOffsets v11 would say 4.2,
+and a client pinned to 4.0 then sends DescribeGroups v6), so a mixed table makes them send versions we do not serve.
+4.0 rather than 4.1 because we can serve every 4.0 version honestly: 4.1 adds Produce v13 and OffsetCommit/
+OffsetFetch v10 (topics by id) and InitProducerId v6 (two-phase commit), which need work elsewhere first.
+The 4.0 versions new to us are answered as Kafka 4.0 does: Produce v12 is v11 (its implicit partition add needs the
+transaction.version 2 feature, which we do not advertise), Fetch v17 adds a follower's directory id, ListOffsets
+v10 a timeout for remote storage (we have none), DescribeGroups v6 GROUP_ID_NOT_FOUND with a message (KIP-1043),
+DescribeCluster v2 fenced brokers (never, with one broker). Of the APIs 4.0 adds or a 4.0 admin client calls, we
+serve those one broker can answer honestly (odradek/broker/handlers/partition_admin.py, AlterReplicaLogDirs, key 74
+as 4.0's ListClientMetricsResources v0, which 4.1 renames ListConfigResources); ACLs, quotas, SCRAM, features,
+delegation tokens, KRaft quorum and share groups are not advertised yet.
+
 Ranges start at 0 (old librdkafka turns compression off unless Produce starts at 0; aiokafka fails when a minimum is
 above its own maximum). The answer carries no tagged fields, because Debian's kcat (librdkafka 2.0.2) mis-skips them.
 A request at a version we do not know still gets an answer, at v0 with UNSUPPORTED_VERSION and our table (KIP-511),

@@ -4,9 +4,16 @@ arrives (a long poll woken by appends, never a sleep loop).
 The log answers a read with a FileRegion; it goes into the response as it is and the network shell sends it with
 sendfile, so record bytes never pass through Python. Reads stop at the high watermark (read_uncommitted) or the last
 stable offset (read_committed); read_committed answers also list the aborted transactions that overlap the range up
-to the last stable offset (from the segments' `.txnindex`), which the consumer uses to drop aborted records. Limits follow KIP-74: max_bytes for the whole answer and partition_max_bytes for each
-partition, but the first partition with data always gets at least one whole batch so a consumer is never stuck
-behind a batch larger than its limits.
+to the last stable offset (from the segments' `.txnindex`), which the consumer uses to drop aborted records.
+
+Limits follow KIP-74 and Kafka's ReplicaManager.readFromLog: max_bytes for the whole answer and partition_max_bytes
+for each partition. Only the first partition that has data may go over them, by one whole batch, so a consumer is
+never stuck behind a batch larger than its limits; every later partition stops at the last whole batch that fits
+(or answers no records), so an answer never exceeds max_bytes by more than that one batch. In a fetch session the
+partitions that returned records move to the end of the session's order, as in Kafka's IncrementalFetchContext, so
+a partition with a long backlog cannot keep the limits to itself. librdkafka drops the
+connection ("Invalid response size") when an answer exceeds receive.message.max.bytes, which it sets just above
+fetch.max.bytes. (Kafka's v0-2 answers cut even that first batch short; we send it whole.)
 """
 
 from __future__ import annotations
@@ -83,8 +90,9 @@ def handlers(broker) -> dict:
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
-                    region = log.read(target.fetch_offset, min(target.max_bytes, max(remaining, 1)),
-                                      max_offset=bound)
+                    # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
+                    region = log.read(target.fetch_offset, min(target.max_bytes, remaining), max_offset=bound,
+                                      min_one_batch=total == 0)
                     if region is not None:
                         records = region
                         total += region.length
@@ -109,10 +117,12 @@ def handlers(broker) -> dict:
                 preferred_read_replica=-1, records=records)))
         return answers, total, saw_error
 
-    def respond(answers, version: int, session_id: int, unknown_topics, error=ErrorCode.NONE):
+    def respond(answers, version: int, session, unknown_topics, error=ErrorCode.NONE):
         by_topic: dict = {}
         for target, data in answers:
             target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
+            if session is not None and data.records is not EMPTY_RECORDS:
+                session.served_last(target)
             if broker.metrics is not None:
                 broker.metrics.record_fetch(target.topic, data.records)
             entry = by_topic.get(target.topic)
@@ -127,7 +137,8 @@ def handlers(broker) -> dict:
                     _partition_error(FetchTarget("", p.partition, fetch_topic.topic_id, p.fetch_offset, 0),
                                      ErrorCode.UNKNOWN_TOPIC_ID)
                     for p in fetch_topic.partitions]))
-        return FetchResponse(throttle_time_ms=0, error_code=error, session_id=session_id, responses=responses)
+        return FetchResponse(throttle_time_ms=0, error_code=error,
+                             session_id=session.session_id if session is not None else 0, responses=responses)
 
     def answer_fetch(connection, header, request):
         version = header.api_version
@@ -137,16 +148,15 @@ def handlers(broker) -> dict:
         try:
             session, targets, incremental = sessions.begin(session_id, epoch, targets, forgotten)
         except KafkaError as exc:
-            return respond([], version, 0, [], exc.code)
-        answer_session_id = session.session_id if session is not None else 0
+            return respond([], version, None, [], exc.code)
         max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
         isolation = request.isolation_level if version >= 4 else 0
         answers, total, saw_error = read(targets, max_bytes, isolation, incremental)
         if total >= request.min_bytes or request.max_wait_ms <= 0 or saw_error or unknown:
-            return respond(answers, version, answer_session_id, unknown)
-        return long_poll(targets, request, version, answer_session_id, max_bytes, isolation, incremental, unknown)
+            return respond(answers, version, session, unknown)
+        return long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown)
 
-    async def long_poll(targets, request, version, session_id, max_bytes, isolation, incremental, unknown):
+    async def long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown):
         loop = asyncio.get_running_loop()
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
@@ -170,7 +180,7 @@ def handlers(broker) -> dict:
                     partition.cancel_wait(wake)
             answers, total, saw_error = read(targets, max_bytes, isolation, incremental)
             if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
-                return respond(answers, version, session_id, unknown)
+                return respond(answers, version, session, unknown)
 
     return {FETCH.key: answer_fetch}
 

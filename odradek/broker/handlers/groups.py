@@ -16,6 +16,7 @@ from odradek.coordinator.consumer import ConsumerGroup
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import ResourceType, authorized_operations
 
 FIND_COORDINATOR = api("FindCoordinator")
 JOIN_GROUP = api("JoinGroup")
@@ -32,7 +33,6 @@ CONSUMER_GROUP_HEARTBEAT = api("ConsumerGroupHeartbeat")
 CONSUMER_GROUP_DESCRIBE = api("ConsumerGroupDescribe")
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-NO_AUTHORIZED_OPERATIONS = -2147483648
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -246,15 +246,21 @@ def handlers(broker) -> dict:
     # ------------------------------------------------------------------------------------- group admin
     def answer_describe_groups(connection, header, request):
         Response = DESCRIBE_GROUPS.response
+        version = header.api_version
+        operations = authorized_operations(ResourceType.GROUP, request.include_authorized_operations)
         described = []
         for group_id in request.groups:
             answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
                                              protocol_type="", protocol_data="", members=[],
-                                             authorized_operations=NO_AUTHORIZED_OPERATIONS)
+                                             authorized_operations=operations)
             try:
                 group = coordinator().describe(group_id)
+                if version >= 6 and not isinstance(group, ClassicGroup):  # KIP-1043
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
+                                     else f"Group {group_id} is not a classic group.")
             except KafkaError as exc:
-                answer.error_code = exc.code
+                answer.error_code, answer.error_message = exc.code, exc.message
+                answer.authorized_operations = authorized_operations(ResourceType.GROUP, False)
                 group = None
             if isinstance(group, ClassicGroup):
                 answer.group_state = group.state.value
@@ -336,17 +342,19 @@ def handlers(broker) -> dict:
                                          partitions=sorted(indexes))
                 for topic_id, indexes in parts.items()])
 
+        operations = authorized_operations(ResourceType.GROUP, request.include_authorized_operations)
         described = []
         for group_id in request.group_ids:
             answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
                                              group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
-                                             authorized_operations=NO_AUTHORIZED_OPERATIONS)
+                                             authorized_operations=operations)
             try:
                 group = coordinator().describe(group_id)
                 if not isinstance(group, ConsumerGroup):
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             except KafkaError as exc:
                 answer.error_code, answer.error_message = exc.code, exc.message
+                answer.authorized_operations = authorized_operations(ResourceType.GROUP, False)
                 described.append(answer)
                 continue
             answer.group_state, answer.group_epoch = group.state_name, group.group_epoch

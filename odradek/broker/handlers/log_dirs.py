@@ -1,9 +1,14 @@
 """DescribeLogDirs: the log directory, and each partition's size in it, as `kafka-log-dirs --describe` shows.
+AlterReplicaLogDirs: moving a partition to a log directory, which with one directory only succeeds in place.
 
 One broker, one log directory (log.dirs), so the answer has one result. A partition's size is the bytes of its
 segment files; offset_lag is 0 (there is no future replica being moved in); v4's total and usable bytes come from
 statvfs of the directory's file system. A request for partitions we do not host simply leaves them out, as Kafka's
 answer does.
+
+AlterReplicaLogDirs answers as Kafka's ReplicaManager.alterReplicaLogDirs: a path that is not a configured log
+directory (absolute, as Kafka compares them) is LOG_DIR_NOT_FOUND, a partition we do not host REPLICA_NOT_AVAILABLE,
+and a partition already in the named directory succeeds without moving.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from odradek.errors import ErrorCode
 from odradek.protocol import api
 
 DESCRIBE_LOG_DIRS = api("DescribeLogDirs")
+ALTER_REPLICA_LOG_DIRS = api("AlterReplicaLogDirs")
 DescribeLogDirsResponse = DESCRIBE_LOG_DIRS.response
+AlterReplicaLogDirsResponse = ALTER_REPLICA_LOG_DIRS.response
 
 
 def handlers(broker) -> dict:
@@ -38,4 +45,22 @@ def handlers(broker) -> dict:
                 error_code=ErrorCode.NONE, log_dir=str(broker.log_dir), topics=topics,
                 total_bytes=disk.f_blocks * disk.f_frsize, usable_bytes=disk.f_bavail * disk.f_frsize)])
 
-    return {DESCRIBE_LOG_DIRS.key: answer_describe_log_dirs}
+    def answer_alter_replica_log_dirs(connection, header, request):
+        destinations = {(topic.name, index): entry.path
+                        for entry in request.dirs for topic in entry.topics for index in topic.partitions}
+        by_topic: dict = {}
+        for (name, index), path in destinations.items():
+            if path != str(broker.log_dir):
+                code = ErrorCode.LOG_DIR_NOT_FOUND
+            elif (name, index) not in broker.partitions:
+                code = ErrorCode.REPLICA_NOT_AVAILABLE
+            else:
+                code = ErrorCode.NONE  # already there: one log directory
+            by_topic.setdefault(name, []).append(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(
+                partition_index=index, error_code=code))
+        return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
+            AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=name, partitions=partitions)
+            for name, partitions in by_topic.items()])
+
+    return {DESCRIBE_LOG_DIRS.key: answer_describe_log_dirs,
+            ALTER_REPLICA_LOG_DIRS.key: answer_alter_replica_log_dirs}

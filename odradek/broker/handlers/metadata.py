@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import ResourceType, authorized_operations
 from odradek.protocol.schema import ZERO_UUID
 
 METADATA = api("Metadata")
@@ -16,11 +17,9 @@ DESCRIBE_CLUSTER = api("DescribeCluster")
 MetadataResponse = METADATA.response
 DescribeClusterResponse = DESCRIBE_CLUSTER.response
 
-AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
-
 
 def handlers(broker) -> dict:
-    def topic_entry(name: str, topic) -> object:
+    def topic_entry(name: str, topic, operations: int) -> object:
         partitions = [
             MetadataResponse.MetadataResponsePartition(
                 error_code=ErrorCode.NONE, partition_index=index, leader_id=assignment.leader,
@@ -30,18 +29,21 @@ def handlers(broker) -> dict:
         ]
         return MetadataResponse.MetadataResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id, is_internal=topic.internal,
-            partitions=partitions, topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN)
+            partitions=partitions, topic_authorized_operations=operations)
 
     def error_entry(name, topic_id, code: ErrorCode) -> object:
         return MetadataResponse.MetadataResponseTopic(
             error_code=code, name=name, topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[],
-            topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN)
+            topic_authorized_operations=authorized_operations(ResourceType.TOPIC, False))
 
     def answer_metadata(connection, header, request):
         version = header.api_version
         catalogue = broker.metadata
+        # the flags read False at versions without them (v0-7; the cluster one also from v11)
+        topic_operations = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
+        cluster_operations = authorized_operations(ResourceType.CLUSTER, request.include_cluster_authorized_operations)
         if request.topics is None or (version == 0 and not request.topics):
-            topics = [topic_entry(name, topic) for name, topic in catalogue.topics.items()]
+            topics = [topic_entry(name, topic, topic_operations) for name, topic in catalogue.topics.items()]
         else:
             allow_create = broker.auto_create_allowed() and (version < 4 or request.allow_auto_topic_creation)
             topics = []
@@ -49,7 +51,7 @@ def handlers(broker) -> dict:
                 name = wanted.name
                 if name is None:
                     topic = catalogue.topics_by_id.get(wanted.topic_id)
-                    topics.append(topic_entry(topic.name, topic) if topic is not None
+                    topics.append(topic_entry(topic.name, topic, topic_operations) if topic is not None
                                   else error_entry(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
                     continue
                 topic = catalogue.topics.get(name)
@@ -65,13 +67,13 @@ def handlers(broker) -> dict:
                 if topic is None:
                     topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 else:
-                    topics.append(topic_entry(name, topic))
+                    topics.append(topic_entry(name, topic, topic_operations))
         return MetadataResponse(
             throttle_time_ms=0,
             brokers=[MetadataResponse.MetadataResponseBroker(
                 node_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
             cluster_id=catalogue.cluster_id, controller_id=broker.node_id, topics=topics,
-            cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN, error_code=ErrorCode.NONE)
+            cluster_authorized_operations=cluster_operations, error_code=ErrorCode.NONE)
 
     def answer_describe_cluster(connection, header, request):
         return DescribeClusterResponse(
@@ -79,6 +81,7 @@ def handlers(broker) -> dict:
             cluster_id=broker.metadata.cluster_id, controller_id=broker.node_id,
             brokers=[DescribeClusterResponse.DescribeClusterBroker(
                 broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
-            cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN)
+            cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER,
+                                                                request.include_cluster_authorized_operations))
 
     return {METADATA.key: answer_metadata, DESCRIBE_CLUSTER.key: answer_describe_cluster}

@@ -6,5 +6,6 @@ from .groups import *  # noqa: F401,F403
 from .handshake import *  # noqa: F401,F403
 from .metadata import *  # noqa: F401,F403
 from .offsets import *  # noqa: F401,F403
+from .partition_admin import *  # noqa: F401,F403
 from .produce import *  # noqa: F401,F403
 from .transactions import *  # noqa: F401,F403

@@ -238,3 +238,22 @@ DescribeLogDirsResponse = message(
         ])), "0+"),
     ],
 )
+
+ListConfigResourcesRequest = message(
+    "ListConfigResourcesRequest", api_key=74, valid_versions="0-1", flexible_versions="0+",
+    fields=[
+        field("resource_types", array(INT8), "1+"),
+    ],
+)
+
+ListConfigResourcesResponse = message(
+    "ListConfigResourcesResponse", api_key=74, valid_versions="0-1", flexible_versions="0+",
+    fields=[
+        field("throttle_time_ms", INT32, "0+"),
+        field("error_code", INT16, "0+"),
+        field("config_resources", array(struct("ConfigResource", [
+            field("resource_name", STRING, "0+"),
+            field("resource_type", INT8, "1+", default=16, ignorable=True),
+        ])), "0+"),
+    ],
+)

@@ -438,8 +438,9 @@ class LogCleaner:
         self.backoff_ms = config["log.cleaner.backoff.ms"]
         self._stop = threading.Event()
         self._throttler = Throttler(config["log.cleaner.io.max.bytes.per.second"], self._stop)
-        self._map_memory_bytes = max(SLOT_BYTES * 2, config["log.cleaner.dedupe.buffer.size"]
-                                     // max(1, self.thread_count))
+        self._dedupe_buffer_bytes = config["log.cleaner.dedupe.buffer.size"]
+        self._map_memory_bytes = self._map_memory_share()
+        self._running = False
         self._checkpoint_path = log_manager.log_dir / CLEANER_CHECKPOINT
         self._lock = threading.Lock()
         self._checkpoints: dict[TopicPartition, int] = read_checkpoint(self._checkpoint_path)
@@ -455,8 +456,12 @@ class LogCleaner:
 
     # -- threads -----------------------------------------------------------------------------------------------
 
+    def _map_memory_share(self) -> int:
+        return max(SLOT_BYTES * 2, self._dedupe_buffer_bytes // max(1, self.thread_count))
+
     def start(self) -> None:
         """Start the cleaner threads (none if log.cleaner.enable is false or log.cleaner.threads is 0)."""
+        self._running = True
         if not self.enabled:
             return
         self._stop.clear()
@@ -467,10 +472,22 @@ class LogCleaner:
 
     def stop(self) -> None:
         """Stop and join the threads; a cleaning in progress is abandoned (its `*.cleaned` files removed)."""
+        self._running = False
         self._stop.set()
         for thread in self._threads:
             thread.join()
         self._threads = []
+
+    def resize(self, thread_count: int) -> None:
+        """A new log.cleaner.threads while running (a dynamic broker config): as Kafka's LogCleaner.reconfigure,
+        the threads stop (a cleaning in progress is abandoned, to be redone) and the new number start, each with
+        its share of log.cleaner.dedupe.buffer.size."""
+        running = self._running
+        self.stop()
+        self.thread_count = thread_count
+        self._map_memory_bytes = self._map_memory_share()
+        if running:
+            self.start()
 
     def _run(self) -> None:
         cleaner = Cleaner(self._map_memory_bytes, self._throttler, self._stop, self._clock)

@@ -195,7 +195,10 @@ class ClassicGroup:
         return codes
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
-        """Kafka's rules: members commit in their generation; a commit without one only into an empty group."""
+        """Kafka's rules: members commit in their generation; a commit without one only into an empty group (then
+        whatever member id comes with it, as Kafka's ClassicGroup.validateOffsetCommit)."""
+        if generation < 0 and self.state is GroupState.EMPTY:
+            return
         if generation >= 0 or member_id or instance_id is not None:
             self._validate_member(member_id, instance_id)
             if generation != self.generation:

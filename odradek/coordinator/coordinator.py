@@ -101,13 +101,15 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------------ classic groups
     def join(self, group_id: str, *, member_id: str, instance_id: str | None, client_id: str, client_host: str,
              session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
-             protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult | asyncio.Future:
+             protocols: list[tuple[str, bytes]], require_known_member_id: bool,
+             supports_skip_assignment: bool = True) -> JoinResult | asyncio.Future:
         self.check_available(group_id)
         group = self._classic_group(group_id, create=True)
         result = group.join(member_id=member_id, instance_id=instance_id, client_id=client_id,
                             client_host=client_host, session_timeout_ms=session_timeout_ms,
                             rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
-                            protocols=protocols, require_known_member_id=require_known_member_id, now_ms=now_ms())
+                            protocols=protocols, require_known_member_id=require_known_member_id, now_ms=now_ms(),
+                            supports_skip_assignment=supports_skip_assignment)
         return self._answer(group, JOIN, result)
 
     def sync(self, group_id: str, *, member_id: str, instance_id: str | None, generation: int,

@@ -125,9 +125,21 @@ class Broker:
         """The dynamic configs of the cluster default ("") or of this broker (its id as text)."""
         return self.metadata.broker_configs.get(resource_name, {})
 
-    def _layered_props(self) -> dict[str, str]:
-        return layered_broker_props(self.static_props, self.dynamic_configs(""),
-                                    self.dynamic_configs(str(self.node_id)))
+    def _layered_props(self, resource_name: str | None = None, configs: Mapping[str, str] | None = None
+                       ) -> dict[str, str]:
+        """The settings in force, or those that would be if `resource_name` had `configs` as its dynamic ones."""
+        layers = {"": self.dynamic_configs(""), str(self.node_id): self.dynamic_configs(str(self.node_id))}
+        if resource_name is not None:
+            layers[resource_name] = dict(configs)
+        return layered_broker_props(self.static_props, layers[""], layers[str(self.node_id)])
+
+    def check_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
+        """Kafka's reconfiguration checks of what these dynamic configs would put in force: KafkaError
+        (INVALID_REQUEST, as Kafka answers a ConfigException here) if they cannot apply."""
+        threads = resolve_broker_config(self._layered_props(resource_name, configs))["log.cleaner.threads"]
+        refusal = self.cleaner.resize_refusal(threads) if threads != self.cleaner.thread_count else None
+        if refusal is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, refusal)
 
     def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
         """Store a BROKER resource's new dynamic configs (validated by the caller) and apply them at once: every

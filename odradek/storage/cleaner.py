@@ -478,6 +478,17 @@ class LogCleaner:
             thread.join()
         self._threads = []
 
+    def resize_refusal(self, thread_count: int) -> str | None:
+        """Why the pool may not go to `thread_count` threads now (Kafka's LogCleaner.validateReconfiguration), or
+        None."""
+        if thread_count < 1:
+            return "Log cleaner threads should be at least 1"
+        if thread_count < self.thread_count // 2:
+            return f"Log cleaner threads cannot be reduced to less than half the current value {self.thread_count}"
+        if thread_count > self.thread_count * 2:
+            return f"Log cleaner threads cannot be increased to more than double the current value {self.thread_count}"
+        return None
+
     def resize(self, thread_count: int) -> None:
         """A new log.cleaner.threads while running (a dynamic broker config): as Kafka's LogCleaner.reconfigure,
         the threads stop (a cleaning in progress is abandoned, to be redone) and the new number start, each with

@@ -6,6 +6,7 @@ refuses an empty resource name, kafka-python wants an integer; Kafka's kafka-con
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -14,7 +15,10 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 
+from odradek.config import resolve_broker_config
 from odradek.embedded import BrokerProcess
+from odradek.storage.cleaner import LogCleaner
+from odradek.storage.log_manager import LogManager
 from odradek.protocol import api
 from broker.raw_client import RawClient  # tests/ is the rootdir on sys.path
 
@@ -94,7 +98,8 @@ def test_a_dynamic_default_retention_applies_at_once_and_survives_a_restart(tmp_
         assert not own["log.retention.ms"].is_read_only and own["num.partitions"].is_read_only
         raw = RawClient(broker.port)
         try:
-            [cluster_default] = raw.call("DescribeConfigs", 4, resources=[api("DescribeConfigs").request.DescribeConfigsResource(
+            request = api("DescribeConfigs").request
+            [cluster_default] = raw.call("DescribeConfigs", 4, resources=[request.DescribeConfigsResource(
                 resource_type=4, resource_name="", configuration_keys=None)], include_synonyms=True,
                 include_documentation=False).results
         finally:
@@ -115,7 +120,9 @@ def test_what_cannot_change_dynamically_is_refused_as_kafka_refuses_it(tmp_path)
             invalid_request, "Unexpected broker id, expected 1, but received 7")
         for name, settings, message in [
                 ("1", {"num.partitions": "4"}, "Cannot update these configs dynamically: Set(num.partitions)"),
-                ("1", {"log.retention.ms": "soon"}, "Invalid value 'soon' for configuration log.retention.ms")]:
+                ("1", {"log.retention.ms": "soon"}, "Invalid value 'soon' for configuration log.retention.ms"),
+                ("1", {"log.cleaner.threads": "3"},
+                 "Log cleaner threads cannot be increased to more than double the current value 1")]:
             with pytest.raises(KafkaException) as exc_info:
                 set_broker_configs(client, name, settings)
             assert exc_info.value.args[0].name() == "INVALID_REQUEST"
@@ -124,3 +131,23 @@ def test_what_cannot_change_dynamically_is_refused_as_kafka_refuses_it(tmp_path)
         set_broker_configs(client, "1", {"log.retention.ms": "1000"}, validate_only=True)
         retention = describe(client, "broker", "1")["log.retention.ms"]
         assert retention.value is None and retention.source == 5  # validated, not applied
+
+
+def test_a_new_cleaner_thread_count_restarts_the_pool_at_that_size(tmp_path):
+    cleaner = LogCleaner(LogManager(tmp_path, {}), resolve_broker_config({"log.cleaner.backoff.ms": 10}))
+
+    def cleaner_threads() -> int:
+        return sum(1 for t in threading.enumerate() if t.name.startswith("kafka-log-cleaner-thread-") and t.is_alive())
+
+    cleaner.start()
+    try:
+        assert cleaner_threads() == 1
+        cleaner.resize(2)
+        assert cleaner_threads() == 2
+        assert cleaner.resize_refusal(5) == (
+            "Log cleaner threads cannot be increased to more than double the current value 2")
+        cleaner.resize(1)
+        assert cleaner_threads() == 1
+    finally:
+        cleaner.stop()
+    assert cleaner_threads() == 0

@@ -13,8 +13,9 @@ only the keys in DYNAMIC_BROKER_CONFIGS may change, and Kafka's validation failu
 
 from __future__ import annotations
 
-from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, TOPIC_DEFAULT_BROKER_KEYS,
-                            ConfigKey, ConfigSource, ConfigType, broker_default_for, validate_topic_configs)
+from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
+                            TOPIC_DEFAULT_BROKER_KEYS, ConfigKey, ConfigSource, ConfigType, broker_default_for,
+                            validate_topic_configs)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 
@@ -166,6 +167,7 @@ def handlers(broker) -> dict:
                 ALL_BROKER_KEYS[name].parse(raw)
         except KafkaError as exc:  # Kafka answers a broker config's bad value with INVALID_REQUEST (KAFKA-13609)
             raise KafkaError(ErrorCode.INVALID_REQUEST, exc.message) from None
+        broker.check_dynamic_configs(resource.resource_name, new_configs)
         if not validate_only:
             broker.alter_dynamic_configs(resource.resource_name, new_configs)
 

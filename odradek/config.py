@@ -471,11 +471,15 @@ def warn_about_unknown_broker_keys(props: Mapping[str, Any]) -> None:
             log.warning("The configuration '%s' was supplied but isn't a known config.", name)
 
 
+# The cleaner's settings it can take while running (Kafka's LogCleaner.ReconfigurableConfigs that apply here).
+CLEANER_DYNAMIC_CONFIGS = ("log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second",
+                           "log.cleaner.dedupe.buffer.size")
+
 # Broker keys that can change while the broker runs (IncrementalAlterConfigs/AlterConfigs on a BROKER resource):
 # as in Kafka, the first broker key of every topic default (log.retention.ms, not log.retention.hours) and the
-# cleaner's thread count.
+# cleaner's settings.
 DYNAMIC_BROKER_CONFIGS = frozenset(
-    {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | {"log.cleaner.threads"})
+    {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | set(CLEANER_DYNAMIC_CONFIGS))
 
 
 def broker_key_synonyms(name: str) -> tuple[str, ...]:

@@ -136,23 +136,22 @@ class Broker:
     def check_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
         """Kafka's reconfiguration checks of what these dynamic configs would put in force: KafkaError
         (INVALID_REQUEST, as Kafka answers a ConfigException here) if they cannot apply."""
-        threads = resolve_broker_config(self._layered_props(resource_name, configs))["log.cleaner.threads"]
-        refusal = self.cleaner.resize_refusal(threads) if threads != self.cleaner.thread_count else None
+        would_be = resolve_broker_config(self._layered_props(resource_name, configs))
+        refusal = self.cleaner.reconfiguration_refusal(would_be)
         if refusal is not None:
             raise KafkaError(ErrorCode.INVALID_REQUEST, refusal)
 
     def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
         """Store a BROKER resource's new dynamic configs (validated by the caller) and apply them at once: every
         topic's log config is resolved again (a new log.retention.ms reaches the topics without an override) and
-        the cleaner takes its new thread count."""
+        the cleaner restarts under its new settings if they changed."""
         self.metadata.set_broker_configs(resource_name, dict(configs))
         self.props = self._layered_props()
         self.config = resolve_broker_config(self.props)
         self.logs.default_config = LogConfig.resolve(None, self.props)
         for topic in self.metadata.topics.values():
             self._reconfigure_logs(topic)
-        if self.config["log.cleaner.threads"] != self.cleaner.thread_count:
-            self.cleaner.resize(self.config["log.cleaner.threads"])
+        self.cleaner.reconfigure(self.config)
         log.info("dynamic broker configs of %s are now %s", repr(resource_name), dict(configs))
 
     def partition(self, topic: str, index: int) -> Partition:

@@ -56,6 +56,7 @@ from odradek.records.batch import (
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.storage.cleaned_transactions import CleanedTransactions
 from odradek.clock import now_ms
+from odradek.config import CLEANER_DYNAMIC_CONFIGS
 from odradek.storage.log import Log
 from odradek.storage.log_manager import LogManager, TopicPartition
 from odradek.storage.offset_map import SLOT_BYTES, OffsetMap
@@ -434,12 +435,9 @@ class LogCleaner:
         self._log_manager = log_manager
         self._clock = now_ms
         self.enabled = config["log.cleaner.enable"]
-        self.thread_count = config["log.cleaner.threads"]
-        self.backoff_ms = config["log.cleaner.backoff.ms"]
         self._stop = threading.Event()
         self._throttler = Throttler(config["log.cleaner.io.max.bytes.per.second"], self._stop)
-        self._dedupe_buffer_bytes = config["log.cleaner.dedupe.buffer.size"]
-        self._map_memory_bytes = self._map_memory_share()
+        self._take_settings(config)
         self._running = False
         self._checkpoint_path = log_manager.log_dir / CLEANER_CHECKPOINT
         self._lock = threading.Lock()
@@ -456,8 +454,17 @@ class LogCleaner:
 
     # -- threads -----------------------------------------------------------------------------------------------
 
-    def _map_memory_share(self) -> int:
-        return max(SLOT_BYTES * 2, self._dedupe_buffer_bytes // max(1, self.thread_count))
+    def _changes(self, config: Mapping[str, Any]) -> bool:
+        return {name: config[name] for name in CLEANER_DYNAMIC_CONFIGS} != self._settings
+
+    def _take_settings(self, config: Mapping[str, Any]) -> None:
+        """The settings a running cleaner can change (CLEANER_DYNAMIC_CONFIGS)."""
+        self._settings = {name: config[name] for name in CLEANER_DYNAMIC_CONFIGS}
+        self.thread_count = config["log.cleaner.threads"]
+        self.backoff_ms = config["log.cleaner.backoff.ms"]
+        self._throttler.max_bytes_per_second = config["log.cleaner.io.max.bytes.per.second"]
+        self._map_memory_bytes = max(SLOT_BYTES * 2, config["log.cleaner.dedupe.buffer.size"]
+                                     // max(1, self.thread_count))
 
     def start(self) -> None:
         """Start the cleaner threads (none if log.cleaner.enable is false or log.cleaner.threads is 0)."""
@@ -478,9 +485,12 @@ class LogCleaner:
             thread.join()
         self._threads = []
 
-    def resize_refusal(self, thread_count: int) -> str | None:
-        """Why the pool may not go to `thread_count` threads now (Kafka's LogCleaner.validateReconfiguration), or
-        None."""
+    def reconfiguration_refusal(self, config: Mapping[str, Any]) -> str | None:
+        """Why the cleaner may not take these settings now (Kafka's LogCleaner.validateReconfiguration: the thread
+        count may at most halve or double at once), or None. Only a change is judged, as in Kafka."""
+        if not self._changes(config):
+            return None
+        thread_count = config["log.cleaner.threads"]
         if thread_count < 1:
             return "Log cleaner threads should be at least 1"
         if thread_count < self.thread_count // 2:
@@ -489,14 +499,15 @@ class LogCleaner:
             return f"Log cleaner threads cannot be increased to more than double the current value {self.thread_count}"
         return None
 
-    def resize(self, thread_count: int) -> None:
-        """A new log.cleaner.threads while running (a dynamic broker config): as Kafka's LogCleaner.reconfigure,
-        the threads stop (a cleaning in progress is abandoned, to be redone) and the new number start, each with
-        its share of log.cleaner.dedupe.buffer.size."""
+    def reconfigure(self, config: Mapping[str, Any]) -> None:
+        """New cleaner settings while running (dynamic broker configs): as Kafka's LogCleaner.reconfigure, the
+        threads stop (a cleaning in progress is abandoned, to be redone) and start again under the new settings,
+        each with its share of log.cleaner.dedupe.buffer.size."""
+        if not self._changes(config):
+            return
         running = self._running
         self.stop()
-        self.thread_count = thread_count
-        self._map_memory_bytes = self._map_memory_share()
+        self._take_settings(config)
         if running:
             self.start()
 

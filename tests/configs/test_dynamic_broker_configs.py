@@ -133,21 +133,25 @@ def test_what_cannot_change_dynamically_is_refused_as_kafka_refuses_it(tmp_path)
         assert retention.value is None and retention.source == 5  # validated, not applied
 
 
-def test_a_new_cleaner_thread_count_restarts_the_pool_at_that_size(tmp_path):
-    cleaner = LogCleaner(LogManager(tmp_path, {}), resolve_broker_config({"log.cleaner.backoff.ms": 10}))
+def test_new_cleaner_settings_restart_the_pool_under_them(tmp_path):
+    def settings(**changed) -> dict:
+        return resolve_broker_config({"log.cleaner.backoff.ms": 10,
+                                      **{name.replace("_", "."): value for name, value in changed.items()}})
 
     def cleaner_threads() -> int:
         return sum(1 for t in threading.enumerate() if t.name.startswith("kafka-log-cleaner-thread-") and t.is_alive())
 
+    cleaner = LogCleaner(LogManager(tmp_path, {}), settings())
     cleaner.start()
     try:
         assert cleaner_threads() == 1
-        cleaner.resize(2)
+        cleaner.reconfigure(settings(log_cleaner_threads=2))
         assert cleaner_threads() == 2
-        assert cleaner.resize_refusal(5) == (
+        assert cleaner.reconfiguration_refusal(settings(log_cleaner_threads=5)) == (
             "Log cleaner threads cannot be increased to more than double the current value 2")
-        cleaner.resize(1)
-        assert cleaner_threads() == 1
+        assert cleaner.reconfiguration_refusal(settings(log_cleaner_threads=2)) is None  # no change, no verdict
+        cleaner.reconfigure(settings(log_cleaner_threads=1, log_cleaner_backoff_ms=20))
+        assert cleaner_threads() == 1 and cleaner.backoff_ms == 20
     finally:
         cleaner.stop()
     assert cleaner_threads() == 0

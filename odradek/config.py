@@ -1,10 +1,13 @@
 """Broker and topic configuration under Kafka's names, types and defaults.
 
 One table (`TOPIC_CONFIGS`, `BROKER_CONFIGS`) says every key we honour: its type, Kafka's default and, for a topic
-key, the broker key that supplies its default (`segment.bytes` <- `log.segment.bytes`). Everything that reads or
-reports config goes through these tables: `odradek serve --config`, CreateTopics/AlterConfigs validation,
-DescribeConfigs (with the source and synonyms a Kafka user expects), and `LogConfig`, the typed, immutable view that
-the storage layer reads on its hot paths as plain attributes.
+key, the broker keys that supply its default (`segment.bytes` <- `log.segment.bytes`; `TOPIC_DEFAULT_BROKER_KEYS`
+types those broker keys with Kafka's own defaults). Everything that reads or reports config goes through these
+tables: `odradek serve --config` (an unknown key is named in the log, as Kafka's "supplied but isn't a known
+config"), CreateTopics/AlterConfigs validation (Kafka 3.x's deprecated topic keys are taken and ignored),
+DescribeConfigs (with the source and synonyms a Kafka user expects), the dynamic broker configs
+(`DYNAMIC_BROKER_CONFIGS`, laid over the static ones by `layered_broker_props`), and `LogConfig`, the typed,
+immutable view that the storage layer reads on its hot paths as plain attributes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import enum
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
@@ -61,7 +64,7 @@ class ConfigKey:
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
-    check: Any = None  # a further rule: value -> the reason it is refused, or None
+    check: Callable[[Any], str | None] | None = None  # a further rule: the reason a value is refused, or None
 
     def parse(self, raw: Any, as_name: str | None = None) -> Any:
         """Turn a string (or an already typed value) into this key's type; KafkaError(INVALID_CONFIG) if it isn't.

@@ -59,28 +59,61 @@ def low_watermark(broker, topic: str) -> int:
         consumer.close()
 
 
-def test_a_dynamic_default_retention_applies_at_once_and_survives_a_restart(tmp_path):
+def retention_synonyms(broker, topic: str) -> list[tuple[str, str, str]]:
+    """retention.ms's synonyms as kafka-python reads them (a list: a name appears once per layer)."""
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        described = client.describe_configs([KpConfigResource(ConfigResourceType.TOPIC, topic,
+                                                               configs=["retention.ms"])], include_synonyms=True,
+                                            config_filter="all")
+    finally:
+        client.close()
+    return [(s["name"], s["value"], s["source"]) for s in described["topic"][topic]["retention.ms"]["synonyms"]]
+
+
+def describe_cluster_default(broker) -> list[tuple[str, str, int]]:
+    request = api("DescribeConfigs").request
+    raw = RawClient(broker.port)
+    try:
+        [cluster_default] = raw.call("DescribeConfigs", 4, resources=[request.DescribeConfigsResource(
+            resource_type=4, resource_name="", configuration_keys=None)], include_synonyms=True,
+            include_documentation=False).results
+    finally:
+        raw.close()
+    return [(entry.name, entry.value, entry.config_source) for entry in cluster_default.configs]
+
+
+def test_a_dynamic_retention_applies_at_once_and_survives_a_restart(tmp_path):
     with BrokerProcess(tmp_path / "data", settings={"log.retention.check.interval.ms": 200}) as broker:
         client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         client.create_topics([NewTopic("aged", 1, 1, config={"segment.bytes": "1024"})])["aged"].result(10)
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
         an_hour_ago = int(time.time() * 1000) - 3_600_000
-        for index in range(40):
+        for _ in range(40):
             producer.produce("aged", b"x" * 100, timestamp=an_hour_ago)
             producer.flush(5)
         time.sleep(1.0)  # several retention passes under the default 7 days: nothing goes
         assert low_watermark(broker, "aged") == 0
 
-        assert set_raw(broker, "", {"log.retention.ms": "60000"}) == (0, None)
+        # confluent-kafka, this broker's own resource: IncrementalAlterConfigs
+        set_broker_configs(client, "1", {"log.retention.ms": "60000"})
         deadline = time.monotonic() + 15
         while low_watermark(broker, "aged") == 0 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert low_watermark(broker, "aged") > 0  # the hour-old segments went under the new cluster default
-
+        assert low_watermark(broker, "aged") > 0  # the hour-old segments went under the new retention
         retention = describe(client, "topic", "aged")["retention.ms"]
-        assert (retention.value, retention.source) == ("60000", DYNAMIC_DEFAULT_BROKER_CONFIG)
+        assert (retention.value, retention.source) == ("60000", DYNAMIC_BROKER_CONFIG)
 
-        # kafka-python, this broker's own resource: AlterConfigs (the legacy whole-set request)
+        # the cluster default sits under this broker's own setting
+        assert set_raw(broker, "", {"log.retention.ms": "3600000000"}) == (0, None)
+        assert describe(client, "topic", "aged")["retention.ms"].value == "60000"
+        assert retention_synonyms(broker, "aged") == [
+            ("log.retention.ms", "60000", "DYNAMIC_BROKER_CONFIG"),
+            ("log.retention.ms", "3600000000", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+            ("log.retention.hours", "168", "DEFAULT_CONFIG")]
+
+        # kafka-python, AlterConfigs (the legacy request that replaces the resource's whole set: the client sends
+        # the broker's other dynamic configs along, which it finds by their DYNAMIC_BROKER_CONFIG source)
         kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
         try:
             answer = kp.alter_configs([KpConfigResource(ConfigResourceType.BROKER, "1",
@@ -93,21 +126,12 @@ def test_a_dynamic_default_retention_applies_at_once_and_survives_a_restart(tmp_
         client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         own = describe(client, "broker", "1")
         assert (own["log.cleaner.threads"].value, own["log.cleaner.threads"].source) == ("2", DYNAMIC_BROKER_CONFIG)
-        assert (own["log.retention.ms"].value, own["log.retention.ms"].source) == (
-            "60000", DYNAMIC_DEFAULT_BROKER_CONFIG)
+        assert (own["log.retention.ms"].value, own["log.retention.ms"].source) == ("60000", DYNAMIC_BROKER_CONFIG)
         assert not own["log.retention.ms"].is_read_only and own["num.partitions"].is_read_only
-        raw = RawClient(broker.port)
-        try:
-            request = api("DescribeConfigs").request
-            [cluster_default] = raw.call("DescribeConfigs", 4, resources=[request.DescribeConfigsResource(
-                resource_type=4, resource_name="", configuration_keys=None)], include_synonyms=True,
-                include_documentation=False).results
-        finally:
-            raw.close()
-        assert [(entry.name, entry.value, entry.config_source) for entry in cluster_default.configs] == [
-            ("log.retention.ms", "60000", DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        assert describe_cluster_default(broker) == [
+            ("log.retention.ms", "3600000000", DYNAMIC_DEFAULT_BROKER_CONFIG)]
         retention = describe(client, "topic", "aged")["retention.ms"]
-        assert (retention.value, retention.source) == ("60000", DYNAMIC_DEFAULT_BROKER_CONFIG)
+        assert (retention.value, retention.source) == ("60000", DYNAMIC_BROKER_CONFIG)
 
 
 def test_what_cannot_change_dynamically_is_refused_as_kafka_refuses_it(tmp_path):

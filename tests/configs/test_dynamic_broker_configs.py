@@ -25,15 +25,16 @@ from broker.raw_client import RawClient  # tests/ is the rootdir on sys.path
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3
 
 
-def set_raw(broker, resource_name: str, settings: dict):
-    """IncrementalAlterConfigs SET on a BROKER resource a client would not address ("", another broker's id)."""
+def set_raw(broker, resource_name: str, settings: dict | list):
+    """IncrementalAlterConfigs SET on a BROKER resource a client would not address ("", another broker's id), or
+    with what a client would not send (a key twice: settings as a list of pairs)."""
     request = api("IncrementalAlterConfigs").request
     raw = RawClient(broker.port)
     try:
         answer = raw.call("IncrementalAlterConfigs", 1, validate_only=False, resources=[
             request.AlterConfigsResource(resource_type=4, resource_name=resource_name, configs=[
                 request.AlterableConfig(name=key, config_operation=0, value=value)
-                for key, value in settings.items()])])
+                for key, value in (settings.items() if isinstance(settings, dict) else settings)])])
     finally:
         raw.close()
     [result] = answer.responses
@@ -142,6 +143,8 @@ def test_what_cannot_change_dynamically_is_refused_as_kafka_refuses_it(tmp_path)
             invalid_request, "Cannot update these configs dynamically: Set(log.retention.hours)")
         assert set_raw(broker, "7", {"log.retention.ms": "1000"}) == (
             invalid_request, "Unexpected broker id, expected 1, but received 7")
+        assert set_raw(broker, "1", [("log.retention.ms", "1000"), ("log.retention.ms", "2000")]) == (
+            invalid_request, "Error due to duplicate config keys")
         for name, settings, message in [
                 ("1", {"num.partitions": "4"}, "Cannot update these configs dynamically: Set(num.partitions)"),
                 ("1", {"log.retention.ms": "soon"}, "Invalid value 'soon' for configuration log.retention.ms"),

@@ -212,6 +212,9 @@ def handlers(broker) -> dict:
                     error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                     resource_name=resource.resource_name)
                 try:
+                    names = [config.name for config in resource.configs]
+                    if len(set(names)) != len(names):
+                        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
                     if resource.resource_type == TOPIC:
                         alter_topic(resource, compute, request.validate_only)
                     elif resource.resource_type == BROKER:

@@ -1,21 +1,28 @@
 """Broker and topic configuration under Kafka's names, types and defaults.
 
 One table (`TOPIC_CONFIGS`, `BROKER_CONFIGS`) says every key we honour: its type, Kafka's default and, for a topic
-key, the broker key that supplies its default (`segment.bytes` <- `log.segment.bytes`). Everything that reads or
-reports config goes through these tables: `odradek serve --config`, CreateTopics/AlterConfigs validation,
-DescribeConfigs (with the source and synonyms a Kafka user expects), and `LogConfig`, the typed, immutable view that
-the storage layer reads on its hot paths as plain attributes.
+key, the broker keys that supply its default (`segment.bytes` <- `log.segment.bytes`; `TOPIC_DEFAULT_BROKER_KEYS`
+types those broker keys with Kafka's own defaults). Everything that reads or reports config goes through these
+tables: `odradek serve --config` (an unknown key is named in the log, as Kafka's "supplied but isn't a known
+config"), CreateTopics/AlterConfigs validation (Kafka 3.x's deprecated topic keys are taken and ignored),
+DescribeConfigs (with the source and synonyms a Kafka user expects), the dynamic broker configs
+(`DYNAMIC_BROKER_CONFIGS`, laid over the static ones by `layered_broker_props`), and `LogConfig`, the typed,
+immutable view that the storage layer reads on its hot paths as plain attributes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("odradek.config")
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -57,19 +64,22 @@ class ConfigKey:
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
+    check: Callable[[Any], str | None] | None = None  # a further rule: the reason a value is refused, or None
 
-    def parse(self, raw: Any) -> Any:
+    def parse(self, raw: Any, as_name: str | None = None) -> Any:
         """Turn a string (or an already typed value) into this key's type; KafkaError(INVALID_CONFIG) if it isn't.
-        Numbers must fit their Java type (segment.bytes is an int: the log's file positions are int32)."""
+        Numbers must fit their Java type (segment.bytes is an int: the log's file positions are int32). Errors name
+        `as_name` when given: the broker key the user typed (log.retention.hours) for the topic key it defaults."""
+        name = as_name or self.name
         try:
             value = _PARSERS[self.type](raw)
         except (TypeError, ValueError):
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {self.name}") from None
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {name}") from None
         lowest, highest = _JAVA_RANGES.get(self.type, (None, None))
         out_of_type = (lowest is not None and not lowest <= value <= highest
                        or self.type == ConfigType.DOUBLE and not math.isfinite(value))
         if out_of_type:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {self.name}: "
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {name}: "
                                                        f"Not a number of type {self.type.name}")
         if self.choices is not None:
             items = value if isinstance(value, list) else [value]
@@ -77,18 +87,21 @@ class ConfigKey:
                 if item not in self.choices:
                     raise KafkaError(
                         ErrorCode.INVALID_CONFIG,
-                        f"Invalid value {raw!r} for configuration {self.name}: must be one of {', '.join(self.choices)}",
+                        f"Invalid value {raw!r} for configuration {name}: must be one of {', '.join(self.choices)}",
                     )
         if self.minimum is not None and value < self.minimum:
             raise KafkaError(
                 ErrorCode.INVALID_CONFIG,
-                f"Invalid value {raw!r} for configuration {self.name}: Value must be at least {self.minimum:g}",
+                f"Invalid value {raw!r} for configuration {name}: Value must be at least {self.minimum:g}",
             )
         if self.maximum is not None and value > self.maximum:
             raise KafkaError(
                 ErrorCode.INVALID_CONFIG,
-                f"Invalid value {raw!r} for configuration {self.name}: Value must be no more than {self.maximum:g}",
+                f"Invalid value {raw!r} for configuration {name}: Value must be no more than {self.maximum:g}",
             )
+        reason = self.check(value) if self.check is not None else None
+        if reason is not None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw!r} for configuration {name}: {reason}")
         return value
 
     def render(self, value: Any) -> str | None:
@@ -140,13 +153,36 @@ _JAVA_RANGES = {ConfigType.SHORT: (-2**15, 2**15 - 1), ConfigType.INT: (-2**31, 
 
 _T = ConfigType
 
+
+def _gzip_level(level: int) -> str | None:
+    return None if level == -1 or 1 <= level <= 9 else "Value must be between 1 and 9 or equal to -1"
+
+
+def _throttled_replicas(items: list[str]) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: '*' or partition:brokerId pairs."""
+    if items == ["*"] or all(re.fullmatch(r"\d+:\d+", item) for item in items):
+        return None
+    return "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
+
+
+def _tiered_storage(enabled: bool) -> str | None:
+    return ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log "
+            "storage.") if enabled else None
+
+
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
     for key in [
         ConfigKey("cleanup.policy", _T.LIST, ["delete"], "delete, compact, or both",
                   ("log.cleanup.policy",), choices=("delete", "compact")),
+        ConfigKey("compression.gzip.level", _T.INT, -1, "gzip level of the final compression (-1: zlib's default)",
+                  ("compression.gzip.level",), check=_gzip_level),
+        ConfigKey("compression.lz4.level", _T.INT, 9, "lz4 level of the final compression",
+                  ("compression.lz4.level",), minimum=1, maximum=17),
         ConfigKey("compression.type", _T.STRING, "producer", "Final compression of the topic's batches",
                   ("compression.type",), choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+        ConfigKey("compression.zstd.level", _T.INT, 3, "zstd level of the final compression",
+                  ("compression.zstd.level",), minimum=-131072, maximum=22),
         ConfigKey("delete.retention.ms", _T.LONG, 86400000, "How long tombstones are kept in a compacted topic",
                   ("log.cleaner.delete.retention.ms",), minimum=0),
         ConfigKey("file.delete.delay.ms", _T.LONG, 60000, "Delay before a deleted segment's files are removed",
@@ -154,21 +190,31 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("flush.messages", _T.LONG, LONG_MAX, "fsync after this many messages",
                   ("log.flush.interval.messages",), minimum=1),
         ConfigKey("flush.ms", _T.LONG, LONG_MAX, "fsync after this many milliseconds",
-                  ("log.flush.interval.ms",), minimum=0),
+                  ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"), minimum=0),
+        ConfigKey("follower.replication.throttled.replicas", _T.LIST, [],
+                  "Replicas whose replication is throttled on the follower side (partition:broker, or *)",
+                  check=_throttled_replicas),
         ConfigKey("index.interval.bytes", _T.INT, 4096, "Bytes of log between two offset index entries",
                   ("log.index.interval.bytes",), minimum=0),
+        ConfigKey("leader.replication.throttled.replicas", _T.LIST, [],
+                  "Replicas whose replication is throttled on the leader side (partition:broker, or *)",
+                  check=_throttled_replicas),
+        ConfigKey("local.retention.bytes", _T.LONG, -2, "Local size limit of a tiered topic (-2: retention.bytes)",
+                  ("log.local.retention.bytes",), minimum=-2),
+        ConfigKey("local.retention.ms", _T.LONG, -2, "Local age limit of a tiered topic (-2: retention.ms)",
+                  ("log.local.retention.ms",), minimum=-2),
         ConfigKey("max.compaction.lag.ms", _T.LONG, LONG_MAX, "Longest a record stays ineligible for compaction",
                   ("log.cleaner.max.compaction.lag.ms",), minimum=1),
         ConfigKey("max.message.bytes", _T.INT, 1048588, "Largest record batch the topic accepts",
                   ("message.max.bytes",), minimum=0),
-        ConfigKey("message.timestamp.type", _T.STRING, "CreateTime", "CreateTime or LogAppendTime",
-                  ("log.message.timestamp.type",), choices=("CreateTime", "LogAppendTime")),
-        ConfigKey("message.timestamp.before.max.ms", _T.LONG, LONG_MAX,
-                  "Largest allowed lag of a CreateTime timestamp behind the broker's clock",
-                  ("log.message.timestamp.before.max.ms",), minimum=0),
         ConfigKey("message.timestamp.after.max.ms", _T.LONG, 3600000,
                   "Largest allowed lead of a CreateTime timestamp over the broker's clock",
                   ("log.message.timestamp.after.max.ms",), minimum=0),
+        ConfigKey("message.timestamp.before.max.ms", _T.LONG, LONG_MAX,
+                  "Largest allowed lag of a CreateTime timestamp behind the broker's clock",
+                  ("log.message.timestamp.before.max.ms",), minimum=0),
+        ConfigKey("message.timestamp.type", _T.STRING, "CreateTime", "CreateTime or LogAppendTime",
+                  ("log.message.timestamp.type",), choices=("CreateTime", "LogAppendTime")),
         ConfigKey("min.cleanable.dirty.ratio", _T.DOUBLE, 0.5, "Dirty share of the log that makes it cleanable",
                   ("log.cleaner.min.cleanable.ratio",), minimum=0, maximum=1),
         ConfigKey("min.compaction.lag.ms", _T.LONG, 0, "Shortest time a record stays uncompacted",
@@ -176,6 +222,10 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("min.insync.replicas", _T.INT, 1, "Replicas that must acknowledge an acks=all write",
                   ("min.insync.replicas",), minimum=1),
         ConfigKey("preallocate", _T.BOOLEAN, False, "Preallocate segment files", ("log.preallocate",)),
+        ConfigKey("remote.log.copy.disable", _T.BOOLEAN, False, "Stop copying a tiered topic's segments"),
+        ConfigKey("remote.log.delete.on.disable", _T.BOOLEAN, False, "Delete remote data when tiering is turned off"),
+        ConfigKey("remote.storage.enable", _T.BOOLEAN, False, "Tiered storage (not available on this broker)",
+                  check=_tiered_storage),
         ConfigKey("retention.bytes", _T.LONG, -1, "Largest size of the log before old segments go (-1: no limit)",
                   ("log.retention.bytes",)),
         ConfigKey("retention.ms", _T.LONG, 604800000, "Age after which a segment goes (-1: no limit)",
@@ -192,6 +242,12 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
                   ("unclean.leader.election.enable",)),
     ]
 }
+
+# Topic keys Kafka 3.x still takes but Kafka 4 removed (message formats v0/v1 are gone, KIP-724; the timestamp
+# difference gave way to before/after.max.ms, KIP-937): accepted and ignored with a warning, as a 3.x broker ignores
+# message.format.version, so topics created by older tools keep working.
+DEPRECATED_TOPIC_CONFIGS = frozenset({"message.format.version", "message.timestamp.difference.max.ms",
+                                      "message.downconversion.enable"})
 
 # Broker keys whose unit differs from the topic key they default (hours or minutes -> ms).
 _BROKER_UNITS = {
@@ -244,6 +300,28 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
 }
 
 
+# Broker keys of the topic defaults that Kafka defines without a default of their own (the next synonym supplies it).
+_BROKER_KEYS_WITHOUT_DEFAULT = frozenset({"log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms",
+                                          "log.retention.ms", "log.retention.minutes"})
+
+
+def _topic_default_broker_key(name: str, topic_key: ConfigKey) -> ConfigKey:
+    unit = _BROKER_UNITS.get(name, 1)
+    default = None if name in _BROKER_KEYS_WITHOUT_DEFAULT else topic_key.default
+    if unit != 1:
+        return dataclasses.replace(topic_key, name=name, type=_T.INT, broker_synonyms=(),
+                                   default=None if default is None else default // unit)
+    return dataclasses.replace(topic_key, name=name, default=default, broker_synonyms=())
+
+
+# Every broker key that supplies a topic default (log.retention.hours, log.cleanup.policy, ...), typed as the
+# topic key it defaults and with Kafka's default for it; keys that are also broker settings stay in BROKER_CONFIGS.
+TOPIC_DEFAULT_BROKER_KEYS: dict[str, ConfigKey] = {
+    name: _topic_default_broker_key(name, topic_key)
+    for topic_key in TOPIC_CONFIGS.values() for name in topic_key.broker_synonyms if name not in BROKER_CONFIGS
+}
+
+
 def broker_default_for(topic_key: ConfigKey, broker_props: Mapping[str, Any]) -> tuple[Any, str | None]:
     """The broker-level default of a topic key and the broker key it came from (None: Kafka's own default).
 
@@ -251,20 +329,31 @@ def broker_default_for(topic_key: ConfigKey, broker_props: Mapping[str, Any]) ->
     """
     for synonym in topic_key.broker_synonyms:
         if synonym in broker_props:
-            value = topic_key.parse(broker_props[synonym])
+            value = topic_key.parse(broker_props[synonym], synonym)
             return value * _BROKER_UNITS.get(synonym, 1), synonym
     return topic_key.default, None
 
 
 def validate_topic_configs(overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Parse a topic's overrides; KafkaError(INVALID_CONFIG) on an unknown key or a bad value."""
+    """Parse a topic's overrides; KafkaError(INVALID_CONFIG) on an unknown key or a bad value. Deprecated keys
+    (DEPRECATED_TOPIC_CONFIGS) pass unparsed: they are ignored (accepted_topic_configs drops them)."""
     parsed = {}
     for name, raw in overrides.items():
+        if name in DEPRECATED_TOPIC_CONFIGS:
+            continue
         key = TOPIC_CONFIGS.get(name)
         if key is None:
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         parsed[name] = key.parse(raw)
     return parsed
+
+
+def accepted_topic_configs(topic: str, overrides: Mapping[str, Any]) -> dict[str, str]:
+    """The overrides a topic keeps, as strings: the deprecated keys are dropped, each with a warning in the log."""
+    for name in sorted(DEPRECATED_TOPIC_CONFIGS & overrides.keys()):
+        log.warning("Topic configuration %s with value `%s` is ignored for `%s`: it is deprecated and Kafka 4.0 "
+                    "removed it", name, overrides[name], topic)
+    return {name: str(value) for name, value in overrides.items() if name not in DEPRECATED_TOPIC_CONFIGS}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -315,14 +404,20 @@ class LogConfig:
         broker_props = broker_props or {}
         values = {}
         for name, key in TOPIC_CONFIGS.items():
+            field = name.replace(".", "_")
+            if field not in _LOG_CONFIG_FIELDS:
+                continue  # accepted and reported, but nothing here acts on it (tiering, throttles, levels)
             if name in topic_overrides:
                 value = key.parse(topic_overrides[name])
             else:
                 value, _ = broker_default_for(key, broker_props)
             if isinstance(value, list):
                 value = tuple(value)
-            values[name.replace(".", "_")] = value
+            values[field] = value
         return cls(**values)
+
+
+_LOG_CONFIG_FIELDS = frozenset(field.name for field in dataclasses.fields(LogConfig))
 
 
 # Older or alternative broker key names, read when the main name is absent.
@@ -344,19 +439,69 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def resolve_broker_config(props: Mapping[str, Any]) -> dict[str, Any]:
-    """Typed values of every broker key (given, else its synonym, else Kafka's default); rejects bad values."""
+    """Typed values of every broker key (given, else its synonym, else Kafka's default); rejects bad values, naming
+    the key as given."""
     values = {}
     for name, key in BROKER_CONFIGS.items():
-        raw = props.get(name)
-        if raw is None:
-            raw = next((props[old] for old, new in _BROKER_KEY_SYNONYMS.items() if new == name and old in props),
-                       None)
-        values[name] = key.default if raw is None else key.parse(raw)
+        given = name if name in props else next(
+            (old for old, new in _BROKER_KEY_SYNONYMS.items() if new == name and old in props), None)
+        values[name] = key.default if given is None else key.parse(props[given], given)
     for name, raw in props.items():  # the topic defaults (log.retention.hours, ...) are checked here too
-        for topic_key in TOPIC_CONFIGS.values():
-            if name in topic_key.broker_synonyms:
-                topic_key.parse(raw)
+        if name in TOPIC_DEFAULT_BROKER_KEYS:
+            TOPIC_DEFAULT_BROKER_KEYS[name].parse(raw, name)
     return values
+
+
+# Keys of Kafka's own server.properties that mean nothing on a single-node broker speaking PLAINTEXT: taken
+# quietly (a note in the log) so a Kafka config file works as it is; any other unknown key is likely a typo.
+_KAFKA_KEYS_NOT_USED_HERE = frozenset({
+    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
+    "inter.broker.listener.name", "listener.security.protocol.map", "num.network.threads", "num.io.threads",
+    "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
+    "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",
+})
+
+
+def warn_about_unknown_broker_keys(props: Mapping[str, Any]) -> None:
+    """Kafka's AbstractConfig.logUnknown: a key no table knows is taken but named in the log, so a typo
+    (`num.partiton`) does not pass silently."""
+    for name in props:
+        if name in _KAFKA_KEYS_NOT_USED_HERE:
+            log.info("The configuration '%s' is a Kafka setting this broker does not use.", name)
+        elif name not in BROKER_CONFIGS and name not in TOPIC_DEFAULT_BROKER_KEYS and name not in _BROKER_KEY_SYNONYMS:
+            log.warning("The configuration '%s' was supplied but isn't a known config.", name)
+
+
+# The cleaner's settings it can take while running (Kafka's LogCleaner.ReconfigurableConfigs that apply here).
+CLEANER_DYNAMIC_CONFIGS = ("log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second",
+                           "log.cleaner.dedupe.buffer.size")
+
+# Broker keys that can change while the broker runs (IncrementalAlterConfigs/AlterConfigs on a BROKER resource):
+# as in Kafka, the first broker key of every topic default (log.retention.ms, not log.retention.hours) and the
+# cleaner's settings.
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | set(CLEANER_DYNAMIC_CONFIGS))
+
+
+def broker_key_synonyms(name: str) -> tuple[str, ...]:
+    """The broker keys that set the same thing as `name`, `name` included (log.retention.ms/minutes/hours)."""
+    return next((key.broker_synonyms for key in TOPIC_CONFIGS.values() if name in key.broker_synonyms), (name,))
+
+
+def layered_broker_props(static: Mapping[str, Any], *dynamic_layers: Mapping[str, Any]) -> dict[str, Any]:
+    """The broker settings in force: the static ones under the dynamic layers (cluster default, then this broker's
+    own), each key of a higher layer hiding its synonyms below (a dynamic log.retention.ms beats a static
+    log.retention.hours), as Kafka's DynamicBrokerConfig.overrideProps."""
+    props = dict(static)
+    for layer in dynamic_layers:
+        for name, value in layer.items():
+            for synonym in broker_key_synonyms(name):
+                if synonym not in BROKER_CONFIGS:  # log.flush.scheduler.interval.ms also times the flusher
+                    props.pop(synonym, None)
+            props[name] = value
+    return props
 
 
 def parse_listener(text: str) -> tuple[str, int]:

@@ -20,7 +20,8 @@ from odradek.broker.periodic import every
 from odradek.clock import now_ms
 from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
-from odradek.config import LogConfig, parse_listener, resolve_broker_config
+from odradek.config import (LogConfig, layered_broker_props, parse_listener, resolve_broker_config,
+                            warn_about_unknown_broker_keys)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager
@@ -30,13 +31,16 @@ log = logging.getLogger("odradek.broker")
 
 class Broker:
     def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
-        self.props = {k: str(v) for k, v in props.items()}
-        self.config = resolve_broker_config(self.props)
-        self.node_id: int = self.config["node.id"]
+        self.static_props = {k: str(v) for k, v in props.items()}
+        warn_about_unknown_broker_keys(self.static_props)
+        static_config = resolve_broker_config(self.static_props)
+        self.node_id: int = static_config["node.id"]
         self.host = host
         self.port = port
-        self.log_dir = Path(self.config["log.dirs"][0]).resolve()
+        self.log_dir = Path(static_config["log.dirs"][0]).resolve()
         self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
+        self.props = self._layered_props()  # the settings in force: static under the dynamic ones
+        self.config = resolve_broker_config(self.props)
         self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
         self.cleaner = LogCleaner(self.logs, self.config)
         self.partitions: dict[tuple[str, int], Partition] = {}
@@ -109,10 +113,46 @@ class Broker:
 
     def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.metadata.set_topic_configs(name, dict(configs))
-        topic = self.metadata.topics[name]
+        self._reconfigure_logs(self.metadata.topics[name])
+
+    def _reconfigure_logs(self, topic: TopicMetadata) -> None:
         config = self.log_config(topic)
         for index in range(len(topic.partitions)):
-            self.partitions[(name, index)].log.update_config(config)
+            self.partitions[(topic.name, index)].log.update_config(config)
+
+    # ------------------------------------------------------------------------------------ dynamic broker configs
+    def dynamic_configs(self, resource_name: str) -> dict[str, str]:
+        """The dynamic configs of the cluster default ("") or of this broker (its id as text)."""
+        return self.metadata.broker_configs.get(resource_name, {})
+
+    def _layered_props(self, resource_name: str | None = None, configs: Mapping[str, str] | None = None
+                       ) -> dict[str, str]:
+        """The settings in force, or those that would be if `resource_name` had `configs` as its dynamic ones."""
+        layers = {"": self.dynamic_configs(""), str(self.node_id): self.dynamic_configs(str(self.node_id))}
+        if resource_name is not None:
+            layers[resource_name] = dict(configs)
+        return layered_broker_props(self.static_props, layers[""], layers[str(self.node_id)])
+
+    def check_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
+        """Kafka's reconfiguration checks of what these dynamic configs would put in force: KafkaError
+        (INVALID_REQUEST, as Kafka answers a ConfigException here) if they cannot apply."""
+        would_be = resolve_broker_config(self._layered_props(resource_name, configs))
+        refusal = self.cleaner.reconfiguration_refusal(would_be)
+        if refusal is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, refusal)
+
+    def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
+        """Store a BROKER resource's new dynamic configs (validated by the caller) and apply them at once: every
+        topic's log config is resolved again (a new log.retention.ms reaches the topics without an override) and
+        the cleaner restarts under its new settings if they changed."""
+        self.metadata.set_broker_configs(resource_name, dict(configs))
+        self.props = self._layered_props()
+        self.config = resolve_broker_config(self.props)
+        self.logs.default_config = LogConfig.resolve(None, self.props)
+        for topic in self.metadata.topics.values():
+            self._reconfigure_logs(topic)
+        self.cleaner.reconfigure(self.config)
+        log.info("dynamic broker configs of %s are now %s", repr(resource_name), dict(configs))
 
     def partition(self, topic: str, index: int) -> Partition:
         partition = self.partitions.get((topic, index))

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from odradek.config import validate_topic_configs
+from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.segment import write_atomically
 
@@ -105,6 +105,9 @@ class ClusterMetadata:
         self.topics_by_id: dict[uuid.UUID, TopicMetadata] = {}
         self.cluster_id = ""
         self.next_producer_id_block = 0
+        # dynamic broker configs by resource name: "" the cluster default, "<node id>" one broker (Kafka's
+        # ConfigRecords for a BROKER resource)
+        self.broker_configs: dict[str, dict[str, str]] = {}
 
     @classmethod
     def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
@@ -116,6 +119,8 @@ class ClusterMetadata:
             try:
                 stored = json.loads(path.read_text())
                 metadata.next_producer_id_block = stored.get("next_producer_id_block", 0)
+                metadata.broker_configs = {name: dict(configs)
+                                           for name, configs in stored.get("broker_configs", {}).items()}
                 for data in stored["topics"]:
                     topic = TopicMetadata.from_json(data)
                     metadata.topics[topic.name] = topic
@@ -142,7 +147,7 @@ class ClusterMetadata:
 
     def save(self) -> None:
         body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "topics": [t.to_json() for t in self.topics.values()]}
+                "broker_configs": self.broker_configs, "topics": [t.to_json() for t in self.topics.values()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -161,7 +166,7 @@ class ClusterMetadata:
                              "because only 1 broker(s) are registered.")
         validate_topic_configs(configs)
         topic = TopicMetadata(name, uuid.uuid4(), [self._new_assignment() for _ in range(num_partitions)],
-                              {k: str(v) for k, v in configs.items()})
+                              accepted_topic_configs(name, configs))
         if not validate_only:
             self.topics[name] = topic
             self.topics_by_id[topic.topic_id] = topic
@@ -224,8 +229,17 @@ class ClusterMetadata:
         self.save()
         return start
 
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of the cluster default ("") or of one broker ("<id>"); the caller validated
+        them."""
+        if configs:
+            self.broker_configs[resource_name] = dict(configs)
+        else:
+            self.broker_configs.pop(resource_name, None)
+        self.save()
+
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         validate_topic_configs(configs)
-        self.topics[name].configs = dict(configs)
+        self.topics[name].configs = accepted_topic_configs(name, configs)
         self.save()
 

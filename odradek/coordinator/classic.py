@@ -52,6 +52,7 @@ class JoinResult:
     protocol_name: str | None = None
     leader: str = ""
     members: list[tuple[str, str | None, bytes]] = dataclasses.field(default_factory=list)
+    skip_assignment: bool = False  # KIP-814: the leader of a Stable group, told not to run its assignor
 
 
 @dataclasses.dataclass
@@ -122,7 +123,9 @@ class ClassicGroup:
     # ------------------------------------------------------------------------------------------ requests
     def join(self, *, member_id: str, instance_id: str | None, client_id: str, client_host: str,
              session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
-             protocols: list[tuple[str, bytes]], require_known_member_id: bool, now_ms: int) -> JoinResult | Wait:
+             protocols: list[tuple[str, bytes]], require_known_member_id: bool, now_ms: int,
+             supports_skip_assignment: bool = True) -> JoinResult | Wait:
+        """supports_skip_assignment: the request is JoinGroup v9+, which can tell a leader to skip assigning."""
         if not self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms:
             raise KafkaError(ErrorCode.INVALID_SESSION_TIMEOUT)
         if not self._supports(protocol_type, protocols):
@@ -131,7 +134,7 @@ class ClassicGroup:
                               rebalance_timeout_ms if rebalance_timeout_ms > 0 else session_timeout_ms,
                               protocol_type, list(protocols))
         if member_id == "":
-            answer = self._join_unknown(fresh, require_known_member_id, now_ms)
+            answer = self._join_unknown(fresh, require_known_member_id, now_ms, supports_skip_assignment)
         else:
             answer = self._join_known(fresh, now_ms)
         self._maybe_complete_join(now_ms)
@@ -195,7 +198,10 @@ class ClassicGroup:
         return codes
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
-        """Kafka's rules: members commit in their generation; a commit without one only into an empty group."""
+        """Kafka's rules: members commit in their generation; a commit without one only into an empty group (then
+        whatever member id comes with it, as Kafka's ClassicGroup.validateOffsetCommit)."""
+        if generation < 0 and self.state is GroupState.EMPTY:
+            return
         if generation >= 0 or member_id or instance_id is not None:
             self._validate_member(member_id, instance_id)
             if generation != self.generation:
@@ -256,10 +262,11 @@ class ClassicGroup:
             common &= {name for name, _ in member.protocols}
         return common
 
-    def _join_unknown(self, fresh: ClassicMember, require_known_member_id: bool, now_ms: int):
+    def _join_unknown(self, fresh: ClassicMember, require_known_member_id: bool, now_ms: int,
+                      supports_skip_assignment: bool):
         fresh.member_id = f"{fresh.instance_id or fresh.client_id}-{uuid.uuid4()}"
         if fresh.instance_id is not None and fresh.instance_id in self.static_members:
-            return self._replace_static_member(fresh, now_ms)
+            return self._replace_static_member(fresh, now_ms, supports_skip_assignment)
         if len(self.members) >= self.config.max_size:
             raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED)
         if fresh.instance_id is None and require_known_member_id:
@@ -288,8 +295,11 @@ class ClassicGroup:
             self._prepare_rebalance(now_ms)
         return Wait(member_id)
 
-    def _replace_static_member(self, fresh: ClassicMember, now_ms: int):
-        """A static member restarted: its new member id takes over the old one's place and assignment."""
+    def _replace_static_member(self, fresh: ClassicMember, now_ms: int, supports_skip_assignment: bool):
+        """A static member restarted: its new member id takes over the old one's place and assignment. In a Stable
+        group whose protocol stays the one selected, that is all (Kafka's updateStaticMemberAndRebalance): no
+        rebalance, even for the leader, which JoinGroup v9+ tells to skip its assignor (KIP-814) and older versions
+        keep from assigning by naming the old leader id, so the other members see nothing."""
         old_id = self.static_members[fresh.instance_id]
         old = self.members.pop(old_id)
         self._answer_removed(old, ErrorCode.FENCED_INSTANCE_ID)
@@ -297,12 +307,16 @@ class ClassicGroup:
         fresh.heartbeat_deadline_ms = now_ms + fresh.session_timeout_ms
         self.members[fresh.member_id] = fresh
         self.static_members[fresh.instance_id] = fresh.member_id
+        old_leader = self.leader
         if self.leader == old_id:
             self.leader = fresh.member_id
         self.metadata_changed = True
-        if (self.state is GroupState.STABLE and old.protocols == fresh.protocols
-                and fresh.member_id != self.leader):
-            return self._join_result(fresh)
+        if self.state is GroupState.STABLE and self._select_protocol() == self.protocol_name:
+            if fresh.member_id != self.leader:
+                return self._join_result(fresh)
+            if supports_skip_assignment:
+                return dataclasses.replace(self._join_result(fresh), skip_assignment=True)
+            return dataclasses.replace(self._join_result(fresh), leader=old_leader or "", members=[])
         fresh.awaiting_join = True
         if self.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(now_ms)

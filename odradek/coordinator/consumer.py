@@ -132,9 +132,9 @@ class ConsumerGroup:
         return HeartbeatResult(member.member_id, member.member_epoch, _copy(member.assigned) if send else None)
 
     def validate_offset_commit(self, member_id: str, member_epoch: int, api_version: int) -> None:
-        if member_epoch < 0 and not member_id:
-            if self.members:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        """Kafka's ConsumerGroup.validateOffsetCommit: without an epoch, a commit goes into a group with no members
+        (whatever member id comes with it); otherwise the member must exist and be at its epoch."""
+        if member_epoch < 0 and not self.members:
             return
         member = self.members.get(member_id)
         if member is None:

@@ -101,13 +101,15 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------------ classic groups
     def join(self, group_id: str, *, member_id: str, instance_id: str | None, client_id: str, client_host: str,
              session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
-             protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult | asyncio.Future:
+             protocols: list[tuple[str, bytes]], require_known_member_id: bool,
+             supports_skip_assignment: bool = True) -> JoinResult | asyncio.Future:
         self.check_available(group_id)
         group = self._classic_group(group_id, create=True)
         result = group.join(member_id=member_id, instance_id=instance_id, client_id=client_id,
                             client_host=client_host, session_timeout_ms=session_timeout_ms,
                             rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
-                            protocols=protocols, require_known_member_id=require_known_member_id, now_ms=now_ms())
+                            protocols=protocols, require_known_member_id=require_known_member_id, now_ms=now_ms(),
+                            supports_skip_assignment=supports_skip_assignment)
         return self._answer(group, JOIN, result)
 
     def sync(self, group_id: str, *, member_id: str, instance_id: str | None, generation: int,
@@ -161,31 +163,58 @@ class GroupCoordinator:
     def commit_offsets(self, group_id: str, *, member_id: str, instance_id: str | None, generation: int,
                        api_version: int, retention_ms: int,
                        offsets: list[tuple[str, int, int, int, str | None]]) -> list[ErrorCode]:
-        """offsets: (topic, partition, offset, leader epoch, metadata); one error code each."""
+        """offsets: (topic, partition, offset, leader epoch, metadata); one error code each.
+
+        As in Kafka (KafkaApis filters the request before the coordinator sees it), a partition the catalogue does
+        not hold gets UNKNOWN_TOPIC_OR_PARTITION whatever the group's state, and a request naming only such
+        partitions touches no group; the group's verdict goes to the others."""
+        codes = [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * len(offsets)
+        known = [position for position, (topic, index, *_) in enumerate(offsets) if self._hosts(topic, index)]
+        if not known:
+            return codes
+        try:
+            self._validate_offset_commit(group_id, member_id, instance_id, generation, api_version)
+        except KafkaError as exc:
+            for position in known:
+                codes[position] = exc.code
+            return codes
+        now = now_ms()
+        expire = now + retention_ms if retention_ms >= 0 else -1
+        known_codes, records, accepted = self._offset_records(group_id, [offsets[p] for p in known], now, expire)
+        for position, code in zip(known, known_codes):
+            codes[position] = code
+        try:
+            self._append(group_id, records)
+        except (KafkaError, OSError) as exc:
+            log.error("writing offsets of group %s failed: %s", group_id, exc)
+            for _, _, position in accepted:
+                codes[known[position]] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return codes
+        for partition, committed, _ in accepted:
+            self.offsets.commit(group_id, partition, committed)
+        return codes
+
+    def _validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
+                                api_version: int) -> None:
+        """Kafka's OffsetMetadataManager.validateOffsetCommit: a missing group is created as a simple group when the
+        generation (member epoch) is negative, whatever member id comes with it (librdkafka's KIP-848 consumer
+        sends its own with an assign()ed commit); otherwise it is GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION before
+        v9)."""
         self.check_available(group_id)
         group = self.groups.get(group_id)
-        simple = generation < 0 and not member_id and instance_id is None
         if group is None:
-            if not simple:
+            if generation >= 0:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION if api_version < 9 else ErrorCode.GROUP_ID_NOT_FOUND)
             group = self.groups[group_id] = ClassicGroup(group_id, self.classic_config, now_ms())
         if isinstance(group, ClassicGroup):
             group.validate_offset_commit(member_id, instance_id, generation)
         else:
             group.validate_offset_commit(member_id, generation, api_version)
-        now = now_ms()
-        expire = now + retention_ms if retention_ms >= 0 else -1
-        codes, records, accepted = self._offset_records(group_id, offsets, now, expire)
-        try:
-            self._append(group_id, records)
-        except (KafkaError, OSError) as exc:
-            log.error("writing offsets of group %s failed: %s", group_id, exc)
-            for _, _, position in accepted:
-                codes[position] = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            return codes
-        for partition, committed, _ in accepted:
-            self.offsets.commit(group_id, partition, committed)
-        return codes
+
+    def _hosts(self, topic: str, index: int) -> bool:
+        """Whether the catalogue holds this partition."""
+        topic_meta = self.broker.metadata.topics.get(topic)
+        return topic_meta is not None and 0 <= index < len(topic_meta.partitions)
 
     def _offset_records(self, group_id: str, offsets: list[tuple[str, int, int, int, str | None]], now: int,
                         expire: int):
@@ -195,8 +224,7 @@ class GroupCoordinator:
             if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
                 codes.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
                 continue
-            topic_meta = self.broker.metadata.topics.get(topic)
-            if topic_meta is None or not 0 <= index < len(topic_meta.partitions):
+            if not self._hosts(topic, index):
                 codes.append(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             committed = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, expire)

@@ -56,6 +56,7 @@ from odradek.records.batch import (
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.storage.cleaned_transactions import CleanedTransactions
 from odradek.clock import now_ms
+from odradek.config import CLEANER_DYNAMIC_CONFIGS
 from odradek.storage.log import Log
 from odradek.storage.log_manager import LogManager, TopicPartition
 from odradek.storage.offset_map import SLOT_BYTES, OffsetMap
@@ -434,12 +435,10 @@ class LogCleaner:
         self._log_manager = log_manager
         self._clock = now_ms
         self.enabled = config["log.cleaner.enable"]
-        self.thread_count = config["log.cleaner.threads"]
-        self.backoff_ms = config["log.cleaner.backoff.ms"]
         self._stop = threading.Event()
         self._throttler = Throttler(config["log.cleaner.io.max.bytes.per.second"], self._stop)
-        self._map_memory_bytes = max(SLOT_BYTES * 2, config["log.cleaner.dedupe.buffer.size"]
-                                     // max(1, self.thread_count))
+        self._take_settings(config)
+        self._running = False
         self._checkpoint_path = log_manager.log_dir / CLEANER_CHECKPOINT
         self._lock = threading.Lock()
         self._checkpoints: dict[TopicPartition, int] = read_checkpoint(self._checkpoint_path)
@@ -455,8 +454,21 @@ class LogCleaner:
 
     # -- threads -----------------------------------------------------------------------------------------------
 
+    def _changes(self, config: Mapping[str, Any]) -> bool:
+        return {name: config[name] for name in CLEANER_DYNAMIC_CONFIGS} != self._settings
+
+    def _take_settings(self, config: Mapping[str, Any]) -> None:
+        """The settings a running cleaner can change (CLEANER_DYNAMIC_CONFIGS)."""
+        self._settings = {name: config[name] for name in CLEANER_DYNAMIC_CONFIGS}
+        self.thread_count = config["log.cleaner.threads"]
+        self.backoff_ms = config["log.cleaner.backoff.ms"]
+        self._throttler.max_bytes_per_second = config["log.cleaner.io.max.bytes.per.second"]
+        self._map_memory_bytes = max(SLOT_BYTES * 2, config["log.cleaner.dedupe.buffer.size"]
+                                     // max(1, self.thread_count))
+
     def start(self) -> None:
         """Start the cleaner threads (none if log.cleaner.enable is false or log.cleaner.threads is 0)."""
+        self._running = True
         if not self.enabled:
             return
         self._stop.clear()
@@ -467,10 +479,37 @@ class LogCleaner:
 
     def stop(self) -> None:
         """Stop and join the threads; a cleaning in progress is abandoned (its `*.cleaned` files removed)."""
+        self._running = False
         self._stop.set()
         for thread in self._threads:
             thread.join()
         self._threads = []
+
+    def reconfiguration_refusal(self, config: Mapping[str, Any]) -> str | None:
+        """Why the cleaner may not take these settings now (Kafka's LogCleaner.validateReconfiguration: the thread
+        count may at most halve or double at once), or None. Only a change is judged, as in Kafka."""
+        if not self._changes(config):
+            return None
+        thread_count = config["log.cleaner.threads"]
+        if thread_count < 1:
+            return "Log cleaner threads should be at least 1"
+        if thread_count < self.thread_count // 2:
+            return f"Log cleaner threads cannot be reduced to less than half the current value {self.thread_count}"
+        if thread_count > self.thread_count * 2:
+            return f"Log cleaner threads cannot be increased to more than double the current value {self.thread_count}"
+        return None
+
+    def reconfigure(self, config: Mapping[str, Any]) -> None:
+        """New cleaner settings while running (dynamic broker configs): as Kafka's LogCleaner.reconfigure, the
+        threads stop (a cleaning in progress is abandoned, to be redone) and start again under the new settings,
+        each with its share of log.cleaner.dedupe.buffer.size."""
+        if not self._changes(config):
+            return
+        running = self._running
+        self.stop()
+        self._take_settings(config)
+        if running:
+            self.start()
 
     def _run(self) -> None:
         cleaner = Cleaner(self._map_memory_bytes, self._throttler, self._stop, self._clock)

@@ -204,6 +204,31 @@ def test_static_member_restart_takes_over_without_rebalance_and_old_id_is_fenced
     assert group.state is GroupState.PREPARING_REBALANCE
 
 
+@pytest.mark.parametrize("supports_skip_assignment", [True, False], ids=["v9+", "before-v9"])
+def test_static_leader_restart_keeps_the_group_stable(supports_skip_assignment):
+    """KIP-814: the restarted static leader is told it leads but must skip its assignor (JoinGroup v9+); before v9
+    the answer names the old leader id, so it does not think it leads and does not assign. No rebalance either way."""
+    group = ClassicGroup("g", CONFIG, 0)
+    assert isinstance(join(group, instance_id="lead"), Wait)
+    [leader_id] = take(group, JOIN)
+    group.sync(member_id=leader_id, instance_id="lead", generation=1, protocol_type=None, protocol_name=None,
+               assignments={leader_id: b"L"}, now_ms=0)
+    take(group, SYNC)
+    restarted = group.join(member_id="", instance_id="lead", client_id="c", client_host="/127.0.0.1",
+                           session_timeout_ms=10000, rebalance_timeout_ms=30000, protocol_type="consumer",
+                           protocols=RANGE, require_known_member_id=True, now_ms=50,
+                           supports_skip_assignment=supports_skip_assignment)
+    assert restarted.error == ErrorCode.NONE and restarted.generation == 1 and restarted.member_id != leader_id
+    assert group.state is GroupState.STABLE and group.leader == restarted.member_id
+    if supports_skip_assignment:
+        assert restarted.skip_assignment and restarted.leader == restarted.member_id
+        assert [m for m, _, _ in restarted.members] == [restarted.member_id]
+    else:
+        assert not restarted.skip_assignment and restarted.leader == leader_id and restarted.members == []
+    assert group.sync(member_id=restarted.member_id, instance_id="lead", generation=1, protocol_type=None,
+                      protocol_name=None, assignments={}, now_ms=51).assignment == b"L"
+
+
 def test_initial_rebalance_delay_waits_for_more_members_of_a_new_group():
     group = ClassicGroup("g", CONFIG._replace(initial_rebalance_delay_ms=3000), 0)
     a = new_member(group, now=0)

@@ -20,6 +20,7 @@ class Member:
                  instance_id: str | None = None):
         self.client = client
         self.assigned: list[int] = []
+        self.callbacks: list[str] = []  # "assign"/"revoke", every rebalance callback it ran (confluent members)
         self.process = subprocess.Popen(
             [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, group, topic, str(session_ms)]
             + ([instance_id] if instance_id else []),
@@ -28,7 +29,11 @@ class Member:
 
     def _read(self) -> None:
         for line in self.process.stdout:
-            self.assigned = json.loads(line)["assigned"]
+            report = json.loads(line)
+            if "callback" in report:
+                self.callbacks.append(report["callback"])
+            else:
+                self.assigned = report["assigned"]
 
     @property
     def alive(self) -> bool:

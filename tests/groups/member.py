@@ -2,8 +2,8 @@
 TOPIC SESSION_MS [INSTANCE_ID]`. CLIENT is confluent, confluent-848 (group.protocol=consumer), kafka-python or
 aiokafka; INSTANCE_ID makes a confluent member static (group.instance.id).
 
-Prints a JSON line {"assigned": [partitions]} whenever its assignment changes; SIGTERM makes it close cleanly
-(leaving the group).
+Prints a JSON line {"assigned": [partitions]} whenever its assignment changes, and (confluent) {"callback": "assign"
+or "revoke"} at every rebalance callback; SIGTERM makes it close cleanly (leaving the group, unless static).
 """
 
 from __future__ import annotations
@@ -48,7 +48,11 @@ def run_confluent(kip848: bool) -> None:
         config.update({"session.timeout.ms": session_ms, "heartbeat.interval.ms": 500,
                        "partition.assignment.strategy": "roundrobin"})
     consumer = Consumer(config)
-    consumer.subscribe([topic])
+
+    def callback(name):
+        return lambda _consumer, _partitions: print(json.dumps({"callback": name}), flush=True)
+
+    consumer.subscribe([topic], on_assign=callback("assign"), on_revoke=callback("revoke"))
     while not stopping:
         consumer.poll(0.1)
         report(tp.partition for tp in consumer.assignment())

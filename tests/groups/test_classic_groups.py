@@ -3,6 +3,8 @@ partitions move within its session timeout, a clean leave rebalances at once; wi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -40,3 +42,23 @@ def test_killed_member_loses_partitions_within_session_timeout(broker, topic, me
     started[1].kill()
     took = members.wait_for_split(PARTITIONS, timeout=SESSION_MS / 1000 + 4)
     print(f"\nSIGKILLed member's partitions moved in {took:.2f}s (session timeout {SESSION_MS} ms)")
+
+
+def test_a_restarted_static_leader_rejoins_without_a_rebalance(broker, topic, members):
+    """KIP-345/KIP-814: the group's leader is a static member (group.instance.id); its process restarts (a static
+    member's close sends no LeaveGroup), it rejoins with the same protocols under a new member id, and the group
+    stays Stable: the other member sees no revoke and no assign, and the leader gets its partitions back."""
+    group = f"{topic}-group"
+    leader = members.start("confluent", broker.bootstrap_servers, group, topic, SESSION_MS, instance_id="leader")
+    members.wait_for_split(PARTITIONS, timeout=30)  # alone, so it leads
+    other = members.start("confluent", broker.bootstrap_servers, group, topic, SESSION_MS, instance_id="other")
+    members.wait_for_split(PARTITIONS, timeout=30)
+    leader_partitions, other_callbacks = list(leader.assigned), list(other.callbacks)
+    leader.stop()
+    restarted = members.start("confluent", broker.bootstrap_servers, group, topic, SESSION_MS, instance_id="leader")
+    deadline = time.monotonic() + SESSION_MS / 1000 - 1  # well inside the session timeout
+    while restarted.assigned != leader_partitions and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert restarted.assigned == leader_partitions
+    time.sleep(1.0)  # a rebalance would reach the other member within its heartbeat interval (500 ms)
+    assert other.callbacks == other_callbacks  # no revoke, no assign

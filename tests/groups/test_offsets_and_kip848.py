@@ -6,7 +6,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
@@ -141,3 +141,35 @@ def test_kip848_commits_use_member_epoch_and_resume(kip848_broker):
     second.subscribe([topic])
     assert [m.offset() for m in consume(second, 3)] == [5, 6, 7]
     second.close()
+
+
+def test_kip848_consumer_commits_for_assigned_partitions_into_a_simple_group(kip848_broker):
+    """librdkafka's KIP-848 consumer commits an assign()ed partition with its own member id and epoch -1: as in
+    Kafka that is a commit for a simple group, not GROUP_ID_NOT_FOUND; and a partition of a topic that does not
+    exist is UNKNOWN_TOPIC_OR_PARTITION before the group is looked at, so such a commit alone creates no group."""
+    bootstrap = kip848_broker.bootstrap_servers
+    topic = f"kip848-assign-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    group = f"{topic}-simple"
+    consumer = consumer_for(bootstrap, group, **{"group.protocol": "consumer"})
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        [result] = consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+        assert result.error is None and result.offset == 5
+        [committed] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        assert committed.offset == 5
+
+        unknown_group = f"{topic}-nothing"
+        other = consumer_for(bootstrap, unknown_group, **{"group.protocol": "consumer"})
+        try:
+            other.assign([TopicPartition(topic, 0)])
+            with pytest.raises(KafkaException) as exc_info:
+                other.commit(offsets=[TopicPartition(f"{topic}-missing", 0, 1)], asynchronous=False)
+            assert exc_info.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"  # librdkafka's name for it
+        finally:
+            other.close()
+    finally:
+        consumer.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep the handle alive until the result is in
+    groups = {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+    assert group in groups and unknown_group not in groups

@@ -1,14 +1,20 @@
-"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics (and DescribeConfigs for the broker).
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics and for the broker (its dynamic configs).
 
-Every value is reported with the source a Kafka user expects: a topic override (TOPIC_CONFIG), a broker setting it
-inherits (STATIC_BROKER_CONFIG, named by its broker key) or Kafka's default (DEFAULT_CONFIG), and with synonyms
-when asked, most specific first, as Kafka lists them. AlterConfigs replaces a topic's whole override set;
-IncrementalAlterConfigs edits it key by key (SET, DELETE, APPEND, SUBTRACT for list keys).
+Every value is reported with the source a Kafka user expects and, when asked, its synonyms in Kafka's order
+(ConfigHelper.configSynonyms): a topic override (TOPIC_CONFIG), then the broker keys that default it, layer by layer
+(DYNAMIC_BROKER_CONFIG for this broker, DYNAMIC_DEFAULT_BROKER_CONFIG for the cluster default, STATIC_BROKER_CONFIG,
+then Kafka's own DEFAULT_CONFIG of that broker key), each layer in the broker keys' precedence (log.retention.ms,
+.minutes, .hours). Configs come back in the order they were asked for (all of them, in table order, when none were
+named). AlterConfigs replaces a resource's whole set; IncrementalAlterConfigs edits it key by key (SET, DELETE,
+APPEND, SUBTRACT for list keys). On a BROKER resource, name "" is the cluster default and "<node id>" this broker:
+only the keys in DYNAMIC_BROKER_CONFIGS may change, and Kafka's validation failures are INVALID_REQUEST
+(KAFKA-13609 keeps them so).
 """
 
 from __future__ import annotations
 
-from odradek.config import (BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType, broker_default_for,
+from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
+                            TOPIC_DEFAULT_BROKER_KEYS, ConfigKey, ConfigSource, ConfigType, broker_default_for,
                             validate_topic_configs)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -23,45 +29,92 @@ IncrementalAlterConfigsResponse = INCREMENTAL_ALTER_CONFIGS.response
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
+# Every broker key DescribeConfigs lists for a broker: its own settings, then the topic defaults.
+ALL_BROKER_KEYS: dict[str, ConfigKey] = {**BROKER_CONFIGS, **TOPIC_DEFAULT_BROKER_KEYS}
+
+
+def kafka_default(name: str) -> str | None:
+    """Kafka's default of a broker key as DescribeConfigs shows it (None: Kafka defines none)."""
+    key = ALL_BROKER_KEYS.get(name)
+    return None if key is None or key.default is None else key.render(key.default)
+
+
+def in_order(entries: list, wanted) -> list:
+    """The entries named in `wanted`, in its order (each once), or all of them when nothing was named."""
+    if not wanted:
+        return entries
+    by_name = {entry.name: entry for entry in entries}
+    return [by_name[name] for name in dict.fromkeys(wanted) if name in by_name]
+
 
 def handlers(broker) -> dict:
+    def layers() -> list[tuple[dict, ConfigSource]]:
+        """The broker's settings, highest precedence first (Kafka's defaults are the last layer)."""
+        return [(broker.dynamic_configs(str(broker.node_id)), ConfigSource.DYNAMIC_BROKER_CONFIG),
+                (broker.dynamic_configs(""), ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (broker.static_props, ConfigSource.STATIC_BROKER_CONFIG)]
+
+    def broker_synonyms(names) -> list[tuple[str, str | None, ConfigSource]]:
+        found = [(name, layer[name], source) for layer, source in layers() for name in names if name in layer]
+        return found + [(name, kafka_default(name), ConfigSource.DEFAULT_CONFIG) for name in names
+                        if kafka_default(name) is not None]
+
+    def source_of(broker_key: str) -> ConfigSource:
+        return next(source for layer, source in layers() if broker_key in layer)
+
     def topic_entries(name: str, include_synonyms: bool, include_docs: bool) -> list:
         overrides = broker.metadata.topics[name].configs
         entries = []
         for key in TOPIC_CONFIGS.values():
-            synonyms = []
+            synonyms = broker_synonyms(key.broker_synonyms)
             if key.name in overrides:
-                synonyms.append((key.name, key.parse(overrides[key.name]), ConfigSource.TOPIC_CONFIG))
-            for broker_key in key.broker_synonyms:
-                if broker_key in broker.props:
-                    synonyms.append((broker_key, broker.props[broker_key], ConfigSource.STATIC_BROKER_CONFIG))
-            synonyms.append((key.name, key.default, ConfigSource.DEFAULT_CONFIG))
-            if key.name in overrides:
-                value, source = synonyms[0][1], ConfigSource.TOPIC_CONFIG
+                value, source = key.parse(overrides[key.name]), ConfigSource.TOPIC_CONFIG
+                synonyms.insert(0, (key.name, key.render(value), source))
             else:
                 value, from_key = broker_default_for(key, broker.props)
-                source = ConfigSource.STATIC_BROKER_CONFIG if from_key else ConfigSource.DEFAULT_CONFIG
+                source = source_of(from_key) if from_key else ConfigSource.DEFAULT_CONFIG
             entries.append(entry(key, value, source, synonyms if include_synonyms else [], include_docs, False))
         return entries
 
-    def broker_entries(include_synonyms: bool, include_docs: bool) -> list:
+    def broker_entries(resource_name: str, include_synonyms: bool, include_docs: bool) -> list:
+        """This broker's keys ("<id>"), or the cluster-default dynamic keys set ("" lists only those, as Kafka)."""
+        if resource_name == "":
+            return [entry(ALL_BROKER_KEYS[name], ALL_BROKER_KEYS[name].parse(raw),
+                          ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                          [(name, raw, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)] if include_synonyms else [],
+                          include_docs, False)
+                    for name, raw in broker.dynamic_configs("").items()]
         entries = []
-        for key in BROKER_CONFIGS.values():
-            value = broker.config[key.name]
-            source = ConfigSource.STATIC_BROKER_CONFIG if key.name in broker.props else ConfigSource.DEFAULT_CONFIG
-            synonyms = [(key.name, value, source)] if include_synonyms else []
-            entries.append(entry(key, value, source, synonyms, include_docs, True))
+        for key in ALL_BROKER_KEYS.values():
+            synonyms = broker_synonyms([key.name])
+            source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+            value = broker.config[key.name] if key.name in BROKER_CONFIGS else (
+                key.parse(broker.props[key.name]) if key.name in broker.props else key.default)
+            entries.append(entry(key, value, source, synonyms if include_synonyms else [], include_docs,
+                                 key.name not in DYNAMIC_BROKER_CONFIGS))
         return entries
 
     def entry(key: ConfigKey, value, source: ConfigSource, synonyms, include_docs: bool, read_only: bool):
         return DescribeConfigsResponse.DescribeConfigsResourceResult(
             name=key.name, value=key.render(value), read_only=read_only,
             is_default=source == ConfigSource.DEFAULT_CONFIG, config_source=source, is_sensitive=False,
-            synonyms=[DescribeConfigsResponse.DescribeConfigsSynonym(
-                name=name, value=key.render(key.parse(raw)) if not isinstance(raw, str) else raw, source=src)
-                for name, raw, src in synonyms],
+            synonyms=[DescribeConfigsResponse.DescribeConfigsSynonym(name=name, value=raw, source=src)
+                      for name, raw, src in synonyms],
             config_type=key.type if key.type != ConfigType.UNKNOWN else ConfigType.STRING,
             documentation=key.doc if include_docs else None)
+
+    def check_broker_name(resource_name: str) -> None:
+        """"" (the cluster default) or this broker's id, as Kafka's validateResourceNameIsCurrentNodeId."""
+        if resource_name == "":
+            return
+        try:
+            node_id = int(resource_name)
+        except ValueError:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Node id must be an integer, but it is: {resource_name}") from None
+        if node_id != broker.node_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}")
 
     def answer_describe_configs(connection, header, request):
         version = header.api_version
@@ -79,49 +132,65 @@ def handlers(broker) -> dict:
                                          f"Topic {resource.resource_name} does not exist")
                     entries = topic_entries(resource.resource_name, include_synonyms, include_docs)
                 elif resource.resource_type == BROKER:
-                    if resource.resource_name not in ("", str(broker.node_id)):
-                        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                         f"Unexpected broker id, expected {broker.node_id}")
-                    entries = broker_entries(include_synonyms, include_docs)
+                    check_broker_name(resource.resource_name)
+                    entries = broker_entries(resource.resource_name, include_synonyms, include_docs)
                 else:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
                                      f"Unsupported resource type {resource.resource_type}")
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             else:
-                wanted = resource.configuration_keys
-                result.configs = entries if wanted is None else [e for e in entries if e.name in set(wanted)]
+                result.configs = in_order(entries, resource.configuration_keys)
             results.append(result)
         return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
-    def alter(resource, compute, validate_only: bool):
-        if resource.resource_type != TOPIC:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                             "Only topic configs can be altered on this broker (broker configs are static)")
+    def alter_topic(resource, compute, validate_only: bool):
         topic = broker.metadata.topics.get(resource.resource_name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {resource.resource_name} does not exist")
-        new_configs = compute(dict(topic.configs), resource.configs)
+        new_configs = compute(dict(topic.configs), resource.configs, topic_key)
         if validate_only:
             validate_topic_configs(new_configs)
         else:
             broker.alter_topic_configs(topic.name, new_configs)
 
-    def replace_all(current: dict, changes) -> dict:
+    def alter_broker(resource, compute, validate_only: bool):
+        check_broker_name(resource.resource_name)
+        new_configs = compute(dict(broker.dynamic_configs(resource.resource_name)), resource.configs,
+                              ALL_BROKER_KEYS.get)
+        not_dynamic = [name for name in new_configs if name not in DYNAMIC_BROKER_CONFIGS]
+        if not_dynamic:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Cannot update these configs dynamically: Set({', '.join(not_dynamic)})")
+        try:
+            for name, raw in new_configs.items():
+                ALL_BROKER_KEYS[name].parse(raw)
+        except KafkaError as exc:  # Kafka answers a broker config's bad value with INVALID_REQUEST (KAFKA-13609)
+            raise KafkaError(ErrorCode.INVALID_REQUEST, exc.message) from None
+        broker.check_dynamic_configs(resource.resource_name, new_configs)
+        if not validate_only:
+            broker.alter_dynamic_configs(resource.resource_name, new_configs)
+
+    def topic_key(name: str) -> ConfigKey | None:
+        """The topic key of that name (None for a deprecated one, which is taken and ignored)."""
+        key = TOPIC_CONFIGS.get(name)
+        if key is None and name not in DEPRECATED_TOPIC_CONFIGS:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        return key
+
+    def replace_all(current: dict, changes, key_of) -> dict:
         return {c.name: c.value for c in changes if c.value is not None}
 
-    def edit(current: dict, changes) -> dict:
+    def edit(current: dict, changes, key_of) -> dict:
         for change in changes:
-            key = TOPIC_CONFIGS.get(change.name)
-            if key is None:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {change.name}")
+            key = key_of(change.name)
             op = change.config_operation
             if op == SET:
                 current[change.name] = change.value
             elif op == DELETE:
                 current.pop(change.name, None)
             elif op in (APPEND, SUBTRACT):
-                if key.type != ConfigType.LIST:
+                if key is None or key.type != ConfigType.LIST:
                     raise KafkaError(ErrorCode.INVALID_CONFIG,
                                      f"Config {change.name} is not a list, so it cannot be appended to")
                 items = key.parse(current.get(change.name, key.render(key.default)))
@@ -143,7 +212,16 @@ def handlers(broker) -> dict:
                     error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                     resource_name=resource.resource_name)
                 try:
-                    alter(resource, compute, request.validate_only)
+                    names = [config.name for config in resource.configs]
+                    if len(set(names)) != len(names):
+                        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+                    if resource.resource_type == TOPIC:
+                        alter_topic(resource, compute, request.validate_only)
+                    elif resource.resource_type == BROKER:
+                        alter_broker(resource, compute, request.validate_only)
+                    else:
+                        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                         f"Unknown resource type {resource.resource_type}")
                 except KafkaError as exc:
                     result.error_code, result.error_message = exc.code, exc.message
                 responses.append(result)

@@ -91,7 +91,7 @@ def handlers(broker) -> dict:
                 throttle_time_ms=0, error_code=result.error, generation_id=result.generation if ok else -1,
                 protocol_type=result.protocol_type if ok else None,
                 protocol_name=result.protocol_name if ok else (None if version >= 7 else ""),
-                leader=result.leader if ok else "", skip_assignment=False, member_id=result.member_id,
+                leader=result.leader if ok else "", skip_assignment=result.skip_assignment, member_id=result.member_id,
                 members=[Response.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=data)
                          for m, i, data in result.members])
 
@@ -104,7 +104,7 @@ def handlers(broker) -> dict:
                 rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else -1,
                 protocol_type=request.protocol_type,
                 protocols=[(p.name, p.metadata) for p in request.protocols],
-                require_known_member_id=version >= 4)
+                require_known_member_id=version >= 4, supports_skip_assignment=version >= 9)
         except KafkaError as exc:
             return respond(JoinResult(exc.code, request.member_id))
         if isinstance(answer, asyncio.Future):

@@ -219,6 +219,177 @@ class Broker:
         self.close()
 
 
+ZOOKEEPER_CLASSPATH = "/usr/share/java/*"  # where Debian's `zookeeper` package puts its jars and their dependencies
+
+
+def zookeeper_available(classpath: str = ZOOKEEPER_CLASSPATH) -> bool:
+    """Whether a ZooKeeper server can be started here: java and the ZooKeeper jars."""
+    import glob
+    import shutil
+
+    jars = [path for entry in classpath.split(":") for path in glob.glob(entry)]
+    return shutil.which("java") is not None and any(Path(jar).name.startswith("zookeeper-") for jar in jars)
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper server on 127.0.0.1 (port 0: a free one, kept across restarts) with its data in a
+    directory of its own (temporary unless given), run as `java ... QuorumPeerMain zoo.cfg`. For tests and
+    `odradek cluster up`; `connect` is what brokers take as zookeeper.connect."""
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, *, port: int = 0, tick_time_ms: int = 1000,
+                 classpath: str = ZOOKEEPER_CLASSPATH):
+        self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-zookeeper-")
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name)
+        self.port = port or _free_port()  # known before start, so brokers can be configured first
+        self.tick_time_ms = tick_time_ms
+        self.classpath = classpath
+        self.log_path = self.data_dir / "zookeeper.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "ZooKeeperServer":
+        if not zookeeper_available(self.classpath):
+            raise RuntimeError(f"no ZooKeeper server here (java and zookeeper-*.jar in {self.classpath}): "
+                               "install Debian's `zookeeper` package (make system-packages as root)")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self.data_dir / "zoo.cfg"
+        config.write_text(f"tickTime={self.tick_time_ms}\ndataDir={self.data_dir / 'data'}\nclientPort={self.port}\n"
+                          "clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n"
+                          "4lw.commands.whitelist=ruok,srvr,stat\n")
+        log_file = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dzookeeper.jmx.log4j.disable=true",
+             "-cp", self.classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config)],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log_file.close()
+        if not wait_until(lambda: self.process.poll() is not None or self._answers(), timeout) \
+                or self.process.poll() is not None:
+            self.kill()
+            raise RuntimeError(f"ZooKeeper did not start; see {self.log_path}")
+        return self
+
+    def _answers(self) -> bool:
+        """The `ruok` four-letter word: `imok` once the server serves."""
+        import socket
+
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                sock.sendall(b"ruok")
+                return sock.recv(4) == b"imok"
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def restart(self) -> "ZooKeeperServer":
+        self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> "ZooKeeperServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Cluster:
+    """N `odradek serve` brokers (ids 1..N, each a BrokerProcess) coordinated by ZooKeeper:
+    `with Cluster(brokers=3) as cluster: ... cluster.bootstrap_servers`.
+
+    Without `zookeeper` it runs a ZooKeeperServer of its own; with one (a connect string, optionally with a
+    chroot) it joins that one, so many clusters can share one ZooKeeper under different chroots."""
+
+    TEST_FRIENDLY_SETTINGS = {**Broker.TEST_FRIENDLY_SETTINGS, "zookeeper.session.timeout.ms": 6000}
+
+    def __init__(self, brokers: int = 3, *, zookeeper: str | None = None, settings: dict[str, object] | None = None,
+                 data_dir: str | os.PathLike | None = None):
+        self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-cluster-")
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name)
+        self.zookeeper_server = None if zookeeper else ZooKeeperServer(self.data_dir / "zookeeper")
+        self._zookeeper = zookeeper
+        self.settings = {**self.TEST_FRIENDLY_SETTINGS, **(settings or {})}
+        self.brokers = [self.new_broker(node_id) for node_id in range(1, brokers + 1)]
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self._zookeeper or self.zookeeper_server.connect
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(broker.bootstrap_servers for broker in self.brokers)
+
+    def broker(self, node_id: int) -> BrokerProcess:
+        return next(broker for broker in self.brokers if broker.node_id == node_id)
+
+    def new_broker(self, node_id: int, data_dir: str | os.PathLike | None = None,
+                   settings: dict[str, object] | None = None) -> BrokerProcess:
+        """A broker of this cluster, not started (its data under the cluster's directory unless given)."""
+        broker = BrokerProcess(data_dir or self.data_dir / f"broker-{node_id}", settings={
+            **self.settings, **(settings or {}), "broker.id": node_id, "zookeeper.connect": self.zookeeper_connect})
+        broker.node_id = node_id
+        return broker
+
+    def start(self, timeout: float = 60.0) -> "Cluster":
+        if self.zookeeper_server is not None:
+            self.zookeeper_server.start()
+        try:
+            for broker in self.brokers:
+                broker.start(timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for broker in self.brokers:
+            broker.stop()
+        if self.zookeeper_server is not None:
+            self.zookeeper_server.stop()
+
+    def close(self) -> None:
+        self.stop()
+        if self.zookeeper_server is not None:
+            self.zookeeper_server.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> "Cluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
     """Poll predicate until it returns a true value or the timeout passes; returns its last value."""
     deadline = time.monotonic() + timeout

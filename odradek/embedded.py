@@ -327,6 +327,7 @@ class Cluster:
                  data_dir: str | os.PathLike | None = None):
         self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-cluster-")
         self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         self.zookeeper_server = None if zookeeper else ZooKeeperServer(self.data_dir / "zookeeper")
         self._zookeeper = zookeeper
         self.settings = {**self.TEST_FRIENDLY_SETTINGS, **(settings or {})}

@@ -2,9 +2,10 @@
 
 `odradek serve` runs a single-node broker with an embedded default (data directory, auto-created topics, a cluster id
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
-The client-side commands live one group per module (topics, produce, consume, groups, perf, dump-log, mirror), each
-adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines imports (pyspark is
-optional).
+With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
+The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
+dump-log, mirror), each adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines
+imports (pyspark is optional).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from odradek.cli import consume, dump_log, groups, mirror, perf, produce, topics
+from odradek.cli import brokers, cluster, consume, dump_log, groups, mirror, perf, produce, topics, zk
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
-    for module in (topics, produce, consume, groups, perf, dump_log, mirror):
+    for module in (topics, produce, consume, groups, brokers, zk, cluster, perf, dump_log, mirror):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser

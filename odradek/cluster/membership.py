@@ -23,6 +23,15 @@ class BrokerEndpoint:
     rack: str | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class ClusterInfo:
+    """The cluster as `odradek brokers list` shows it, whether asked of a broker or read from ZooKeeper."""
+
+    cluster_id: str | None
+    controller_id: int  # -1: none elected
+    brokers: list[BrokerEndpoint]
+
+
 class ClusterMembershipError(Exception):
     """This broker may not join the cluster (its id is taken, or its data belongs to another cluster)."""
 

@@ -25,7 +25,7 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from odradek.cluster.membership import BrokerEndpoint, ClusterMembershipError
+from odradek.cluster.membership import BrokerEndpoint, ClusterInfo, ClusterMembershipError
 from odradek.cluster.metadata import new_cluster_id
 
 log = logging.getLogger("odradek.zookeeper")
@@ -97,8 +97,9 @@ def decode_cluster_id(data: bytes) -> str:
     return json.loads(data)["id"]
 
 
-def connect_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int) -> KazooClient:
-    """A started kazoo client inside zookeeper.connect's chroot, which is created if absent (as Kafka does)."""
+def connect_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int, *,
+                   make_chroot: bool = True) -> KazooClient:
+    """A started kazoo client inside zookeeper.connect's chroot, which a broker creates if absent (as Kafka does)."""
     hosts, chroot = split_connect_string(connect)
     client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000,
                          connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 1.0})
@@ -109,9 +110,28 @@ def connect_client(connect: str, session_timeout_ms: int, connection_timeout_ms:
         raise ClusterMembershipError(f"could not connect to ZooKeeper at {hosts} within "
                                      f"{connection_timeout_ms / 1000:g}s (zookeeper.connect={connect})") from None
     if chroot:
-        client.ensure_path(chroot)
+        if make_chroot:
+            client.ensure_path(chroot)
         client.chroot = chroot
     return client
+
+
+def read_cluster(client: KazooClient) -> ClusterInfo:
+    """The registry as Kafka's tools read it: cluster id, controller and registered brokers (for the CLI)."""
+    def data_or_none(path: str) -> bytes | None:
+        try:
+            return client.get(path)[0]
+        except NoNodeError:
+            return None
+
+    cluster_id, controller = data_or_none(CLUSTER_ID), data_or_none(CONTROLLER)
+    brokers = []
+    for child in sorted(client.get_children(BROKER_IDS) if client.exists(BROKER_IDS) else [], key=int):
+        data = data_or_none(f"{BROKER_IDS}/{child}")
+        if data is not None:
+            brokers.append(decode_broker(int(child), data))
+    return ClusterInfo(decode_cluster_id(cluster_id) if cluster_id else None,
+                       decode_controller(controller) if controller else -1, brokers)
 
 
 class ZooKeeperMembership:

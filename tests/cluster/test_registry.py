@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -87,3 +88,11 @@ def test_a_broker_whose_data_belongs_to_another_cluster_is_refused(cluster, zk, 
             f"{data_dir.resolve() / 'meta.properties'}. The broker is trying to join the wrong cluster") in str(
         refused.value)
     assert not zk.exists("/brokers/ids/4")
+
+
+def test_a_single_node_broker_never_loads_the_zookeeper_client():
+    """Without zookeeper.connect a broker is the single node it always was: kazoo is not even imported."""
+    script = ("import sys; from odradek.embedded import Broker\n"
+              "with Broker() as broker: print(sorted(m for m in sys.modules if m.startswith('kazoo')))")
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60).stdout.strip() == "[]"

@@ -8,6 +8,10 @@
 
 Both take a data directory (a temporary one by default, removed on close), broker settings under Kafka's names and
 a port (0: any free one, kept across restarts), and give `bootstrap_servers`. `Broker` adds test-friendly defaults.
+
+For a cluster: `ZooKeeperServer` runs a standalone ZooKeeper (Debian's jars, `java` directly, loopback only) and
+`Cluster` runs N BrokerProcess brokers coordinated by it (or by a ZooKeeper given by address), `odradek cluster up`
+and the `odradek_cluster` fixture being thin layers over it.
 """
 
 from __future__ import annotations

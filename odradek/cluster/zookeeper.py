@@ -5,12 +5,14 @@ What this owns: the broker's ZooKeeper session, its ephemeral registration at /b
 watch on /brokers/ids. It is `odradek.cluster.membership`'s shape (connect, register, live_brokers, controller_id,
 close), so handlers never see kazoo; the module is imported only when zookeeper.connect is set.
 
-The znode formats are plain functions (encode_*/decode_*) writing exactly what Kafka 2.x-3.x writes (ZkData.scala:
-BrokerIdZNode version 5, ControllerZNode version 1, ControllerEpochZNode as a decimal, ClusterIdZNode version 1),
-so Kafka's tools and ZooKeeper shells read our registry as a Kafka cluster's. kazoo calls its callbacks on its own
-threads: the state they feed (live brokers, controller id) is replaced whole, never mutated, so the event loop reads
-it without locks. A session that expires (a long pause, a ZooKeeper outage longer than the session timeout) is
-followed by a new one: the broker registers again and takes part in the next election.
+The znode formats are plain functions (encode_*/decode_*) writing exactly what Kafka 3.x writes in ZooKeeper mode
+(ZkData.scala: BrokerIdZNode version 5, ControllerZNode version 2, ControllerEpochZNode as a decimal, ClusterIdZNode
+version 1), so Kafka's tools and ZooKeeper shells read our registry as a Kafka cluster's. kazoo calls its callbacks
+on its own threads: the state they feed (live brokers, controller id) is replaced whole, never mutated, so the event
+loop reads it without locks. kazoo reconnects by itself, to the same session while ZooKeeper still holds it (also
+across a ZooKeeper restart); a session that expired (the broker paused, or cut off from a running ZooKeeper, for
+longer than the timeout) is followed by a new one, and the broker registers again and takes part in the next
+election.
 """
 
 from __future__ import annotations
@@ -81,8 +83,9 @@ def decode_broker(node_id: int, data: bytes) -> BrokerEndpoint:
 
 
 def encode_controller(broker_id: int, timestamp_ms: int) -> bytes:
-    return json.dumps({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)},
-                      separators=(",", ":")).encode()
+    """/controller as Kafka 3.x writes it in ZooKeeper mode (version 2; kraftControllerEpoch -1: no KRaft)."""
+    return json.dumps({"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
+                       "kraftControllerEpoch": -1}, separators=(",", ":")).encode()
 
 
 def decode_controller(data: bytes) -> int:

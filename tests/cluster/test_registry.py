@@ -42,7 +42,8 @@ def test_cluster_id_is_created_once_and_shared(cluster, zk):
 
 def test_metadata_from_every_broker_lists_all_brokers_and_the_controller(cluster, zk):
     controller = json.loads(zk.get("/controller")[0])
-    assert controller["version"] == 1 and int(zk.get("/controller_epoch")[0]) >= 1
+    assert controller["version"] == 2 and controller["kraftControllerEpoch"] == -1
+    assert int(zk.get("/controller_epoch")[0]) >= 1
     for broker in cluster.brokers:
         metadata = metadata_of(broker)
         assert {b.id: (b.host, b.port) for b in metadata.brokers.values()} == {

@@ -30,22 +30,16 @@ from pathlib import Path
 _READY = re.compile(r"ready on (?P<host>[^ ]+):(?P<port>\d+)")
 
 
-class _LocalBroker:
-    """What both runners share: a data directory (temporary unless given), settings, a port kept across restarts,
-    and the start/stop lifecycle as a context manager. Subclasses say how to start and stop."""
+class _Service:
+    """The lifecycle every runner here shares: restart, close (stop, then remove the temporary directory `_tmp` if
+    one was made) and use as a context manager. Subclasses say how to start and stop."""
 
-    def __init__(self, data_dir: str | os.PathLike | None, settings: dict[str, object] | None, port: int):
-        # a temporary data directory sits inside its own temporary directory, so that what goes beside it (the
-        # child process's log) is removed with it
-        self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-")
-        self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name) / "data"
-        self.settings = dict(settings or {})
-        self.port = port
-        self.host = "127.0.0.1"
+    _tmp: tempfile.TemporaryDirectory | None = None
 
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
+    def _temporary_directory(self, prefix: str) -> Path:
+        """A directory of this runner's own, removed at close."""
+        self._tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        return Path(self._tmp.name)
 
     def restart(self):
         self.stop()
@@ -61,6 +55,23 @@ class _LocalBroker:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _LocalBroker(_Service):
+    """What both broker runners share: a data directory (temporary unless given), settings and a port kept across
+    restarts."""
+
+    def __init__(self, data_dir: str | os.PathLike | None, settings: dict[str, object] | None, port: int):
+        # a temporary data directory sits inside its own temporary directory, so that what goes beside it (the
+        # child process's log) is removed with it
+        self.data_dir = Path(data_dir) if data_dir is not None else self._temporary_directory("odradek-") / "data"
+        self.settings = dict(settings or {})
+        self.port = port
+        self.host = "127.0.0.1"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
 
 
 class BrokerProcess(_LocalBroker):
@@ -235,15 +246,14 @@ def zookeeper_available(classpath: str = ZOOKEEPER_CLASSPATH) -> bool:
     return shutil.which("java") is not None and any(Path(jar).name.startswith("zookeeper-") for jar in jars)
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(_Service):
     """A standalone ZooKeeper server on 127.0.0.1 (port 0: a free one, kept across restarts) with its data in a
     directory of its own (temporary unless given), run as `java ... QuorumPeerMain zoo.cfg`. For tests and
     `odradek cluster up`; `connect` is what brokers take as zookeeper.connect."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *, port: int = 0, tick_time_ms: int = 1000,
                  classpath: str = ZOOKEEPER_CLASSPATH):
-        self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-zookeeper-")
-        self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name)
+        self.data_dir = Path(data_dir) if data_dir is not None else self._temporary_directory("odradek-zookeeper-")
         self.port = port or _free_port()  # known before start, so brokers can be configured first
         self.tick_time_ms = tick_time_ms
         self.classpath = classpath
@@ -302,23 +312,8 @@ class ZooKeeperServer:
             self.process.wait()
             self.process = None
 
-    def restart(self) -> "ZooKeeperServer":
-        self.stop()
-        return self.start()
 
-    def close(self) -> None:
-        self.stop()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-
-    def __enter__(self) -> "ZooKeeperServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class Cluster:
+class Cluster(_Service):
     """N `odradek serve` brokers (ids 1..N, each a BrokerProcess) coordinated by ZooKeeper:
     `with Cluster(brokers=3) as cluster: ... cluster.bootstrap_servers`.
 
@@ -329,8 +324,7 @@ class Cluster:
 
     def __init__(self, brokers: int = 3, *, zookeeper: str | None = None, settings: dict[str, object] | None = None,
                  data_dir: str | os.PathLike | None = None):
-        self._tmp = None if data_dir is not None else tempfile.TemporaryDirectory(prefix="odradek-cluster-")
-        self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name)
+        self.data_dir = Path(data_dir) if data_dir is not None else self._temporary_directory("odradek-cluster-")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.zookeeper_server = None if zookeeper else ZooKeeperServer(self.data_dir / "zookeeper")
         self._zookeeper = zookeeper
@@ -372,19 +366,6 @@ class Cluster:
             broker.stop()
         if self.zookeeper_server is not None:
             self.zookeeper_server.stop()
-
-    def close(self) -> None:
-        self.stop()
-        if self.zookeeper_server is not None:
-            self.zookeeper_server.close()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-
-    def __enter__(self) -> "Cluster":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _free_port() -> int:

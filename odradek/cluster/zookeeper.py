@@ -224,7 +224,8 @@ class ZooKeeperMembership:
         brokers = []
         for child in children:
             try:
-                brokers.append(decode_broker(int(child), self._client.get(f"{BROKER_IDS}/{child}")[0]))
+                data = self._client.retry(self._client.get, f"{BROKER_IDS}/{child}")[0]
+                brokers.append(decode_broker(int(child), data))
             except NoNodeError:
                 continue  # gone since the list was read; the next watch event brings the new list
             except (ValueError, KeyError, TypeError) as exc:
@@ -237,13 +238,18 @@ class ZooKeeperMembership:
                      sorted(after), sorted(after - before), sorted(before - after))
 
     def _on_controller(self, data: bytes | None, stat) -> None:
+        """/controller changed: elect one if there is none, else learn who it is and its epoch. Interrupted by a
+        lost connection, this runs again when kazoo reconnects (DataWatch reads the node again then)."""
         if self._closing:
             return
-        if data is None:
-            self._elect()
-            return
         try:
-            self.controller_id = decode_controller(data)
+            if data is None:
+                self._elect()
+            else:
+                self.controller_id = decode_controller(data)
+                self.controller_epoch = int(self._client.get(CONTROLLER_EPOCH)[0])
+        except KazooException as exc:
+            log.warning("following the controller was interrupted (%r); resumed when reconnected", exc)
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("unreadable %s (%s); waiting for it to change", CONTROLLER, exc)
 
@@ -263,10 +269,9 @@ class ZooKeeperMembership:
         transaction.create(CONTROLLER, encode_controller(self.node_id, int(time.time() * 1000)), ephemeral=True)
         transaction.set_data(CONTROLLER_EPOCH, str(epoch).encode(), version=epoch_stat.version)
         results = transaction.commit()
-        if any(isinstance(result, Exception) for result in results):
-            return  # another broker won; the watch on /controller brings its id
-        self.controller_id, self.controller_epoch = self.node_id, epoch
-        log.info("elected controller, epoch %d; live brokers %s", epoch, [b.node_id for b in self._brokers])
+        if not any(isinstance(result, Exception) for result in results):
+            log.info("elected controller, epoch %d; live brokers %s", epoch, [b.node_id for b in self._brokers])
+        # won or lost, the watch on /controller brings the controller's id and epoch
 
     # ---------------------------------------------------------------------------------------- the session
     def _on_session_state(self, state: str) -> None:

@@ -69,3 +69,33 @@ def test_cluster_up_runs_zookeeper_and_brokers_until_ctrl_c(odradek_zookeeper, t
         host, port = address.rsplit(":", 1)
         with socket.socket() as sock:
             assert sock.connect_ex((host, int(port))) != 0, f"{address} still listening after Ctrl-C"
+
+
+def serve(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "odradek", "serve", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_serve_joins_with_its_zookeeper_and_broker_id_flags_and_leaves_at_once(cluster, zk, tmp_path):
+    broker = serve("--zookeeper", cluster.zookeeper_connect, "--broker-id", "9", "--data-dir", str(tmp_path),
+                   "--set", "broker.rack=rack-9", "--set", "advertised.listeners=PLAINTEXT://localhost:19999")
+    try:
+        ready = broker.stdout.readline()
+        assert "broker 9 ready on" in ready, broker.stderr.read() if broker.poll() is not None else ready
+        registration = json.loads(zk.get("/brokers/ids/9")[0])
+        assert (registration["host"], registration["port"], registration["rack"]) == ("localhost", 19999, "rack-9")
+        assert registration["endpoints"] == ["PLAINTEXT://localhost:19999"]
+    finally:
+        broker.send_signal(signal.SIGTERM)
+        assert broker.wait(30) == 0
+    assert zk.exists("/brokers/ids/9") is None  # a clean stop closes the session: no wait for its timeout
+
+
+def test_serve_says_when_zookeeper_cannot_be_reached(tmp_path):
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    broker = serve("--zookeeper", f"127.0.0.1:{port}", "--data-dir", str(tmp_path),
+                   "--set", "zookeeper.connection.timeout.ms=1000")
+    assert broker.wait(30) == 1
+    assert f"odradek: could not connect to ZooKeeper at 127.0.0.1:{port} within 1s" in broker.stderr.read()

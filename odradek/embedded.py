@@ -17,6 +17,7 @@ and the `odradek_cluster` fixture being thin layers over it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import re
 import signal
@@ -353,9 +354,10 @@ class Cluster(_Service):
     def start(self, timeout: float = 60.0) -> "Cluster":
         if self.zookeeper_server is not None:
             self.zookeeper_server.start()
-        try:
-            for broker in self.brokers:
-                broker.start(timeout)
+        try:  # all at once, as brokers of a real cluster start: the first ones race for /cluster/id and /controller
+            with concurrent.futures.ThreadPoolExecutor(len(self.brokers) or 1) as pool:
+                for started in [pool.submit(broker.start, timeout) for broker in self.brokers]:
+                    started.result()
         except BaseException:
             self.close()
             raise

@@ -97,3 +97,12 @@ def test_a_single_node_broker_never_loads_the_zookeeper_client():
               "with Broker() as broker: print(sorted(m for m in sys.modules if m.startswith('kazoo')))")
     assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60).stdout.strip() == "[]"
+
+
+def test_the_odradek_cluster_fixture_gives_three_brokers_on_their_own_chroot(odradek_cluster, cluster):
+    addresses = odradek_cluster.bootstrap_servers.split(",")
+    assert len(addresses) == 3
+    assert odradek_cluster.zookeeper_connect != cluster.zookeeper_connect  # same ZooKeeper, another chroot
+    metadata = metadata_of(odradek_cluster.brokers[0])
+    assert sorted(f"{b.host}:{b.port}" for b in metadata.brokers.values()) == sorted(addresses)
+    assert metadata.cluster_id != metadata_of(cluster.brokers[0]).cluster_id

@@ -58,6 +58,33 @@ class _Service:
         self.close()
 
 
+class _ChildProcess:
+    """A runner whose service is the child process `process` (None when not running)."""
+
+    process: subprocess.Popen | None = None
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait (SIGKILL after `timeout`): a broker shuts down cleanly (clean-shutdown marker written)."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush or write the clean-shutdown marker."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+
 class _LocalBroker(_Service):
     """What both broker runners share: a data directory (temporary unless given), settings and a port kept across
     restarts."""
@@ -75,7 +102,7 @@ class _LocalBroker(_Service):
         return f"{self.host}:{self.port}"
 
 
-class BrokerProcess(_LocalBroker):
+class BrokerProcess(_ChildProcess, _LocalBroker):
     def __init__(self, data_dir: str | os.PathLike | None = None, *, settings: dict[str, object] | None = None,
                  port: int = 0, log_path: str | os.PathLike | None = None):
         super().__init__(data_dir, settings, port)
@@ -106,27 +133,6 @@ class BrokerProcess(_LocalBroker):
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
-
-    def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait: the broker shuts down cleanly (clean-shutdown marker written)."""
-        if self.process is None:
-            return 0
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
-        self.process = None
-        return code
-
-    def kill(self) -> None:
-        """SIGKILL: no chance to flush or write the clean-shutdown marker."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
 
 
 
@@ -247,7 +253,7 @@ def zookeeper_available(classpath: str = ZOOKEEPER_CLASSPATH) -> bool:
     return shutil.which("java") is not None and any(Path(jar).name.startswith("zookeeper-") for jar in jars)
 
 
-class ZooKeeperServer(_Service):
+class ZooKeeperServer(_ChildProcess, _Service):
     """A standalone ZooKeeper server on 127.0.0.1 (port 0: a free one, kept across restarts) with its data in a
     directory of its own (temporary unless given), run as `java ... QuorumPeerMain zoo.cfg`. For tests and
     `odradek cluster up`; `connect` is what brokers take as zookeeper.connect."""
@@ -297,21 +303,6 @@ class ZooKeeperServer(_Service):
         except OSError:
             return False
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process = None
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
 
 
 class Cluster(_Service):

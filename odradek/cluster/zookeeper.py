@@ -276,12 +276,14 @@ class ZooKeeperMembership:
     # ---------------------------------------------------------------------------------------- the session
     def _on_session_state(self, state: str) -> None:
         """Called on kazoo's connection thread, which must not block: re-registration runs on a thread of its own."""
+        if self._closing:
+            return  # our own close ends the session
         if state == KazooState.LOST:
             self._session_lost = True
             log.warning("ZooKeeper session lost; will register again on a new session")
         elif state == KazooState.SUSPENDED:
             log.warning("ZooKeeper connection suspended; reconnecting")
-        elif state == KazooState.CONNECTED and self._session_lost and not self._closing:
+        elif state == KazooState.CONNECTED and self._session_lost:
             self._session_lost = False
             threading.Thread(target=self._register_again, name="odradek-zk-rejoin", daemon=True).start()
 

@@ -89,6 +89,7 @@ def test_serve_joins_with_its_zookeeper_and_broker_id_flags_and_leaves_at_once(c
         broker.send_signal(signal.SIGTERM)
         assert broker.wait(30) == 0
     assert zk.exists("/brokers/ids/9") is None  # a clean stop closes the session: no wait for its timeout
+    assert "session lost" not in broker.stderr.read()  # ending its own session is no loss to warn about
 
 
 def test_serve_says_when_zookeeper_cannot_be_reached(tmp_path):

@@ -1,6 +1,7 @@
 """Brokers coming and going on a real ZooKeeper (session timeout 6 s): a killed controller is replaced within the
 session timeout, a killed broker comes back into the registry, a broker whose session expired (a pause longer than
-the timeout) registers again on a new session, and after a ZooKeeper restart the brokers reconnect."""
+the timeout) registers again on a new session (a paused controller comes back as a follower), and after a ZooKeeper
+restart the brokers reconnect."""
 
 from __future__ import annotations
 
@@ -69,6 +70,20 @@ def test_a_broker_whose_session_expired_registers_again(cluster, zk):
     assert wait_until(lambda: paused.node_id in registered(zk), timeout=SESSION_TIMEOUT_S + 10)
     assert zk.get(f"/brokers/ids/{paused.node_id}")[1].ephemeralOwner != session
     assert wait_until(lambda: len(metadata_of(paused).brokers) == 3, timeout=10)
+
+
+def test_a_paused_controller_comes_back_as_a_follower_of_the_new_one(cluster, zk):
+    paused = cluster.broker(controller_of(zk))
+    os.kill(paused.process.pid, signal.SIGSTOP)
+    try:
+        new = wait_until(lambda: (c := controller_of(zk)) not in (None, paused.node_id) and c,
+                         timeout=SESSION_TIMEOUT_S + 10)
+        assert new
+    finally:
+        os.kill(paused.process.pid, signal.SIGCONT)
+    assert wait_until(lambda: paused.node_id in registered(zk), timeout=SESSION_TIMEOUT_S + 10)
+    assert controller_of(zk) == new
+    assert wait_until(lambda: (m := metadata_of(paused)).controller_id == new and len(m.brokers) == 3, timeout=10)
 
 
 def test_brokers_reconnect_after_a_zookeeper_restart(tmp_path):

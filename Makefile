@@ -16,11 +16,16 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark]'
 	touch $@
 
+# kcat, and ZooKeeper for the cluster tests (Debian's package: the server jars in /usr/share/java; the tests start
+# their own server from them on a free 127.0.0.1 port, never the package's service).
 system-packages:
-	@if ! command -v kcat >/dev/null 2>&1; then \
+	@missing=""; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	ls /usr/share/java/zookeeper-*.jar >/dev/null 2>&1 && command -v java >/dev/null 2>&1 || missing="$$missing zookeeper"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; \
-	  else echo "kcat is missing and we are not root: kcat tests will be skipped"; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing and we are not root:$$missing (their tests will be skipped)"; fi; \
 	fi
 
 serve: $(INSTALLED)

@@ -264,6 +264,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("log.dirs", _T.LIST, ["./odradek-data"], "Where partition logs are kept", ("log.dir",)),
         ConfigKey("listeners", _T.STRING, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens"),
         ConfigKey("advertised.listeners", _T.STRING, "", "Address handed to clients (default: listeners)"),
+        ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
+        ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
+                                                      "(empty: a single-node broker)"),
+        ConfigKey("zookeeper.session.timeout.ms", _T.INT, 18000, "ZooKeeper session timeout", minimum=1),
+        ConfigKey("zookeeper.connection.timeout.ms", _T.INT, 0,
+                  "Longest wait for the first ZooKeeper connection (0: zookeeper.session.timeout.ms)", minimum=0),
         ConfigKey("num.partitions", _T.INT, 1, "Partitions of an auto-created topic", minimum=1),
         ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
         ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),

@@ -1,5 +1,8 @@
 """The broker: owns the cluster metadata, the partitions and their logs, and the server that answers clients.
 
+Which brokers are live and which one is the controller is asked of `self.membership` (odradek.cluster.membership:
+this broker alone, or ZooKeeper when zookeeper.connect is set); nothing else here knows which.
+
 Request handlers (odradek.broker.handlers) read and change broker state through this object only; it is the single
 place that knows how a topic in the metadata becomes Partition objects over logs on disk. Periodic storage work
 (retention, flush.ms, recovery-point checkpoints, removal of deleted segment files) runs as event-loop tasks here,
@@ -18,6 +21,7 @@ from typing import Any
 
 from odradek.broker.periodic import every
 from odradek.clock import now_ms
+from odradek.cluster.membership import BrokerEndpoint, LocalMembership
 from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
 from odradek.config import (LogConfig, layered_broker_props, parse_listener, resolve_broker_config,
@@ -38,7 +42,12 @@ class Broker:
         self.host = host
         self.port = port
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
-        self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
+        self.membership = self._membership(static_config)
+        try:
+            self.metadata = ClusterMetadata.load(self.log_dir, self.node_id, self.membership.connect())
+        except BaseException:
+            self.membership.close()
+            raise
         self.props = self._layered_props()  # the settings in force: static under the dynamic ones
         self.config = resolve_broker_config(self.props)
         self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
@@ -65,6 +74,17 @@ class Broker:
         if advertised:
             return parse_listener(advertised)
         return ("127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host), self.port
+
+    def _membership(self, config: Mapping[str, Any]):
+        """Who is in the cluster: ZooKeeper when zookeeper.connect is set (kazoo is imported only then), else this
+        broker alone. Built from the static settings: none of these keys can change dynamically."""
+        if not config["zookeeper.connect"]:
+            return LocalMembership(self.node_id)
+        from odradek.cluster.zookeeper import ZooKeeperMembership
+
+        return ZooKeeperMembership(config["zookeeper.connect"], self.node_id,
+                                   session_timeout_ms=config["zookeeper.session.timeout.ms"],
+                                   connection_timeout_ms=config["zookeeper.connection.timeout.ms"])
 
     # ----------------------------------------------------------------------------------------------- topics
     def log_config(self, topic: TopicMetadata) -> LogConfig:
@@ -182,6 +202,8 @@ class Broker:
             unsupported_version_answer=unsupported_version_answer,
         )
         self.host, self.port = self.server.bind(self.host, self.port)
+        await asyncio.to_thread(self.membership.register, BrokerEndpoint(
+            self.node_id, self.advertised_host, self.advertised_port, self.config["broker.rack"] or None))
         if self.config["metrics.port"]:
             from odradek.metrics import BrokerMetrics
 
@@ -214,6 +236,7 @@ class Broker:
 
     async def stop(self) -> None:
         """Clean shutdown: stop serving, then flush and checkpoint every log and leave the clean-shutdown marker."""
+        self.membership.close()  # first, so that another broker takes over as controller at once
         if self.server is not None:
             await self.server.close()
             await self.group_coordinator.stop()

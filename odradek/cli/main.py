@@ -2,9 +2,10 @@
 
 `odradek serve` runs a single-node broker with an embedded default (data directory, auto-created topics, a cluster id
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
-The client-side commands live one group per module (topics, produce, consume, groups, perf, dump-log, mirror), each
-adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines imports (pyspark is
-optional).
+With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
+The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
+dump-log, mirror), each adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines
+imports (pyspark is optional).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import signal
 import sys
 from pathlib import Path
 
-from odradek.cli import consume, dump_log, groups, mirror, perf, produce, topics
+from odradek.cli import brokers, cluster, consume, dump_log, groups, mirror, perf, produce, topics, zk
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
+from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
 from odradek.errors import KafkaError
 
@@ -41,12 +43,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", help=f"log directory (log.dirs; default ./{DEFAULT_DATA_DIR})")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks one)")
+    serve.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]",
+                       help="join the cluster coordinated by this ZooKeeper (zookeeper.connect); without it the "
+                            "broker is a cluster of its own")
+    serve.add_argument("--broker-id", type=int, help="this broker's id (broker.id; default 1)")
     serve.add_argument("--config", type=Path, help="a server.properties file")
     serve.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
-    for module in (topics, produce, consume, groups, perf, dump_log, mirror):
+    for module in (topics, produce, consume, groups, brokers, zk, cluster, perf, dump_log, mirror):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser
@@ -72,6 +78,10 @@ def run_serve(args: argparse.Namespace) -> int:
     props.update(dict(args.set))
     if args.data_dir is not None:
         props["log.dirs"] = args.data_dir
+    if args.zookeeper is not None:
+        props["zookeeper.connect"] = args.zookeeper
+    if args.broker_id is not None:
+        props["broker.id"] = str(args.broker_id)
     props.setdefault("log.dirs", DEFAULT_DATA_DIR)
     host, port = parse_listener(props.get("listeners", BROKER_CONFIGS["listeners"].default))
     host = host or "0.0.0.0"
@@ -107,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)  # the command reports failures itself, in one line
     try:
         return args.run(args)
-    except (KafkaError, ClientError, OSError, ValueError) as exc:
+    except (KafkaError, ClientError, ClusterMembershipError, OSError, ValueError) as exc:
         print(f"odradek: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

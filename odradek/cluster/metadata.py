@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.segment import write_atomically
@@ -110,10 +111,11 @@ class ClusterMetadata:
         self.broker_configs: dict[str, dict[str, str]] = {}
 
     @classmethod
-    def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
+    def load(cls, log_dir: Path, node_id: int, cluster_id: str | None = None) -> "ClusterMetadata":
+        """cluster_id: the id the cluster already has (from ZooKeeper); None on a single node, which makes one."""
         log_dir.mkdir(parents=True, exist_ok=True)
         metadata = cls(log_dir, node_id)
-        metadata.cluster_id = metadata._load_or_make_cluster_id()
+        metadata.cluster_id = metadata._load_or_make_cluster_id(cluster_id)
         path = log_dir / METADATA_FILE
         if path.exists():
             try:
@@ -129,8 +131,9 @@ class ClusterMetadata:
                 raise DamagedFileError(path, exc) from None
         return metadata
 
-    def _load_or_make_cluster_id(self) -> str:
-        """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts."""
+    def _load_or_make_cluster_id(self, cluster_id: str | None) -> str:
+        """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts; data written for
+        one cluster never joins another."""
         path = self.log_dir / META_PROPERTIES
         if path.exists():
             try:
@@ -140,8 +143,13 @@ class ClusterMetadata:
                 raise DamagedFileError(path, exc) from None
             if not props.get("cluster.id"):
                 raise DamagedFileError(path, "no cluster.id")
-            return props["cluster.id"].strip()
-        cluster_id = new_cluster_id()
+            stored = props["cluster.id"].strip()
+            if cluster_id is not None and stored != cluster_id:
+                raise ClusterMembershipError(
+                    f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in {path}. The broker is "
+                    "trying to join the wrong cluster. Configured zookeeper.connect may be wrong.")
+            return stored
+        cluster_id = cluster_id or new_cluster_id()
         write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
         return cluster_id
 

@@ -70,17 +70,18 @@ def handlers(broker) -> dict:
                     topics.append(topic_entry(name, topic, topic_operations))
         return MetadataResponse(
             throttle_time_ms=0,
-            brokers=[MetadataResponse.MetadataResponseBroker(
-                node_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
-            cluster_id=catalogue.cluster_id, controller_id=broker.node_id, topics=topics,
+            brokers=[MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                     for b in broker.membership.live_brokers()],
+            cluster_id=catalogue.cluster_id, controller_id=broker.membership.controller_id, topics=topics,
             cluster_authorized_operations=cluster_operations, error_code=ErrorCode.NONE)
 
     def answer_describe_cluster(connection, header, request):
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,
-            cluster_id=broker.metadata.cluster_id, controller_id=broker.node_id,
-            brokers=[DescribeClusterResponse.DescribeClusterBroker(
-                broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
+            cluster_id=broker.metadata.cluster_id, controller_id=broker.membership.controller_id,
+            brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
+                                                                   rack=b.rack)
+                     for b in broker.membership.live_brokers()],
             cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER,
                                                                 request.include_cluster_authorized_operations))
 

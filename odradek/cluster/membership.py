@@ -1,0 +1,58 @@
+"""Who is in the cluster: the live brokers, their addresses, and which one is the controller.
+
+The broker and its request handlers ask one object these questions and never learn where the answer comes from.
+A single-node broker answers them itself (`LocalMembership`: this broker, its own controller); a broker started with
+zookeeper.connect asks ZooKeeper (odradek.cluster.zookeeper.ZooKeeperMembership, imported only in that mode, so
+kazoo is never loaded by a single-node broker). Both have the same shape: `connect()` before the topic catalogue is
+loaded (it decides the cluster id), `register(endpoint)` once the listener is bound, `live_brokers()`,
+`controller_id` and `close()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerEndpoint:
+    """A live broker as clients see it in Metadata: id, advertised address, rack (None when unset)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterInfo:
+    """The cluster as `odradek brokers list` shows it, whether asked of a broker or read from ZooKeeper."""
+
+    cluster_id: str | None
+    controller_id: int  # -1: none elected
+    brokers: list[BrokerEndpoint]
+
+
+class ClusterMembershipError(Exception):
+    """This broker may not join the cluster (its id is taken, or its data belongs to another cluster)."""
+
+
+class LocalMembership:
+    """A cluster of one: this broker is the only live broker and its own controller."""
+
+    def __init__(self, node_id: int):
+        self.node_id = node_id
+        self.controller_id = node_id
+        self._brokers: tuple[BrokerEndpoint, ...] = ()
+
+    def connect(self) -> str | None:
+        """No cluster id comes from outside: the catalogue makes one and keeps it in meta.properties."""
+        return None
+
+    def register(self, endpoint: BrokerEndpoint) -> None:
+        self._brokers = (endpoint,)
+
+    def live_brokers(self) -> tuple[BrokerEndpoint, ...]:
+        return self._brokers
+
+    def close(self) -> None:
+        self._brokers = ()

@@ -3,7 +3,8 @@
 Without --group the partitions are assigned directly (all of them, or --partition) and nothing is committed; with
 --group the command joins that group and commits what it printed. The start is the latest offset unless
 --from-beginning, --offset or --from-time says otherwise (in a group, committed offsets win over --from-beginning,
-as in Kafka). It stops after --max-messages, after --idle-timeout-ms with nothing new, or on Ctrl-C.
+as in Kafka). It stops after --max-messages, after --idle-timeout-ms with nothing new, or on Ctrl-C; like Kafka's
+console consumer, Ctrl-C still reports (and in a group commits) what was printed, then exits 130 (128 + SIGINT).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import time
 
 import confluent_kafka
 
-from odradek.cli.common import add_admin_options, admin_of, timestamp_ms
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, admin_of, timestamp_ms
 from odradek.client import Admin, ClientError, Message
 from odradek.client.errors import LIBRDKAFKA_LOGGER
+
+BATCH_SIZE = 500  # records taken from the client per call
 
 
 def add_commands(commands) -> None:
@@ -70,11 +73,14 @@ def start_offsets(admin: Admin, args: argparse.Namespace, partitions: list[int])
 
 def run_consume(args: argparse.Namespace) -> int:
     if args.group is not None and args.partition is not None:
-        raise ValueError("--partition reads without a group; leave out --group")
+        raise UsageError("--partition reads without a group; leave out --group")
     admin = admin_of(args)
     count = admin.partition_count(args.topic)
     if count is None:
         raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {args.topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+    if args.partition is not None and not 0 <= args.partition < count:
+        raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {args.topic!r} has partitions 0..{count - 1}, "
+                          f"not {args.partition}", "UNKNOWN_TOPIC_OR_PART")
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-console-consumer",
         "enable.auto.commit": args.group is not None, "enable.auto.offset.store": False,
@@ -93,20 +99,22 @@ def run_consume(args: argparse.Namespace) -> int:
 
         consumer.subscribe([args.topic], on_assign=on_assign)
     try:
-        printed = _print_records(consumer, args)
+        printed, interrupted = _print_records(consumer, args)
     finally:
         consumer.close()  # in a group: commits the stored offsets of what was printed
     print(f"Processed a total of {printed} messages", file=sys.stderr)
-    return 0
+    return INTERRUPTED_EXIT_CODE if interrupted else 0
 
 
-def _print_records(consumer, args: argparse.Namespace) -> int:
+def _print_records(consumer, args: argparse.Namespace) -> tuple[int, bool]:
+    """Print until --max-messages or --idle-timeout-ms; returns (records printed, whether Ctrl-C stopped it)."""
     printed = 0
     last_seen = time.monotonic()
     out = sys.stdout
     try:
         while args.max_messages is None or printed < args.max_messages:
-            batch = consumer.consume(min(500, (args.max_messages or 500) - printed), 0.2)
+            wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
+            batch = consumer.consume(wanted, 0.2)
             if not batch:
                 if args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
                     break
@@ -120,5 +128,5 @@ def _print_records(consumer, args: argparse.Namespace) -> int:
                 printed += 1
             out.flush()
     except KeyboardInterrupt:
-        pass
-    return printed
+        return printed, True
+    return printed, False

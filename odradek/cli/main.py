@@ -16,7 +16,11 @@ import signal
 import sys
 from pathlib import Path
 
+import confluent_kafka
+
+from odradek import __version__
 from odradek.cli import consume, dump_log, groups, mirror, perf, produce, topics
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
 from odradek.errors import KafkaError
@@ -31,8 +35,19 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible commit log in Python.")
+    parser.add_argument("--version", action="version", version=f"odradek {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     serve = commands.add_parser("serve", help="run a single-node broker",
@@ -40,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(log.dirs, num.partitions, log.retention.hours, ...).")
     serve.add_argument("--data-dir", help=f"log directory (log.dirs; default ./{DEFAULT_DATA_DIR})")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks one)")
+    serve.add_argument("--port", type=_port, default=None, help="port to listen on (default 9092; 0 picks one)")
     serve.add_argument("--config", type=Path, help="a server.properties file")
     serve.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="one broker setting, repeatable; wins over --config")
@@ -107,11 +122,17 @@ def main(argv: list[str] | None = None) -> int:
     LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)  # the command reports failures itself, in one line
     try:
         return args.run(args)
+    except UsageError as exc:
+        print(f"odradek: {exc}", file=sys.stderr)
+        return 2
     except (KafkaError, ClientError, OSError, ValueError) as exc:
         print(f"odradek: {exc}", file=sys.stderr)
         return 1
+    except confluent_kafka.KafkaException as exc:  # a client call odradek.client does not wrap
+        print(f"odradek: {ClientError.of(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_EXIT_CODE
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 
 import confluent_kafka
@@ -40,7 +41,8 @@ def add_commands(commands) -> None:
     consume.add_argument("--key-separator", default="\t", metavar="SEP", help="raw format key separator (tab)")
     consume.add_argument("--max-messages", "-n", type=int, help="stop after this many records")
     consume.add_argument("--idle-timeout-ms", type=int, metavar="MS",
-                         help="stop when nothing arrives for this long (default: run until Ctrl-C)")
+                         help="stop when nothing arrives for this long, counted from when the partitions are "
+                              "assigned (in a group: once joined; default: run until Ctrl-C)")
     add_admin_options(consume)
     consume.set_defaults(run=run_consume)
 
@@ -85,10 +87,12 @@ def run_consume(args: argparse.Namespace) -> int:
         "bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-console-consumer",
         "enable.auto.commit": args.group is not None, "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest" if args.from_beginning else "latest", "logger": LIBRDKAFKA_LOGGER})
+    joined = threading.Event()  # partitions are ours: the idle time counts from here, not from the group join
     if args.group is None:
         partitions = [args.partition] if args.partition is not None else list(range(count))
         offsets = start_offsets(admin, args, partitions)
         consumer.assign([confluent_kafka.TopicPartition(args.topic, p, offset) for p, offset in offsets.items()])
+        joined.set()
     else:
         def on_assign(consumer, assigned):
             offsets = start_offsets(admin, args, [tp.partition for tp in assigned])
@@ -96,18 +100,20 @@ def run_consume(args: argparse.Namespace) -> int:
                 for tp in assigned:
                     tp.offset = offsets[tp.partition]
             consumer.assign(assigned)
+            joined.set()
 
         consumer.subscribe([args.topic], on_assign=on_assign)
     try:
-        printed, interrupted = _print_records(consumer, args)
+        printed, interrupted = _print_records(consumer, args, joined)
     finally:
         consumer.close()  # in a group: commits the stored offsets of what was printed
     print(f"Processed a total of {printed} messages", file=sys.stderr)
     return INTERRUPTED_EXIT_CODE if interrupted else 0
 
 
-def _print_records(consumer, args: argparse.Namespace) -> tuple[int, bool]:
-    """Print until --max-messages or --idle-timeout-ms; returns (records printed, whether Ctrl-C stopped it)."""
+def _print_records(consumer, args: argparse.Namespace, joined: threading.Event) -> tuple[int, bool]:
+    """Print until --max-messages or --idle-timeout-ms (counted once `joined` is set: joining a group takes the
+    broker's group.initial.rebalance.delay.ms, 3 s by default); returns (records printed, whether Ctrl-C stopped it)."""
     printed = 0
     last_seen = time.monotonic()
     out = sys.stdout
@@ -116,7 +122,9 @@ def _print_records(consumer, args: argparse.Namespace) -> tuple[int, bool]:
             wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
             batch = consumer.consume(wanted, 0.2)
             if not batch:
-                if args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
+                if not joined.is_set():
+                    last_seen = time.monotonic()
+                elif args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
                     break
                 continue
             last_seen = time.monotonic()

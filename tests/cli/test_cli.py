@@ -12,6 +12,7 @@ import pytest
 
 from odradek.cli.main import build_parser
 from odradek.client import Admin, Producer, murmur2_partitioner
+from odradek.embedded import BrokerProcess
 
 import odradek as odradek_package
 from .run import odradek, odradek_command
@@ -250,3 +251,17 @@ def test_pipelines_name_the_broker_as_every_other_command(broker, topic_name):
     assert "--bootstrap-server HOST:PORT" in shown and "--bootstrap-servers" not in shown
     [described] = Admin(broker.bootstrap_servers).describe_topics([topic_name])
     assert sum(p.latest_offset for p in described.partitions) == 10
+
+
+def test_idle_timeout_counts_from_joining_the_group(tmp_path, topic_name):
+    """A broker as `odradek serve` runs (group.initial.rebalance.delay.ms 3000, Kafka's default): joining a new group
+    takes over 3 s, which a 1 s --idle-timeout-ms must not count as idle."""
+    with BrokerProcess(tmp_path / "data") as served:
+        Admin(served.bootstrap_servers).create_topic(topic_name, 2)
+        with Producer(served.bootstrap_servers) as producer:
+            for i in range(5):
+                producer.send(topic_name, f"v{i}")
+        consumed = odradek(served, "consume", topic_name, "--group", f"g-{topic_name}", "--from-beginning",
+                           "--idle-timeout-ms", "1000")
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(consumed.stdout.splitlines()) == [f"v{i}" for i in range(5)]

@@ -265,3 +265,18 @@ def test_idle_timeout_counts_from_joining_the_group(tmp_path, topic_name):
                            "--idle-timeout-ms", "1000")
     assert consumed.returncode == 0, consumed.stderr
     assert sorted(consumed.stdout.splitlines()) == [f"v{i}" for i in range(5)]
+
+
+def test_mirror_idle_timeout_counts_from_joining_the_source_group(broker, tmp_path, topic_name):
+    """As consume's: a source broker as `odradek serve` runs it, whose new groups take over 3 s to join."""
+    with BrokerProcess(tmp_path / "source") as source:
+        Admin(source.bootstrap_servers).create_topic(topic_name, 2)
+        with Producer(source.bootstrap_servers) as producer:
+            for i in range(5):
+                producer.send(topic_name, f"v{i}")
+        mirrored = odradek(source, "mirror", "--target", broker.bootstrap_servers, "--topics", topic_name,
+                           "--idle-timeout-ms", "1000")
+    assert mirrored.returncode == 0, mirrored.stderr
+    assert "Mirrored 5 record(s)." in mirrored.stderr
+    copied = odradek(broker, "consume", topic_name, "--from-beginning", "--idle-timeout-ms", "1000")
+    assert sorted(copied.stdout.splitlines()) == [f"v{i}" for i in range(5)]

@@ -26,7 +26,9 @@ BATCH_SIZE = 500  # records taken from the client per call
 
 def add_commands(commands) -> None:
     consume = commands.add_parser("consume", help="print records of a topic",
-                                  description="Print the records of a topic, one per line.")
+                                  description="Print the records of a topic, one per line, until --max-messages, "
+                                              "--idle-timeout-ms or Ctrl-C (which exits 130, as Kafka's "
+                                              "console consumer).")
     consume.add_argument("topic")
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")

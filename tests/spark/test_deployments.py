@@ -1,5 +1,6 @@
 """Spark as its users deploy it, against a real broker: format("odradek") with no register call in sessions made
-by spark-submit and by a plain script (PySpark 4's automatic registration of the pyspark_odradek module), and a
+by spark-submit and by a plain script (PySpark 4's automatic registration of the pyspark_odradek module, whose
+lookup must never fail, since one failing module hides every Python data source), and a
 shipped pipeline run by the `odradek` command on a Spark standalone cluster (a master and two workers started from
 pyspark's own spark-class on 127.0.0.1), not only on local[N]."""
 
@@ -51,6 +52,33 @@ def test_format_odradek_works_in_a_new_session_without_a_register_call(broker, t
                          text=True, timeout=240, env=_environment())
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.splitlines()[-1]) == [f"v{i}" for i in range(6)]
+
+LOOKUP_SCRIPT = """
+import io, struct, sys
+if sys.argv[1] == "without-pyarrow":
+    sys.modules["pyarrow"] = None  # as if the spark extra were not installed
+from pyspark.sql.worker.lookup_data_sources import _main
+
+out = io.BytesIO()
+_main(io.BytesIO(), out)  # what Spark's lookup worker answers the JVM: a count, then (name, pickled source) pairs
+data = out.getvalue()
+names, position = [], 4
+for _ in range(struct.unpack(">i", data[:4])[0]):
+    for field in range(2):
+        size = struct.unpack(">i", data[position:position + 4])[0]
+        if field == 0:
+            names.append(data[position + 4:position + 4 + size].decode())
+        position += 4 + size
+print(names)
+"""
+
+
+@pytest.mark.parametrize("extra, found", [("installed", "['odradek']"), ("without-pyarrow", "[]")])
+def test_spark_lookup_finds_odradek_and_never_fails_without_the_spark_extra(extra, found):
+    """A module that fails to import makes Spark skip every Python data source: without pyarrow, none is offered."""
+    lookup = subprocess.run([sys.executable, "-c", LOOKUP_SCRIPT, extra], capture_output=True, text=True, timeout=60)
+    assert lookup.returncode == 0, lookup.stderr[-2000:]
+    assert lookup.stdout.strip() == found
 
 
 def _free_port() -> int:

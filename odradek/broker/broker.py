@@ -24,28 +24,38 @@ from odradek.config import (LogConfig, layered_broker_props, parse_listener, res
                             warn_about_unknown_broker_keys)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import LogCleaner
-from odradek.storage.log_manager import LogManager
+from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
 log = logging.getLogger("odradek.broker")
 
 
 class Broker:
     def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
+        """Take the log directory's lock, bind the listener, then open the logs: a directory in use or a port in
+        use fails here with nothing in the directory read or changed (the clean-shutdown marker stays)."""
+        from odradek.broker.network import listen
+
         self.static_props = {k: str(v) for k, v in props.items()}
         warn_about_unknown_broker_keys(self.static_props)
         static_config = resolve_broker_config(self.static_props)
         self.node_id: int = static_config["node.id"]
-        self.host = host
-        self.port = port
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
-        self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
-        self.props = self._layered_props()  # the settings in force: static under the dynamic ones
-        self.config = resolve_broker_config(self.props)
-        self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
-        self.cleaner = LogCleaner(self.logs, self.config)
-        self.partitions: dict[tuple[str, int], Partition] = {}
-        for topic in self.metadata.topics.values():
-            self._open_partitions(topic)
+        self._dir_lock: int | None = lock_log_dir(self.log_dir)
+        self._listener = None
+        try:
+            self._listener = listen(host, port)
+            self.host, self.port = self._listener.getsockname()[:2]
+            self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
+            self.props = self._layered_props()  # the settings in force: static under the dynamic ones
+            self.config = resolve_broker_config(self.props)
+            self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
+            self.cleaner = LogCleaner(self.logs, self.config)
+            self.partitions: dict[tuple[str, int], Partition] = {}
+            for topic in self.metadata.topics.values():
+                self._open_partitions(topic)
+        except BaseException:
+            self._release()
+            raise
         self.server = None
         self.metrics = None  # odradek.metrics.BrokerMetrics while serving, when metrics.port is set
         self._tasks: list[asyncio.Task] = []
@@ -176,12 +186,12 @@ class Broker:
         self.transaction_coordinator.start()  # loads __transaction_state in the background
         handlers, unsupported_version_answer = build_handlers(self)
         self.server = NetworkServer(
-            handlers,
+            self._listener, handlers,
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
         )
-        self.host, self.port = self.server.bind(self.host, self.port)
+        self._listener = None  # the server owns it now
         if self.config["metrics.port"]:
             from odradek.metrics import BrokerMetrics
 
@@ -226,4 +236,14 @@ class Broker:
         if self.metrics is not None:
             self.metrics.close()
         self.logs.close()
+        self._release()
         log.info("broker %d stopped cleanly", self.node_id)
+
+    def _release(self) -> None:
+        """Close a listener no server took over and give the log directory's lock back."""
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        if self._dir_lock is not None:
+            unlock_log_dir(self._dir_lock)
+            self._dir_lock = None

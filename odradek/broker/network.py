@@ -294,29 +294,35 @@ def _resolve(waiter: asyncio.Future) -> None:
         waiter.set_result(None)
 
 
-class NetworkServer:
-    """Listens on one address and runs a Connection per accepted socket."""
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, bound before the broker touches its data so that a port in use fails a
+    start with nothing on disk changed. OSError naming the address if it cannot be had."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(1024)
+    except OSError as exc:
+        listener.close()
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    listener.setblocking(False)
+    return listener
 
-    def __init__(self, handlers: dict[int, Handler], *, max_request_bytes: int, idle_ms: int,
-                 unsupported_version_answer: Callable[[RequestHeader], Any]):
+
+class NetworkServer:
+    """Runs a Connection per socket accepted on a listener (see `listen`), which it owns from then on."""
+
+    def __init__(self, listener: socket.socket, handlers: dict[int, Handler], *, max_request_bytes: int,
+                 idle_ms: int, unsupported_version_answer: Callable[[RequestHeader], Any]):
+        self._listener: socket.socket | None = listener
         self.handlers = handlers
         self.max_request_bytes = max_request_bytes
         self.idle_seconds = idle_ms / 1000 if idle_ms > 0 else None
         self.unsupported_version_answer = unsupported_version_answer
         self.observe_request: Callable[[int, float], None] | None = None  # (api key, seconds) per request
         self.connections: set[Connection] = set()
-        self._listener: socket.socket | None = None
         self._tasks: set[asyncio.Task] = set()
-
-    def bind(self, host: str, port: int) -> tuple[str, int]:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        listener = socket.socket(family, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        listener.listen(1024)
-        listener.setblocking(False)
-        self._listener = listener
-        return listener.getsockname()[:2]
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()

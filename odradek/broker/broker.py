@@ -33,11 +33,12 @@ class Broker:
     def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
         """Take the log directory's lock, bind the listener, then open the logs: a directory in use or a port in
         use fails here with nothing in the directory read or changed (the clean-shutdown marker stays)."""
-        from odradek.broker.network import listen
+        from odradek.broker.network import ConnectionQuotas, listen
 
         self.static_props = {k: str(v) for k, v in props.items()}
         warn_about_unknown_broker_keys(self.static_props)
         static_config = resolve_broker_config(self.static_props)
+        self._connection_quotas = ConnectionQuotas.from_config(static_config)
         self.node_id: int = static_config["node.id"]
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
         self._dir_lock: int | None = lock_log_dir(self.log_dir)
@@ -190,6 +191,7 @@ class Broker:
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
+            quotas=self._connection_quotas,
         )
         self._listener = None  # the server owns it now
         if self.config["metrics.port"]:

@@ -86,32 +86,27 @@ def limited(tmp_path_factory):
     process.stop()
 
 
-def test_over_the_per_ip_limit_a_connection_is_closed_at_once(limited):
-    held = [connect(limited.port, "127.0.0.2") for _ in range(3)]
+def fill_to_the_limit(port: int, ip: str, limit: int) -> list[socket.socket]:
+    """Open `limit` connections from `ip`, all served; one more is closed at once. Returns the open ones."""
+    held = [connect(port, ip) for _ in range(limit)]
+    assert all(answers(sock) for sock in held)
+    extra = connect(port, ip)
+    assert not answers(extra)
+    extra.close()
+    return held
+
+
+@pytest.mark.parametrize("ip, limit", [("127.0.0.2", 3), ("127.0.0.3", 5)], ids=["default", "override"])
+def test_over_the_per_ip_limit_a_connection_is_closed_at_once(limited, ip, limit):
+    held = fill_to_the_limit(limited.port, ip, limit)
     try:
-        assert all(answers(sock) for sock in held)
-        extra = connect(limited.port, "127.0.0.2")
-        assert not answers(extra)
-        extra.close()
         # a client from another address is served meanwhile
-        assert produce_and_consume(limited.bootstrap_servers, "per-ip-neighbour") == [b"%d" % i for i in range(20)]
+        assert produce_and_consume(limited.bootstrap_servers, f"beside-{ip}") == [b"%d" % i for i in range(20)]
         held.pop().close()
         time.sleep(0.2)
-        replacement = connect(limited.port, "127.0.0.2")  # the slot freed by the closed one is usable again
+        replacement = connect(limited.port, ip)  # the slot freed by the closed one is usable again
         held.append(replacement)
         assert answers(replacement)
-    finally:
-        for sock in held:
-            sock.close()
-
-
-def test_an_override_gives_its_address_its_own_limit(limited):
-    held = [connect(limited.port, "127.0.0.3") for _ in range(5)]
-    try:
-        assert all(answers(sock) for sock in held)
-        extra = connect(limited.port, "127.0.0.3")
-        assert not answers(extra)
-        extra.close()
     finally:
         for sock in held:
             sock.close()

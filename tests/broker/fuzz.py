@@ -236,7 +236,10 @@ def run(broker, *, seed: int, cases: int | None = None, seconds: float | None = 
     while (cases is None or case < cases) and (deadline is None or time.monotonic() < deadline):
         case += 1
         if case % 100 == 0:
-            report.canary_written += produce_canary(canary, report.canary_written, 5)
+            if not produce_canary(canary, report.canary_written, 5):
+                report.findings.append(Finding(case, "the canary client could not write", broker.log_tail(), ""))
+                break
+            report.canary_written += 5
             report.max_rss_mb = max(report.max_rss_mb, rss_mb(pid))
             if progress is not None and case % 5000 == 0:
                 progress(f"case {case}: {len(report.findings)} findings, RSS {rss_mb(pid):.0f} MB")
@@ -260,6 +263,10 @@ def run(broker, *, seed: int, cases: int | None = None, seconds: float | None = 
         else:
             report.closed += outcome == "closed"
             report.silent += outcome == "silent"
+        if outcome == "silent" and not answers_api_versions(broker.port):
+            report.findings.append(Finding(case, "the broker stopped answering",
+                                           f"{API_BY_KEY[key].name} v{version}, {mutation}", frame.hex()))
+            break
         if outcome in ("closed", "silent", "undecodable"):
             sock.close()
             sock = None
@@ -273,7 +280,7 @@ def run(broker, *, seed: int, cases: int | None = None, seconds: float | None = 
         sock.close()
     if broker.process.poll() is None:
         report.max_rss_mb = max(report.max_rss_mb, rss_mb(pid))
-        report.canary_written += produce_canary(canary, report.canary_written, 5)
+        report.canary_written += 5 if produce_canary(canary, report.canary_written, 5) else 0
         report.canary_read = read_canary(broker.bootstrap_servers, report.canary_written)
     return report
 
@@ -309,6 +316,20 @@ def exchange(sock: socket.socket, frame: bytes, mutation: str) -> tuple[str, obj
     return "answered", (header.api_key, header.api_version)
 
 
+def answers_api_versions(port: int, seconds: float = 10.0) -> bool:
+    """Whether a fresh connection gets ApiVersions answered within `seconds`: the broker is not stuck."""
+    from .raw_client import RawClient
+
+    try:
+        client = RawClient(port)
+        client.sock.settimeout(seconds)
+        client.call("ApiVersions", 0)
+        client.close()
+        return True
+    except OSError:
+        return False
+
+
 def prepare_topics(port: int) -> list[uuid.UUID]:
     """Create the fuzz topics and the canary's; the ids of those that exist, for requests naming topics by id."""
     from odradek.protocol import api
@@ -327,12 +348,11 @@ def prepare_topics(port: int) -> list[uuid.UUID]:
     return [topic.topic_id for topic in metadata.topics if topic.name != CANARY_TOPIC]
 
 
-def produce_canary(producer, first: int, count: int) -> int:
+def produce_canary(producer, first: int, count: int) -> bool:
+    """Write canary records `first`.. and wait for them: whether all were delivered."""
     for index in range(first, first + count):
         producer.produce(CANARY_TOPIC, value=b"canary-%d" % index)
-    if producer.flush(15) != 0:
-        raise AssertionError("the canary producer could not deliver")
-    return count
+    return producer.flush(15) == 0
 
 
 def read_canary(bootstrap: str, expected: int) -> int:

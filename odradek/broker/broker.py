@@ -176,6 +176,15 @@ class Broker:
 
     # ------------------------------------------------------------------------------------------- lifecycle
     async def start(self) -> tuple[str, int]:
+        """Serve; a start that fails part way (the metrics port is taken) stops what it started, so the logs are
+        closed and the log directory's lock is given back (an embedded broker may be started again)."""
+        try:
+            return await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> tuple[str, int]:
         from odradek.broker.handlers import build_handlers
         from odradek.broker.network import NetworkServer
         from odradek.coordinator.coordinator import GroupCoordinator

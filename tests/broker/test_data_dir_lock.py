@@ -81,3 +81,16 @@ def test_a_start_on_a_port_in_use_leaves_the_directory_as_it_was(tmp_path):
     assert snapshot(data_dir) == before
     assert (data_dir / CLEAN_SHUTDOWN_FILE).exists()
     assert "cannot listen on 127.0.0.1:" in result.stderr and "in use" in result.stderr
+
+
+def test_an_embedded_broker_whose_start_failed_gives_the_directory_back(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        failing = BrokerThread(tmp_path / "data", settings={"metrics.port": taken.getsockname()[1]})
+        with pytest.raises(RuntimeError, match="failed to start"):
+            failing.start()
+    with BrokerThread(tmp_path / "data") as again:
+        producer = Producer({"bootstrap.servers": again.bootstrap_servers})
+        producer.produce("after-a-failed-start", value=b"x")
+        assert producer.flush(10) == 0

@@ -31,8 +31,9 @@ log = logging.getLogger("odradek.broker")
 
 class Broker:
     def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
-        """Take the log directory's lock, bind the listener, then open the logs: a directory in use or a port in
-        use fails here with nothing in the directory read or changed (the clean-shutdown marker stays)."""
+        """Take every log directory's lock, bind the listener, then open the logs: a directory in use or a port in
+        use fails here with nothing in the directories read or changed (the clean-shutdown marker stays). The logs
+        live in the first of log.dirs; the others are locked as Kafka locks all of them."""
         from odradek.broker.network import ConnectionQuotas, listen
 
         self.static_props = {k: str(v) for k, v in props.items()}
@@ -41,9 +42,11 @@ class Broker:
         self._connection_quotas = ConnectionQuotas.from_config(static_config)
         self.node_id: int = static_config["node.id"]
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
-        self._dir_lock: int | None = lock_log_dir(self.log_dir)
+        self._dir_locks: list[int] = []
         self._listener = None
         try:
+            for directory in static_config["log.dirs"]:
+                self._dir_locks.append(lock_log_dir(Path(directory).resolve()))
             self._listener = listen(host, port)
             self.host, self.port = self._listener.getsockname()[:2]
             self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
@@ -251,10 +254,9 @@ class Broker:
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _release(self) -> None:
-        """Close a listener no server took over and give the log directory's lock back."""
+        """Close a listener no server took over and give the log directories' locks back."""
         if self._listener is not None:
             self._listener.close()
             self._listener = None
-        if self._dir_lock is not None:
-            unlock_log_dir(self._dir_lock)
-            self._dir_lock = None
+        while self._dir_locks:
+            unlock_log_dir(self._dir_locks.pop())

@@ -16,10 +16,12 @@ from odradek.embedded import BrokerProcess, BrokerThread
 from odradek.storage.log_manager import CLEAN_SHUTDOWN_FILE
 
 
-def serve(data_dir, port: int = 0) -> subprocess.CompletedProcess:
-    """`odradek serve` that is expected to fail at start: its exit code and stderr."""
-    return subprocess.run([sys.executable, "-m", "odradek", "serve", "--data-dir", str(data_dir),
-                           "--host", "127.0.0.1", "--port", str(port)],
+def serve(data_dir, port: int = 0, *settings: str) -> subprocess.CompletedProcess:
+    """`odradek serve` that is expected to fail at start (data_dir None: log.dirs among the settings): its exit
+    code and stderr."""
+    directory = ["--data-dir", str(data_dir)] if data_dir is not None else []
+    return subprocess.run([sys.executable, "-m", "odradek", "serve", *directory, "--host", "127.0.0.1",
+                           "--port", str(port), *(f"--set={setting}" for setting in settings)],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -50,6 +52,15 @@ def test_a_second_serve_on_a_directory_in_use_refuses_with_a_clear_message(runni
     producer = Producer({"bootstrap.servers": running.bootstrap_servers})  # the first broker still serves
     producer.produce("kept", value=b"after")
     assert producer.flush(10) == 0
+
+
+def test_every_log_directory_is_locked(running, tmp_path):
+    """log.dirs lists several: each is locked (Kafka's LogManager), so one in use by another broker refuses the
+    start even when it is not the first, and the first is left with nothing but its lock file."""
+    result = serve(None, 0, f"log.dirs={tmp_path / 'first'},{running.data_dir}")
+    assert result.returncode == 1
+    assert f"Failed to acquire lock on file .lock in {running.data_dir}" in result.stderr
+    assert [path.name for path in (tmp_path / "first").iterdir()] == [".lock"]
 
 
 def test_an_embedded_broker_on_a_directory_in_use_refuses(running):

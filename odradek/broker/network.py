@@ -69,9 +69,14 @@ class ConnectionQuotas:
 
     @classmethod
     def from_config(cls, config: Mapping) -> "ConnectionQuotas":
+        """From the broker's settings, refused as Kafka refuses them (INVALID_CONFIG): a per-IP limit of 0 makes
+        sense only beside overrides that let some address in."""
+        overrides = parse_ip_overrides(config["max.connections.per.ip.overrides"])
+        if config["max.connections.per.ip"] == 0 and not overrides:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, "max.connections.per.ip can be set to zero only if "
+                                                       "max.connections.per.ip.overrides property is set.")
         return cls(max_connections=config["max.connections"], max_per_ip=config["max.connections.per.ip"],
-                   per_ip_overrides=parse_ip_overrides(config["max.connections.per.ip.overrides"]),
-                   max_creation_rate=config["max.connection.creation.rate"])
+                   per_ip_overrides=overrides, max_creation_rate=config["max.connection.creation.rate"])
 
     def slot_available(self) -> bool:
         return self.total < self.max_connections

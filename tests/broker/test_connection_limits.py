@@ -138,3 +138,17 @@ def test_the_creation_rate_spreads_new_connections_over_time(tmp_path):
         for sock in sockets:
             sock.close()
     assert elapsed > 1.2  # 5 at once, then 10 at 5 per second (about 2 s)
+
+
+def test_a_per_ip_limit_of_zero_needs_overrides(tmp_path):
+    """As Kafka's KafkaConfig: with max.connections.per.ip=0 and no overrides nobody could connect, so the broker
+    refuses to start; with an override the named address gets in and every other one is closed at once."""
+    with pytest.raises(RuntimeError, match="max.connections.per.ip can be set to zero only if"):
+        BrokerProcess(tmp_path / "refused", settings={"max.connections.per.ip": 0}).start()
+    with BrokerProcess(tmp_path / "data", settings={"max.connections.per.ip": 0,
+                                                    "max.connections.per.ip.overrides": "127.0.0.5:1"}) as process:
+        allowed = connect(process.port, "127.0.0.5")
+        refused = connect(process.port, "127.0.0.6")
+        assert answers(allowed) and not answers(refused)
+        allowed.close()
+        refused.close()

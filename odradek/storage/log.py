@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import logging
 import operator
 import os
 import shutil
@@ -36,11 +37,13 @@ from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
     CLEANED_SUFFIX, DELETED_DIR_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, Segment,
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, RecoveryCut, Segment,
     fsync_path, segment_file_name, set_aside,
 )
 
 _BASE_OFFSET_OF = operator.attrgetter("base_offset")
+
+log = logging.getLogger("odradek.storage")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,9 +95,14 @@ class Log:
         for position, (segment, indexes_ok) in enumerate(loaded):
             if position >= first_unflushed or not indexes_ok or not segment.load_tail():
                 cut = segment.recover()
-                if cut and position >= first_unflushed:
-                    for later in segments[position + 1:]:
-                        later.delete_files()
+                if cut is None:
+                    continue
+                unflushed = position >= first_unflushed  # past the recovery point a cut ends the log
+                later = segments[position + 1:] if unflushed else []
+                _warn_truncation(cut, later)
+                if unflushed:
+                    for dropped in later:
+                        dropped.delete_files()
                     segments = segments[:position + 1]
                     break
         for base in swapped_bases:
@@ -561,3 +569,13 @@ def _drop_segments_replaced_by_swap(segments: list[Segment], base: int) -> list[
         else:
             kept.append(segment)
     return kept
+
+
+def _warn_truncation(cut: RecoveryCut, later: Sequence[Segment]) -> None:
+    """Kafka's "Corruption found in segment ..., truncating to offset ..." with what went: bytes, records and the
+    later segments removed with them."""
+    dropped_bytes = cut.bytes_dropped + sum(segment.size for segment in later)
+    dropped_records = cut.records_dropped + sum(segment.count_records(0, segment.size) for segment in later)
+    log.warning("Corruption found in segment %s at byte %d (%s): truncating to offset %d, dropping %d bytes and "
+                "%d records%s", cut.path, cut.position, cut.reason, cut.next_offset, dropped_bytes, dropped_records,
+                f" ({len(later)} later segment(s) removed)" if later else "")

@@ -1,0 +1,104 @@
+"""Produce-time checks of every record of every batch, as Kafka's LogValidator makes them.
+
+`batch.validate_batches` checks what the 61-byte headers say (framing, CRC, count against last_offset_delta); this
+module checks that the records behind a header are what it claims: each batch is decompressed once (bounded by
+compression.MAX_DECOMPRESSED_BYTES) and walked with records.walk, the walker columnar reads use, so the only
+per-record Python is the length-varint walk and every field check is one numpy operation over many records.
+
+What a batch must satisfy, and what Kafka answers when it does not:
+- exactly record_count records, each inside the batch, every length and varint consistent with the bytes, nothing
+  left over, no null header key: INVALID_RECORD (Kafka's record iterator throws InvalidRecordException, which its
+  produce path answers as INVALID_RECORD), with Kafka's wording where it has one;
+- offset deltas 0, 1, ..., record_count - 1 (Kafka rewrites a compressed batch whose inner offsets are off and
+  never looks at an uncompressed one's; we append batches as they came, so a consumer would see the offsets the
+  producer wrote, and we refuse instead): INVALID_RECORD;
+- on a compacted topic, a key on every record: INVALID_RECORD with `record_errors` naming each keyless record by
+  its index in the batch and Kafka's error message, so clients fail those records and the rest as collateral.
+A count larger than the bytes could hold is refused before any per-record work, and records are walked in chunks
+of CHUNK_RECORDS, so a batch of millions of tiny records costs memory in proportion to one chunk plus its bytes.
+
+The checks run wherever the caller puts them: `refusal` is the form for a process pool (plain arguments in, a
+picklable answer out), for requests whose records would hold the event loop too long.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.batch import BATCH_HEADER_SIZE, BatchHeader
+from odradek.records.compression import decompress
+from odradek.records.walk import (MIN_RECORD_BYTES, MalformedRecords, header_fields, record_begins, record_fields)
+
+CHUNK_RECORDS = 1 << 16
+MAX_RECORD_ERRORS = 10_000  # listed in an answer; more keyless records are failed as the rest of their batch
+
+
+class RecordsRefused(KafkaError):
+    """A batch refused because of some of its records: `record_errors` holds (index in the batch, message)."""
+
+    def __init__(self, code: ErrorCode, message: str, record_errors: Sequence[tuple[int, str]]):
+        super().__init__(code, message)
+        self.record_errors = list(record_errors)
+
+
+def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: str, keys_required: bool) -> None:
+    """Check every record of the batches laid end to end in `data` (with their `headers`, already through
+    `validate_batches`); raise KafkaError (RecordsRefused for keyless records on a compacted topic) if one fails."""
+    view = memoryview(data)
+    position = 0
+    for header in headers:
+        payload = view[position + BATCH_HEADER_SIZE:position + header.size]
+        body = decompress(header.compression, payload) if header.compression else payload
+        try:
+            missing_keys = _check_batch(body, header.record_count, keys_required)
+        except MalformedRecords as exc:
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"{exc.message} in topic partition {topic_partition}") from None
+        if len(missing_keys):
+            message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
+            record_errors = [(int(index), message) for index in missing_keys[:MAX_RECORD_ERRORS]]
+            shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in record_errors[:3])
+            raise RecordsRefused(ErrorCode.INVALID_RECORD,
+                                 f"One or more records have been rejected due to {len(missing_keys)} record errors "
+                                 f"in total, and only showing the first three errors at most: [{shown}]", record_errors)
+        position += header.size
+
+
+def refusal(data: bytes, headers: Sequence[BatchHeader], topic_partition: str,
+            keys_required: bool) -> tuple[int, str | None, list[tuple[int, str]]] | None:
+    """`validate_records` for a process pool: None if the records pass, else (error code, message, record errors)."""
+    try:
+        validate_records(data, headers, topic_partition=topic_partition, keys_required=keys_required)
+    except KafkaError as exc:
+        return int(exc.code), exc.message, getattr(exc, "record_errors", [])
+    return None
+
+
+def _check_batch(body, count: int, keys_required: bool) -> np.ndarray:
+    """Walk one batch's records (`body`: its decompressed record bytes) a chunk at a time; the indexes of records
+    without a key if `keys_required`. MalformedRecords if the records are not what the header says."""
+    end = len(body)
+    if count * MIN_RECORD_BYTES > end:
+        raise MalformedRecords(f"Incorrect declared batch size, premature EOF reached: {count} records cannot fit "
+                               f"in {end} bytes")
+    buffer = np.frombuffer(body, np.uint8)
+    missing_keys = []
+    position = 0
+    for first in range(0, count, CHUNK_RECORDS):
+        begins, position = record_begins(body, buffer, position, min(CHUNK_RECORDS, count - first), end)
+        if position > end:
+            raise MalformedRecords("Incorrect declared batch size, premature EOF reached")
+        fields = record_fields(buffer, begins)
+        header_fields(buffer, fields.headers_at, fields.header_counts, fields.record_ends)
+        expected = np.arange(first, first + len(begins), dtype=np.int64)
+        if not np.array_equal(fields.offset_deltas, expected):
+            wrong = int(np.flatnonzero(fields.offset_deltas != expected)[0])
+            raise MalformedRecords(f"Record {first + wrong} has offset delta {int(fields.offset_deltas[wrong])}: "
+                                   f"a batch's offset deltas must be 0 to {count - 1} in order")
+        if keys_required:
+            missing_keys.append(first + np.flatnonzero(fields.key_lengths < 0))
+    if position != end:
+        raise MalformedRecords("Incorrect declared batch size, records still remaining in file")
+    return np.concatenate(missing_keys) if missing_keys else np.empty(0, np.int64)

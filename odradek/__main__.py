@@ -4,5 +4,4 @@ import sys
 
 from odradek.cli.main import main
 
-if __name__ == "__main__":  # not when a worker process started with spawn imports it
-    sys.exit(main())
+sys.exit(main())

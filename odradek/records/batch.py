@@ -338,6 +338,12 @@ def decode_batch(buf) -> tuple[BatchHeader, list[Record]]:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record batch length does not fit its buffer")
     payload = view[BATCH_HEADER_SIZE:header.size]
     body = decompress(header.compression, payload) if header.compression else payload
+    return header, decode_records(header, body)
+
+
+def decode_records(header: BatchHeader, body) -> list[Record]:
+    """The records of a batch with `header` from its decompressed record bytes `body`; CORRUPT_MESSAGE if they
+    are not exactly record_count well-formed records (a null header key included, as Kafka's reader refuses it)."""
     log_append_time = header.timestamp_type == 1
     records = []
     pos = 0
@@ -356,8 +362,10 @@ def decode_batch(buf) -> tuple[BatchHeader, list[Record]]:
             record_headers = []
             for _ in range(header_count):
                 name, pos = _read_bytes(body, pos)
+                if name is None:
+                    raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record header with a null key")
                 header_value, pos = _read_bytes(body, pos)
-                record_headers.append(((name or b"").decode(), header_value))
+                record_headers.append((name.decode(), header_value))
             if pos != end:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record length disagrees with its fields")
             timestamp = header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
@@ -366,7 +374,7 @@ def decode_batch(buf) -> tuple[BatchHeader, list[Record]]:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Malformed record: {exc}") from None
     if pos != len(body):
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Bytes left over after the batch's records")
-    return header, records
+    return records
 
 
 # ---------------------------------------------------------------------------------------------------------------

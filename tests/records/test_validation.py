@@ -15,6 +15,7 @@ from odradek.records.batch import (
     BATCH_HEADER_SIZE, CRC_OFFSET, Record, _write_varint, batch_crc, encode_batch, validate_batches,
 )
 from odradek.records.compression import compress
+from odradek.records import validation
 from odradek.records.validation import CHUNK_RECORDS, RecordsRefused, validate_records
 
 from .test_arrow import BASE_TS, CODECS, equal_sized_runs, varied_records
@@ -54,6 +55,14 @@ def record_bytes(offset_delta: int, key: bytes | None = b"k", value: bytes = b"v
     return bytes(out + body)
 
 
+@pytest.fixture(params=["decoded", "walked"])
+def path(request, monkeypatch):
+    """Each check runs both ways: few records decoded one by one, and (FEW_RECORDS 0) walked in bulk."""
+    if request.param == "walked":
+        monkeypatch.setattr(validation, "FEW_RECORDS", 0)
+    return request.param
+
+
 def refused(batch: bytes, **flags) -> KafkaError:
     with pytest.raises(KafkaError) as info:
         check(batch, **flags)
@@ -61,7 +70,7 @@ def refused(batch: bytes, **flags) -> KafkaError:
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_well_formed_batches_pass(codec):
+def test_well_formed_batches_pass(codec, path):
     for records in (varied_records(40), equal_sized_runs(), [Record(0, BASE_TS, b"k", None)]):
         check(encode_batch(records, compression=codec))
     keyed = [record._replace(key=record.key or b"") for record in varied_records(40)]
@@ -75,7 +84,7 @@ def test_any_records_encode_batch_writes_pass(specs, codec):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_kafka_python_batches_pass(codec):
+def test_kafka_python_batches_pass(codec, path):
     check(kafka_python_batch(codec, 20), keys_required=True)
 
 
@@ -91,7 +100,7 @@ def test_kafka_python_batches_pass(codec):
     (record_bytes(1) + record_bytes(0), 2, "offset deltas out of order"),
     (record_bytes(0) + record_bytes(0), 2, "a repeated offset delta"),
 ], ids=lambda value: value if isinstance(value, str) else "")
-def test_records_that_disagree_with_their_header_are_invalid(codec, body, count, what):
+def test_records_that_disagree_with_their_header_are_invalid(codec, body, count, what, path):
     error = refused(with_body(body, count, compression=codec))
     assert error.code == ErrorCode.INVALID_RECORD, what
     assert error.message.endswith("in topic partition t-0")
@@ -104,7 +113,7 @@ def test_the_testers_huge_count_is_refused_before_any_per_record_work():
     assert time.perf_counter() - started < 0.05
 
 
-def test_a_null_header_key_is_invalid():
+def test_a_null_header_key_is_invalid(path):
     record = bytearray(record_bytes(0))
     body = record[1:-1] + b"\x02\x01\x00"  # one header: key length -1 (null), value length 0
     full = bytearray()
@@ -113,7 +122,7 @@ def test_a_null_header_key_is_invalid():
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_keyless_records_on_a_compacted_topic_are_each_named(codec):
+def test_keyless_records_on_a_compacted_topic_are_each_named(codec, path):
     records = [Record(i, BASE_TS, None if i in (1, 4, 5) else b"k", b"v") for i in range(8)]
     error = refused(encode_batch(records, compression=codec), keys_required=True)
     assert isinstance(error, RecordsRefused) and error.code == ErrorCode.INVALID_RECORD

@@ -48,6 +48,14 @@ def test_records_that_disagree_with_their_header_are_refused_and_the_log_goes_on
     assert header.base_offset == 0 and [r.value for r in records] == [b"good"]
 
 
+def test_size_limits_come_before_the_records_are_walked(broker, client, topic_name):
+    """Kafka checks max.message.bytes before its LogValidator: an oversized batch is MESSAGE_TOO_LARGE whatever
+    its records hold, and the broker does not walk them first."""
+    create(broker, topic_name, {"max.message.bytes": "10000"})
+    oversized = with_body(record_bytes(0) * 2000, 0x7FFFFFFF)
+    assert produce(client, topic_name, oversized).error_code == 10  # MESSAGE_TOO_LARGE
+
+
 def many_keyed_records(count: int) -> bytes:
     """`count` records of 12 bytes (key b"k", null value; offset deltas as 5-byte varints so every record has one
     size), built with numpy; the last one has no key."""

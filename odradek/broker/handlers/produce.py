@@ -60,6 +60,7 @@ def handlers(broker) -> dict:
         if version >= 3 and len(headers) != 1:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"Produce v3 and above carry exactly one record batch per partition, not {len(headers)}")
+        partition.log.check_sizes(records, headers)  # before the records are walked, as Kafka checks them
         return partition, records, headers
 
     def append(partition: Partition, records, headers):

@@ -84,7 +84,8 @@ class DecompressedTooLarge(KafkaError):
     for a small limit to decide where to do the work) tries again with a larger one."""
 
     def __init__(self, codec: int, limit: int):
-        super().__init__(ErrorCode.CORRUPT_MESSAGE, f"{CODEC_NAMES[codec]} payload decompresses to more than {limit} bytes")
+        super().__init__(ErrorCode.CORRUPT_MESSAGE,
+                         f"{CODEC_NAMES[codec]} payload decompresses to more than {limit} bytes")
 
 
 def _too_large(codec: int, limit: int) -> KafkaError:

@@ -199,8 +199,8 @@ def test_keyless_records_on_a_compacted_topic_are_failed_one_by_one(broker, topi
     producer.close()
     errors = [future.exception for future in futures]
     assert type(errors[1]) is InvalidRecordError
-    assert str(errors[1]) == ("[Error 87] InvalidRecordError: Compacted topic cannot accept message without key in topic "
-                              f"partition {topic_name}-0")
+    assert str(errors[1]) == ("[Error 87] InvalidRecordError: Compacted topic cannot accept message without key "
+                              f"in topic partition {topic_name}-0")
     for collateral in (errors[0], errors[2]):
         assert type(collateral) is PythonClientError
         assert "part of a batch which had one more more invalid records" in str(collateral)

@@ -10,9 +10,10 @@ the client expects no answer at all.
 Walking records costs time in proportion to what they decompress to, and a few KB of zstd can inflate to millions
 of records, so only small batches (INLINE_RECORD_BYTES, before and after decompression; a decompression that goes
 past it stops there) are checked on the event loop, where a hop to another process would cost more than the work
-(a 100-byte record: 4 us inline, 100-300 us through a worker; 600 records: 0.2-0.4 ms inline). Every other batch is checked in one of VALIDATION_PROCESSES worker
-processes (broker/validation_workers.py; processes, not threads: cramjam holds the GIL while it decompresses), which
-also bounds the memory such checks take; the event loop keeps serving every other connection meanwhile.
+(a 100-byte record: 4 us inline, 100-300 us through a worker; 600 records: 0.2-0.4 ms inline). Every other batch
+is checked in one of VALIDATION_PROCESSES worker processes (broker/validation_workers.py; processes, not threads:
+cramjam holds the GIL while it decompresses), which also bounds the memory such checks take; the event loop keeps
+serving every other connection meanwhile.
 
 Appends to one partition still happen in the order the requests arrived, even when a small request's records are
 checked before a large one's that came earlier: an idempotent producer pipelines requests to a partition and
@@ -31,8 +32,8 @@ from odradek.cluster.partition import Partition
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.records.batch import validate_batches
-from odradek.records.legacy import convert_message_set
 from odradek.records.compression import DecompressedTooLarge
+from odradek.records.legacy import convert_message_set
 from odradek.records.validation import validate_records
 
 PRODUCE = api("Produce")
@@ -128,11 +129,10 @@ def handlers(broker) -> dict:
     def response(acks: int, outcomes: list):
         if acks == 0:
             return None
-        topic_answers = []
-        for name, partitions in outcomes:
-            topic_answers.append(ProduceResponse.TopicProduceResponse(
-                name=name, partition_responses=[partition_answer(name, index, outcome) for index, outcome in partitions]))
-        return ProduceResponse(responses=topic_answers, throttle_time_ms=0)
+        return ProduceResponse(responses=[
+            ProduceResponse.TopicProduceResponse(name=name, partition_responses=[
+                partition_answer(name, index, outcome) for index, outcome in partitions])
+            for name, partitions in outcomes], throttle_time_ms=0)
 
     async def await_outcomes(acks: int, outcomes: list):
         futures = [outcome for _, partitions in outcomes for _, outcome in partitions

@@ -32,6 +32,7 @@ class ValidationWorkers:
         self._idle: list[asyncio.subprocess.Process] = []
         self._running = 0
         self._freed: asyncio.Condition | None = None
+        self._starting: asyncio.Future | None = None
 
     async def check(self, records, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool) -> None:
         """records.validation.validate_records in a worker; raises what it would raise."""
@@ -54,6 +55,19 @@ class ValidationWorkers:
             if record_errors:
                 raise RecordsRefused(ErrorCode(code), message, record_errors)
             raise KafkaError(ErrorCode(code), message)
+
+    def start(self) -> None:
+        """Start the workers in the background (once), so that the first requests that need them do not wait for
+        an interpreter and numpy to load."""
+        if self._starting is not None:
+            return
+
+        async def start_all() -> None:
+            workers = [await self._take() for _ in range(self.size)]
+            for worker in workers:
+                await self._release(worker)
+
+        self._starting = asyncio.ensure_future(start_all())
 
     async def _take(self) -> asyncio.subprocess.Process:
         if self._freed is None:

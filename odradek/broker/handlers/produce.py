@@ -148,6 +148,7 @@ def handlers(broker) -> dict:
         return response(acks, outcomes)
 
     def answer_produce(connection, header, request):
+        workers.start()  # at the first Produce: by the time a batch needs a worker, one is ready
         version = header.api_version
         acks = request.acks
         outcomes = []

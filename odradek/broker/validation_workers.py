@@ -44,7 +44,10 @@ class ValidationWorkers:
             (size,) = _LENGTH.unpack(await worker.stdout.readexactly(_LENGTH.size))
             refused = pickle.loads(await worker.stdout.readexactly(size))
         except BaseException as exc:  # a dead worker, or a cancelled check whose answer would be left in the pipe
-            worker.kill()
+            try:
+                worker.kill()
+            except ProcessLookupError:
+                pass
             await self._release(None)
             if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
                 raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "Record validation worker failed") from None
@@ -75,8 +78,11 @@ class ValidationWorkers:
         async with self._freed:
             while not self._idle and self._running >= self.size:
                 await self._freed.wait()
-            if self._idle:
-                return self._idle.pop()
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.returncode is None:
+                    return worker
+                self._running -= 1  # it died while idle (killed, out of memory): start another instead
             self._running += 1
         try:
             return await asyncio.create_subprocess_exec(

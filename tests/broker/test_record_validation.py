@@ -7,6 +7,8 @@ client one by one (record_errors), as real clients expect them."""
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 import time
 
@@ -183,6 +185,23 @@ def test_idempotent_producer_with_mixed_batches_keeps_every_record_in_order(brok
         received += [m.value() for m in consumer.consume(10_000, 1.0) if m.error() is None]
     consumer.close()
     assert received == sent
+
+
+def test_a_worker_that_died_while_idle_is_replaced(broker, client, topic_name):
+    """A validation worker killed between requests (the OOM killer, an operator) costs no request an error: the
+    next batch that needs a worker gets a fresh one."""
+    create(broker, topic_name)
+    large = encode_batch([Record(i, TS, b"k", b"v" * 20) for i in range(20_000)], compression=ZSTD)
+    assert produce(client, topic_name, large).error_code == 0
+    pid = broker.process.pid
+    workers = [int(child) for task in os.listdir(f"/proc/{pid}/task")
+               for child in open(f"/proc/{pid}/task/{task}/children").read().split()]
+    assert workers
+    for worker in workers:
+        os.kill(worker, signal.SIGKILL)
+    time.sleep(0.5)
+    answer = produce(client, topic_name, large)
+    assert (answer.error_code, answer.base_offset) == (0, 20_000)
 
 
 def test_keyless_records_on_a_compacted_topic_are_failed_one_by_one(broker, topic_name):

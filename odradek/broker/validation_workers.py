@@ -34,11 +34,12 @@ class ValidationWorkers:
         self._freed: asyncio.Condition | None = None
         self._starting: asyncio.Future | None = None
 
-    async def check(self, records, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool) -> None:
+    async def check(self, records, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool,
+                    create_time_range: tuple[int, int] | None) -> None:
         """records.validation.validate_records in a worker; raises what it would raise."""
         worker = await self._take()
         try:
-            request = pickle.dumps((bytes(records), list(headers), topic_partition, keys_required))
+            request = pickle.dumps((bytes(records), list(headers), topic_partition, keys_required, create_time_range))
             worker.stdin.write(_LENGTH.pack(len(request)) + request)
             await worker.stdin.drain()
             (size,) = _LENGTH.unpack(await worker.stdout.readexactly(_LENGTH.size))

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import BATCH_HEADER_SIZE, BatchHeader, decode_records
+from odradek.records.batch import BATCH_HEADER_SIZE, NO_TIMESTAMP, BatchHeader, decode_records
 from odradek.records.compression import MAX_DECOMPRESSED_BYTES, decompress
 from odradek.records.walk import (MIN_RECORD_BYTES, MalformedRecords, header_fields, record_begins, record_fields)
 
@@ -48,43 +48,62 @@ class RecordsRefused(KafkaError):
 
 
 def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: str, keys_required: bool,
+                     create_time_range: tuple[int, int] | None = None,
                      decompressed_limit: int = MAX_DECOMPRESSED_BYTES) -> None:
     """Check every record of the batches laid end to end in `data` (with their `headers`, already through
-    `validate_batches`); raise KafkaError (RecordsRefused for keyless records on a compacted topic) if one fails,
+    `validate_batches`); raise KafkaError if one fails: RecordsRefused naming the records without a key (if
+    `keys_required`) or with a timestamp outside `create_time_range` (earliest, latest; CreateTime topics), and
     DecompressedTooLarge if a batch decompresses to more than `decompressed_limit` bytes."""
     view = memoryview(data)
     position = 0
     for header in headers:
         payload = view[position + BATCH_HEADER_SIZE:position + header.size]
         body = decompress(header.compression, payload, decompressed_limit) if header.compression else payload
+        check = _check_few if header.record_count <= FEW_RECORDS else _check_batch
         try:
-            if header.record_count <= FEW_RECORDS:
-                missing_keys = _check_few(header, body, keys_required)
-            else:
-                missing_keys = _check_batch(body, header.record_count, keys_required)
+            keyless, timestamps_at, timestamps = check(header, body, keys_required, create_time_range)
         except MalformedRecords as exc:
             raise KafkaError(ErrorCode.INVALID_RECORD, f"{exc.message} in topic partition {topic_partition}") from None
-        if len(missing_keys):
-            message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
-            record_errors = [(int(index), message) for index in missing_keys[:MAX_RECORD_ERRORS]]
-            shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in record_errors[:3])
-            raise RecordsRefused(ErrorCode.INVALID_RECORD,
-                                 f"One or more records have been rejected due to {len(missing_keys)} record errors "
-                                 f"in total, and only showing the first three errors at most: [{shown}]", record_errors)
+        if len(keyless) or len(timestamps_at):
+            raise _refused(topic_partition, keyless, timestamps_at, timestamps, create_time_range)
         position += header.size
 
 
-def refusal(data: bytes, headers: Sequence[BatchHeader], topic_partition: str,
-            keys_required: bool) -> tuple[int, str | None, list[tuple[int, str]]] | None:
-    """`validate_records` for a process pool: None if the records pass, else (error code, message, record errors)."""
+def _refused(topic_partition: str, keyless: np.ndarray, timestamps_at: np.ndarray, timestamps: np.ndarray,
+             create_time_range: tuple[int, int]) -> RecordsRefused:
+    """Kafka's answer to a batch with bad records: one error per record (a missing key before a bad timestamp),
+    INVALID_TIMESTAMP if any timestamp is out of range, else INVALID_RECORD, with Kafka's messages."""
+    key_message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
+    errors = {int(index): key_message for index in keyless[:MAX_RECORD_ERRORS]}
+    timestamp_errors = 0
+    for index, timestamp in zip(timestamps_at[:MAX_RECORD_ERRORS].tolist(), timestamps[:MAX_RECORD_ERRORS].tolist()):
+        if index not in errors:
+            timestamp_errors += 1
+            errors[index] = (f"Timestamp {timestamp} of message with offset {index} is out of range. The timestamp "
+                             f"should be within [{create_time_range[0]}, {create_time_range[1]}]")
+    record_errors = sorted(errors.items())[:MAX_RECORD_ERRORS]
+    if timestamp_errors:
+        return RecordsRefused(ErrorCode.INVALID_TIMESTAMP,
+                              "One or more records have been rejected due to invalid timestamp", record_errors)
+    shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in record_errors[:3])
+    return RecordsRefused(ErrorCode.INVALID_RECORD,
+                          f"One or more records have been rejected due to {len(np.union1d(keyless, timestamps_at))} "
+                          f"record errors in total, and only showing the first three errors at most: [{shown}]",
+                          record_errors)
+
+
+def refusal(data: bytes, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool,
+            create_time_range: tuple[int, int] | None) -> tuple[int, str | None, list[tuple[int, str]]] | None:
+    """`validate_records` for a worker process: None if the records pass, else (error code, message, record errors)."""
     try:
-        validate_records(data, headers, topic_partition=topic_partition, keys_required=keys_required)
+        validate_records(data, headers, topic_partition=topic_partition, keys_required=keys_required,
+                         create_time_range=create_time_range)
     except KafkaError as exc:
         return int(exc.code), exc.message, getattr(exc, "record_errors", [])
     return None
 
 
-def _check_few(header: BatchHeader, body, keys_required: bool) -> list[int]:
+def _check_few(header: BatchHeader, body, keys_required: bool, create_time_range: tuple[int, int] | None):
     """_check_batch for a batch of a few records, decoded one by one with batch.decode_records."""
     try:
         records = decode_records(header, body)
@@ -94,18 +113,23 @@ def _check_few(header: BatchHeader, body, keys_required: bool) -> list[int]:
         if record.offset_delta != index:
             raise MalformedRecords(f"Record {index} has offset delta {record.offset_delta}: a batch's offset deltas "
                                    f"must be 0 to {len(records) - 1} in order")
-    return [index for index, record in enumerate(records) if keys_required and record.key is None]
+    keyless = [index for index, record in enumerate(records) if keys_required and record.key is None]
+    timestamps = np.array([record.timestamp for record in records], np.int64)
+    timestamps_at = _out_of_range(timestamps, create_time_range)
+    return np.array(keyless, np.int64), timestamps_at, timestamps[timestamps_at]
 
 
-def _check_batch(body, count: int, keys_required: bool) -> np.ndarray:
-    """Walk one batch's records (`body`: its decompressed record bytes) a chunk at a time; the indexes of records
-    without a key if `keys_required`. MalformedRecords if the records are not what the header says."""
+def _check_batch(header: BatchHeader, body, keys_required: bool, create_time_range: tuple[int, int] | None):
+    """Walk one batch's records (`body`: its decompressed record bytes) a chunk at a time: the indexes of records
+    without a key (if `keys_required`), and the indexes and timestamps of those outside `create_time_range`.
+    MalformedRecords if the records are not what the header says."""
+    count = header.record_count
     end = len(body)
     if count * MIN_RECORD_BYTES > end:
         raise MalformedRecords(f"Incorrect declared batch size, premature EOF reached: {count} records cannot fit "
                                f"in {end} bytes")
     buffer = np.frombuffer(body, np.uint8)
-    missing_keys = []
+    keyless, timestamps_at, timestamps = [], [], []
     position = 0
     for first in range(0, count, CHUNK_RECORDS):
         begins, position = record_begins(body, buffer, position, min(CHUNK_RECORDS, count - first), end)
@@ -119,7 +143,21 @@ def _check_batch(body, count: int, keys_required: bool) -> np.ndarray:
             raise MalformedRecords(f"Record {first + wrong} has offset delta {int(fields.offset_deltas[wrong])}: "
                                    f"a batch's offset deltas must be 0 to {count - 1} in order")
         if keys_required:
-            missing_keys.append(first + np.flatnonzero(fields.key_lengths < 0))
+            keyless.append(first + np.flatnonzero(fields.key_lengths < 0))
+        if create_time_range is not None:
+            chunk_timestamps = header.base_timestamp + fields.timestamp_deltas
+            wrong = _out_of_range(chunk_timestamps, create_time_range)
+            timestamps_at.append(first + wrong)
+            timestamps.append(chunk_timestamps[wrong])
     if position != end:
         raise MalformedRecords("Incorrect declared batch size, records still remaining in file")
-    return np.concatenate(missing_keys) if missing_keys else np.empty(0, np.int64)
+    return tuple(np.concatenate(found) if found else np.empty(0, np.int64)
+                 for found in (keyless, timestamps_at, timestamps))
+
+
+def _out_of_range(timestamps: np.ndarray, create_time_range: tuple[int, int] | None) -> np.ndarray:
+    """Indexes of the timestamps (other than -1, none) outside the range, as Kafka's validateTimestamp finds them."""
+    if create_time_range is None:
+        return np.empty(0, np.int64)
+    earliest, latest = create_time_range
+    return np.flatnonzero((timestamps != NO_TIMESTAMP) & ((timestamps < earliest) | (timestamps > latest)))

@@ -499,8 +499,7 @@ class Log:
 def _check_create_times(headers: list[BatchHeader], now: int, config: LogConfig) -> None:
     """message.timestamp.{before,after}.max.ms against each batch's first and max timestamps (per batch, not per
     record: a record older than its batch's first one is not caught)."""
-    earliest = now - config.message_timestamp_before_max_ms
-    latest = now + config.message_timestamp_after_max_ms
+    earliest, latest = config.create_time_range(now)
     for header in headers:
         too_old = header.base_timestamp != NO_TIMESTAMP and header.base_timestamp < earliest
         if too_old or header.max_timestamp > latest:

@@ -58,6 +58,18 @@ def test_size_limits_come_before_the_records_are_walked(broker, client, topic_na
     assert produce(client, topic_name, oversized).error_code == 10  # MESSAGE_TOO_LARGE
 
 
+def test_each_record_timestamp_is_checked(broker, client, topic_name):
+    """message.timestamp.before.max.ms applies to every record, as in Kafka: a record older than its batch's first
+    one (which the batch header alone does not show) is INVALID_TIMESTAMP, named in record_errors."""
+    create(broker, topic_name, {"message.timestamp.before.max.ms": "3600000"})
+    now = int(time.time() * 1000)
+    batch = encode_batch([Record(0, now, b"k", b"a"), Record(1, now - 7_200_000, b"k", b"b")])
+    answer = produce(client, topic_name, batch)
+    assert answer.error_code == 32  # INVALID_TIMESTAMP
+    assert [e.batch_index for e in answer.record_errors] == [1]
+    assert answer.record_errors[0].batch_index_error_message.startswith(f"Timestamp {now - 7_200_000} of message")
+
+
 def many_keyed_records(count: int) -> bytes:
     """`count` records of 12 bytes (key b"k", null value; offset deltas as 5-byte varints so every record has one
     size), built with numpy; the last one has no key."""

@@ -25,8 +25,9 @@ COUNT_OFFSET = 57
 LAST_OFFSET_DELTA_OFFSET = 23
 
 
-def check(batch: bytes, *, keys_required: bool = False) -> None:
-    validate_records(batch, validate_batches(batch), topic_partition="t-0", keys_required=keys_required)
+def check(batch: bytes, *, keys_required: bool = False, create_time_range: tuple[int, int] | None = None) -> None:
+    validate_records(batch, validate_batches(batch), topic_partition="t-0", keys_required=keys_required,
+                     create_time_range=create_time_range)
 
 
 def with_body(body: bytes, count: int, *, compression: int = 0) -> bytes:
@@ -142,3 +143,22 @@ def test_batches_larger_than_a_chunk_are_checked_across_chunks():
     assert refused(encode_batch(records, compression=4), keys_required=True).record_errors[0][0] == CHUNK_RECORDS + 3
     records[CHUNK_RECORDS + 3] = records[CHUNK_RECORDS + 3]._replace(offset_delta=7)
     assert "offset delta 7" in refused(encode_batch(records), keys_required=False).message
+
+
+@pytest.mark.parametrize("codec", [0, 4])
+def test_timestamps_outside_the_create_time_range_are_each_named(codec, path):
+    """message.timestamp.{before,after}.max.ms per record, as Kafka's validateTimestamp: a record older than its
+    batch's first one is caught too, a record without a timestamp (-1) is not checked, and a keyless record on a
+    compacted topic is named for its key only."""
+    deltas = [0, -5000, 10, 20_000, -BASE_TS - 1, 30]  # -BASE_TS - 1: timestamp -1, none
+    records = [Record(i, BASE_TS + delta, None if i == 5 else b"k", b"v") for i, delta in enumerate(deltas)]
+    batch = encode_batch(records, compression=codec)
+    window = (BASE_TS - 1000, BASE_TS + 10_000)
+    error = refused(batch, keys_required=True, create_time_range=window)
+    assert error.code == ErrorCode.INVALID_TIMESTAMP
+    assert error.message == "One or more records have been rejected due to invalid timestamp"
+    assert [(index, text.split(" of ")[0] if index != 5 else "key") for index, text in error.record_errors] == [
+        (1, f"Timestamp {BASE_TS - 5000}"), (3, f"Timestamp {BASE_TS + 20_000}"), (5, "key")]
+    assert error.record_errors[0][1].endswith(f"is out of range. The timestamp should be within "
+                                              f"[{BASE_TS - 1000}, {BASE_TS + 10_000}]")
+    check(batch, create_time_range=(BASE_TS - 10_000, BASE_TS + 20_000))

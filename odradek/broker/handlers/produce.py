@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
@@ -71,11 +72,11 @@ def handlers(broker) -> dict:
         return result
 
     async def check_then_append(partition: Partition, previous: asyncio.Future | None, records, headers,
-                                topic_partition: str, keys_required: bool, checked: bool):
+                                topic_partition: str, keys_required: bool, time_range, checked: bool):
         """Check the records in a worker (unless `checked` already), wait for the partition's previous append, and
         append."""
         check = None if checked else asyncio.ensure_future(
-            workers.check(records, headers, topic_partition, keys_required))
+            workers.check(records, headers, topic_partition, keys_required, time_range))
         if previous is not None:
             await asyncio.wait([previous])  # its outcome is its own request's
         if check is not None:
@@ -87,20 +88,22 @@ def handlers(broker) -> dict:
         for an earlier append to the same partition."""
         partition, records, headers = checked_batches(topic, index, records, version)
         topic_partition = f"{topic}-{index}"
-        keys_required = partition.log.config.compact
+        config = partition.log.config
+        keys_required = config.compact
+        time_range = None if config.log_append_time else config.create_time_range(time.time_ns() // 1_000_000)
         checked = False
         if len(records) <= INLINE_RECORD_BYTES:  # and, if compressed, no more than that once decompressed
             try:
                 validate_records(records, headers, topic_partition=topic_partition, keys_required=keys_required,
-                                 decompressed_limit=INLINE_RECORD_BYTES)
+                                 create_time_range=time_range, decompressed_limit=INLINE_RECORD_BYTES)
                 checked = True
             except DecompressedTooLarge:
                 pass  # a worker decompresses it again, under the full limit
         previous = in_flight.get(partition)
         if checked and previous is None:
             return append(partition, records, headers)
-        future = asyncio.ensure_future(
-            check_then_append(partition, previous, records, headers, topic_partition, keys_required, checked))
+        future = asyncio.ensure_future(check_then_append(partition, previous, records, headers, topic_partition,
+                                                         keys_required, time_range, checked))
         in_flight[partition] = future
         future.add_done_callback(lambda done: finished(partition, done))
         return future

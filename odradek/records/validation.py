@@ -15,7 +15,9 @@ What a batch must satisfy, and what Kafka answers when it does not:
   never looks at an uncompressed one's; we append batches as they came, so a consumer would see the offsets the
   producer wrote, and we refuse instead): INVALID_RECORD;
 - on a compacted topic, a key on every record: INVALID_RECORD with `record_errors` naming each keyless record by
-  its index in the batch and Kafka's error message, so clients fail those records and the rest as collateral.
+  its index in the batch and Kafka's error message, so clients fail those records and the rest as collateral;
+- on a CreateTime topic, every record's timestamp (but -1) inside message.timestamp.{before,after}.max.ms of now:
+  INVALID_TIMESTAMP, the records named the same way.
 A count larger than the bytes could hold is refused before any per-record work, and records are walked in chunks
 of CHUNK_RECORDS, so a batch of millions of tiny records costs memory in proportion to one chunk plus its bytes.
 

@@ -162,3 +162,28 @@ def test_timestamps_outside_the_create_time_range_are_each_named(codec, path):
     assert error.record_errors[0][1].endswith(f"is out of range. The timestamp should be within "
                                               f"[{BASE_TS - 1000}, {BASE_TS + 10_000}]")
     check(batch, create_time_range=(BASE_TS - 10_000, BASE_TS + 20_000))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_decoded_and_walked_checks_agree_on_damaged_records(data):
+    """Any byte of the records overwritten (the CRC fixed up): the few-records path (batch.decode_records) and the
+    bulk path (records.walk) both accept or both refuse with INVALID_RECORD."""
+    records = data.draw(st.sampled_from([varied_records(5), varied_records(12)[7:], equal_sized_runs()[:9]]))
+    original = encode_batch(records)[BATCH_HEADER_SIZE:]
+    body = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 3))):
+        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    batch = with_body(bytes(body), len(records))
+    outcomes = []
+    for few in (validation.FEW_RECORDS, 0):
+        saved, validation.FEW_RECORDS = validation.FEW_RECORDS, few
+        try:
+            check(batch)
+            outcomes.append(None)
+        except KafkaError as exc:
+            outcomes.append(exc.code)
+        finally:
+            validation.FEW_RECORDS = saved
+    assert outcomes[0] == outcomes[1] and outcomes[0] in (None, ErrorCode.INVALID_RECORD), (
+        outcomes, [(i, original[i], body[i]) for i in range(len(body)) if body[i] != original[i]])

@@ -53,6 +53,13 @@ _CONTROL_VALUE = struct.Struct(">hi")
 assert _HEADER.size == BATCH_HEADER_SIZE
 
 
+class MalformedRecords(KafkaError):
+    """Records that do not parse (raised by the record walkers): CORRUPT_MESSAGE, with what was wrong."""
+
+    def __init__(self, message: str):
+        super().__init__(ErrorCode.CORRUPT_MESSAGE, message)
+
+
 class BatchHeader(NamedTuple):
     base_offset: int
     batch_length: int

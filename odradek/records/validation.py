@@ -29,12 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import BATCH_HEADER_SIZE, NO_TIMESTAMP, BatchHeader, decode_records
+from odradek.records.batch import BATCH_HEADER_SIZE, NO_TIMESTAMP, BatchHeader, MalformedRecords, decode_records
 from odradek.records.compression import MAX_DECOMPRESSED_BYTES, decompress
-from odradek.records.walk import (MIN_RECORD_BYTES, MalformedRecords, header_fields, record_begins, record_fields)
 
 CHUNK_RECORDS = 1 << 16
 FEW_RECORDS = 16  # up to this many records, decoding them one by one costs less than numpy's per-call overhead
@@ -71,27 +68,26 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
         position += header.size
 
 
-def _refused(topic_partition: str, keyless: np.ndarray, timestamps_at: np.ndarray, timestamps: np.ndarray,
+def _refused(topic_partition: str, keyless, timestamps_at, timestamps,
              create_time_range: tuple[int, int]) -> RecordsRefused:
-    """Kafka's answer to a batch with bad records: one error per record (a missing key before a bad timestamp),
-    INVALID_TIMESTAMP if any timestamp is out of range, else INVALID_RECORD, with Kafka's messages."""
+    """Kafka's answer to a batch with bad records (index sequences from a check): one error per record (a missing
+    key before a bad timestamp), INVALID_TIMESTAMP if any timestamp is out of range, else INVALID_RECORD."""
     key_message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
     errors = {int(index): key_message for index in keyless[:MAX_RECORD_ERRORS]}
     timestamp_errors = 0
-    for index, timestamp in zip(timestamps_at[:MAX_RECORD_ERRORS].tolist(), timestamps[:MAX_RECORD_ERRORS].tolist()):
-        if index not in errors:
+    for index, timestamp in zip(timestamps_at[:MAX_RECORD_ERRORS], timestamps[:MAX_RECORD_ERRORS]):
+        if int(index) not in errors:
             timestamp_errors += 1
-            errors[index] = (f"Timestamp {timestamp} of message with offset {index} is out of range. The timestamp "
-                             f"should be within [{create_time_range[0]}, {create_time_range[1]}]")
+            errors[int(index)] = (f"Timestamp {timestamp} of message with offset {index} is out of range. The "
+                                  f"timestamp should be within [{create_time_range[0]}, {create_time_range[1]}]")
     record_errors = sorted(errors.items())[:MAX_RECORD_ERRORS]
     if timestamp_errors:
         return RecordsRefused(ErrorCode.INVALID_TIMESTAMP,
                               "One or more records have been rejected due to invalid timestamp", record_errors)
     shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in record_errors[:3])
     return RecordsRefused(ErrorCode.INVALID_RECORD,
-                          f"One or more records have been rejected due to {len(np.union1d(keyless, timestamps_at))} "
-                          f"record errors in total, and only showing the first three errors at most: [{shown}]",
-                          record_errors)
+                          f"One or more records have been rejected due to {len(keyless)} record errors in total, "
+                          f"and only showing the first three errors at most: [{shown}]", record_errors)
 
 
 def refusal(data: bytes, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool,
@@ -116,15 +112,24 @@ def _check_few(header: BatchHeader, body, keys_required: bool, create_time_range
             raise MalformedRecords(f"Record {index} has offset delta {record.offset_delta}: a batch's offset deltas "
                                    f"must be 0 to {len(records) - 1} in order")
     keyless = [index for index, record in enumerate(records) if keys_required and record.key is None]
-    timestamps = np.array([record.timestamp for record in records], np.int64)
-    timestamps_at = _out_of_range(timestamps, create_time_range)
-    return np.array(keyless, np.int64), timestamps_at, timestamps[timestamps_at]
+    wrong_times = []
+    if create_time_range is not None:
+        earliest, latest = create_time_range
+        wrong_times = [(index, record.timestamp) for index, record in enumerate(records)
+                       if record.timestamp != NO_TIMESTAMP and not earliest <= record.timestamp <= latest]
+    return keyless, [index for index, _ in wrong_times], [timestamp for _, timestamp in wrong_times]
 
 
 def _check_batch(header: BatchHeader, body, keys_required: bool, create_time_range: tuple[int, int] | None):
     """Walk one batch's records (`body`: its decompressed record bytes) a chunk at a time: the indexes of records
     without a key (if `keys_required`), and the indexes and timestamps of those outside `create_time_range`.
     MalformedRecords if the records are not what the header says."""
+    # Imported at the first batch of more than FEW_RECORDS records rather than with this module: numpy's import
+    # is about a third of the broker's start.
+    import numpy as np
+
+    from odradek.records.walk import MIN_RECORD_BYTES, header_fields, record_begins, record_fields
+
     count = header.record_count
     end = len(body)
     if count * MIN_RECORD_BYTES > end:
@@ -148,18 +153,12 @@ def _check_batch(header: BatchHeader, body, keys_required: bool, create_time_ran
             keyless.append(first + np.flatnonzero(fields.key_lengths < 0))
         if create_time_range is not None:
             chunk_timestamps = header.base_timestamp + fields.timestamp_deltas
-            wrong = _out_of_range(chunk_timestamps, create_time_range)
+            earliest, latest = create_time_range
+            wrong = np.flatnonzero((chunk_timestamps != NO_TIMESTAMP)
+                                   & ((chunk_timestamps < earliest) | (chunk_timestamps > latest)))
             timestamps_at.append(first + wrong)
             timestamps.append(chunk_timestamps[wrong])
     if position != end:
         raise MalformedRecords("Incorrect declared batch size, records still remaining in file")
     return tuple(np.concatenate(found) if found else np.empty(0, np.int64)
                  for found in (keyless, timestamps_at, timestamps))
-
-
-def _out_of_range(timestamps: np.ndarray, create_time_range: tuple[int, int] | None) -> np.ndarray:
-    """Indexes of the timestamps (other than -1, none) outside the range, as Kafka's validateTimestamp finds them."""
-    if create_time_range is None:
-        return np.empty(0, np.int64)
-    earliest, latest = create_time_range
-    return np.flatnonzero((timestamps != NO_TIMESTAMP) & ((timestamps < earliest) | (timestamps > latest)))

@@ -6,8 +6,8 @@ varints finds where each record starts (jumping over runs of equal-sized records
 every field after that is decoded for all records at once: one numpy gather per varint byte (`varints`), over the
 concatenated record bytes padded with VARLONG_BYTES zeros so that a gather past a truncated last record stays in
 the buffer. Each step checks what it reads (fields inside their record, records inside their batch) and raises
-MalformedRecords, a CORRUPT_MESSAGE; a caller with another contract (Produce answers INVALID_RECORD, as Kafka's
-record iterator does) catches it and says so.
+batch.MalformedRecords, a CORRUPT_MESSAGE; a caller with another contract (Produce answers INVALID_RECORD, as
+Kafka's record iterator does) catches it and says so.
 
 Record layout (after its length varint): attributes int8 | timestampDelta varlong | offsetDelta varint |
 keyLength varint | key | valueLength varint | value | headerCount varint | (keyLength, key, valueLength, value)*
@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.errors import ProtocolError
 from odradek.protocol.varint import read_uvarint
+from odradek.records.batch import MalformedRecords
 
 VARINT_BYTES = 5  # a zigzag varint of an int32
 VARLONG_BYTES = 10  # of an int64
@@ -30,13 +30,6 @@ PADDING = bytes(VARLONG_BYTES)  # vectorised reads may look this far past a trun
 MIN_RECORD_BYTES = 7  # length, attributes, timestamp delta, offset delta, key length, value length, header count
 _MIN_RUN = 32  # equal-sized records worth a jump: a check costs about as much as walking this many
 _MAX_BACKOFF = 1024  # plain steps between checks, at most, where sizes keep changing
-
-
-class MalformedRecords(KafkaError):
-    """Records that do not parse: CORRUPT_MESSAGE, with what was wrong."""
-
-    def __init__(self, message: str):
-        super().__init__(ErrorCode.CORRUPT_MESSAGE, message)
 
 
 class RecordFields(NamedTuple):

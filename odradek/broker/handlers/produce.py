@@ -2,8 +2,8 @@
 
 A batch stays opaque bytes on its way to the log: its header and CRC are checked (`batch.validate_batches`), its
 records are walked and checked as Kafka's LogValidator does (`records.validation`: counts, lengths, varints, offset
-deltas, keys on compacted topics, CreateTime timestamps) and the log stamps offsets (and LogAppendTime) in place. Produce v0-v2 carry the
-old message formats, which are converted to one v2 batch first. Errors are per partition, with Kafka's codes (and
+deltas, keys on compacted topics, CreateTime timestamps) and the log stamps offsets (and LogAppendTime) in place.
+Produce v0-v2 carry the old message formats, which are converted to one v2 batch first. Errors are per partition, with Kafka's codes (and
 `record_errors` naming the records at fault), so one bad partition never fails the rest of the request. With acks=0
 the client expects no answer at all.
 

@@ -3,9 +3,9 @@
 A batch stays opaque bytes on its way to the log: its header and CRC are checked (`batch.validate_batches`), its
 records are walked and checked as Kafka's LogValidator does (`records.validation`: counts, lengths, varints, offset
 deltas, keys on compacted topics, CreateTime timestamps) and the log stamps offsets (and LogAppendTime) in place.
-Produce v0-v2 carry the old message formats, which are converted to one v2 batch first. Errors are per partition, with Kafka's codes (and
-`record_errors` naming the records at fault), so one bad partition never fails the rest of the request. With acks=0
-the client expects no answer at all.
+Produce v0-v2 carry the old message formats, which are converted to one v2 batch first. Errors are per partition,
+with Kafka's codes (and `record_errors` naming the records at fault), so one bad partition never fails the rest of
+the request. With acks=0 the client expects no answer at all.
 
 Walking records costs time in proportion to what they decompress to, and a few KB of zstd can inflate to millions
 of records, so only small batches (INLINE_RECORD_BYTES, before and after decompression; a decompression that goes

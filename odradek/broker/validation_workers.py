@@ -116,4 +116,6 @@ def serve(requests, answers) -> None:
 
 
 if __name__ == "__main__":
+    import odradek.records.walk  # noqa: F401  (numpy, which records.validation loads only when it first needs it)
+
     serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -21,7 +21,7 @@ What a batch must satisfy, and what Kafka answers when it does not:
 A count larger than the bytes could hold is refused before any per-record work, and records are walked in chunks
 of CHUNK_RECORDS, so a batch of millions of tiny records costs memory in proportion to one chunk plus its bytes.
 
-The checks run wherever the caller puts them: `refusal` is the form for a process pool (plain arguments in, a
+The checks run wherever the caller puts them: `refusal` is the form for a worker process (plain arguments in, a
 picklable answer out), for requests whose records would hold the event loop too long.
 """
 

@@ -175,9 +175,12 @@ def varints(buffer: np.ndarray, positions: np.ndarray, max_bytes: int) -> tuple[
         first = buffer[positions]
     except IndexError:
         raise MalformedRecords("Record field overruns its batch") from None
-    raw = (first & 0x7F).astype(np.uint64)
     after = positions + 1
     unfinished = np.flatnonzero(first >= 0x80)
+    if not len(unfinished):  # every one a single byte, as attributes, null or short keys and header counts mostly are
+        small = first.astype(np.int64)
+        return (small >> 1) ^ -(small & 1), after
+    raw = (first & 0x7F).astype(np.uint64)
     for index in range(1, max_bytes):
         if not len(unfinished):
             break

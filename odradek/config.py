@@ -408,6 +408,11 @@ class LogConfig:
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
+    def create_time_range(self, now_ms: int) -> tuple[int, int]:
+        """The CreateTime timestamps accepted at `now_ms` (message.timestamp.{before,after}.max.ms), inside int64."""
+        return (max(now_ms - self.message_timestamp_before_max_ms, -LONG_MAX - 1),
+                min(now_ms + self.message_timestamp_after_max_ms, LONG_MAX))
+
     @classmethod
     def resolve(cls, topic_overrides: Mapping[str, Any] | None = None,
                 broker_props: Mapping[str, Any] | None = None) -> "LogConfig":

@@ -159,17 +159,10 @@ class Log:
 
     # -- appending ---------------------------------------------------------------------------------------------
 
-    def append(self, data, headers: list[BatchHeader], *, assign_offsets: bool = True, now_ms: int | None = None,
-               partition_leader_epoch: int | None = None) -> AppendResult:
-        """Append whole v2 batches (`headers` from `validate_batches`, laid end to end in `data`).
-
-        With `assign_offsets` (the produce path) the batches get dense offsets from the log end offset, the leader
-        epoch if given, and LogAppendTime timestamps if the topic uses them, in a private copy written with one
-        write; CreateTime timestamps are checked against message.timestamp.{before,after}.max.ms. Without it
-        (replication, the cleaner) the batches keep their offsets, which must increase from the log end offset.
-        """
+    def check_sizes(self, data, headers: list[BatchHeader]) -> None:
+        """The size limits `append` checks first (max.message.bytes per batch, segment.bytes in all), for callers
+        that do costlier checks of their own before appending (Produce walks every record)."""
         config = self._config
-        now = self._clock() if now_ms is None else now_ms
         total = 0
         for header in headers:
             if header.size > config.max_message_bytes:
@@ -182,6 +175,20 @@ class Log:
         if total > config.segment_bytes:
             raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
                              f"Records of {total} bytes exceed segment.bytes {config.segment_bytes}")
+
+    def append(self, data, headers: list[BatchHeader], *, assign_offsets: bool = True, now_ms: int | None = None,
+               partition_leader_epoch: int | None = None) -> AppendResult:
+        """Append whole v2 batches (`headers` from `validate_batches`, laid end to end in `data`).
+
+        With `assign_offsets` (the produce path) the batches get dense offsets from the log end offset, the leader
+        epoch if given, and LogAppendTime timestamps if the topic uses them, in a private copy written with one
+        write; CreateTime timestamps are checked against message.timestamp.{before,after}.max.ms. Without it
+        (replication, the cleaner) the batches keep their offsets, which must increase from the log end offset.
+        """
+        config = self._config
+        now = self._clock() if now_ms is None else now_ms
+        self.check_sizes(data, headers)
+        total = len(data)
         append_time = -1
         if assign_offsets:
             if config.log_append_time:
@@ -502,8 +509,7 @@ class Log:
 def _check_create_times(headers: list[BatchHeader], now: int, config: LogConfig) -> None:
     """message.timestamp.{before,after}.max.ms against each batch's first and max timestamps (per batch, not per
     record: a record older than its batch's first one is not caught)."""
-    earliest = now - config.message_timestamp_before_max_ms
-    latest = now + config.message_timestamp_after_max_ms
+    earliest, latest = config.create_time_range(now)
     for header in headers:
         too_old = header.base_timestamp != NO_TIMESTAMP and header.base_timestamp < earliest
         if too_old or header.max_timestamp > latest:

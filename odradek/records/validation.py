@@ -17,7 +17,9 @@ What a batch must satisfy, and what Kafka answers when it does not:
 - on a compacted topic, a key on every record: INVALID_RECORD with `record_errors` naming each keyless record by
   its index in the batch and Kafka's error message, so clients fail those records and the rest as collateral;
 - on a CreateTime topic, every record's timestamp (but -1) inside message.timestamp.{before,after}.max.ms of now:
-  INVALID_TIMESTAMP, the records named the same way.
+  INVALID_TIMESTAMP, the records named the same way;
+- a batch that says LogAppendTime: only the broker sets that (on a LogAppendTime topic, when it appends), so a
+  producer's is INVALID_TIMESTAMP with every record named, as Kafka's validateTimestamp answers, whatever the topic.
 A count larger than the bytes could hold is refused before any per-record work, and records are walked in chunks
 of CHUNK_RECORDS, so a batch of millions of tiny records costs memory in proportion to one chunk plus its bytes.
 
@@ -36,6 +38,8 @@ from odradek.records.compression import MAX_DECOMPRESSED_BYTES, decompress
 CHUNK_RECORDS = 1 << 16
 FEW_RECORDS = 16  # up to this many records, decoding them one by one costs less than numpy's per-call overhead
 MAX_RECORD_ERRORS = 10_000  # listed in an answer; more keyless records are failed as the rest of their batch
+LOG_APPEND_TIME = 1  # a batch header's timestamp type
+INVALID_TIMESTAMP_MESSAGE = "One or more records have been rejected due to invalid timestamp"
 
 
 class RecordsRefused(KafkaError):
@@ -56,6 +60,10 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
     view = memoryview(data)
     position = 0
     for header in headers:
+        if header.timestamp_type == LOG_APPEND_TIME:
+            raise RecordsRefused(ErrorCode.INVALID_TIMESTAMP, INVALID_TIMESTAMP_MESSAGE, [
+                (index, "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.")
+                for index in range(min(header.record_count, MAX_RECORD_ERRORS))])
         payload = view[position + BATCH_HEADER_SIZE:position + header.size]
         body = decompress(header.compression, payload, decompressed_limit) if header.compression else payload
         check = _check_few if header.record_count <= FEW_RECORDS else _check_batch
@@ -82,8 +90,7 @@ def _refused(topic_partition: str, keyless, timestamps_at, timestamps,
                                   f"timestamp should be within [{create_time_range[0]}, {create_time_range[1]}]")
     record_errors = sorted(errors.items())[:MAX_RECORD_ERRORS]
     if timestamp_errors:
-        return RecordsRefused(ErrorCode.INVALID_TIMESTAMP,
-                              "One or more records have been rejected due to invalid timestamp", record_errors)
+        return RecordsRefused(ErrorCode.INVALID_TIMESTAMP, INVALID_TIMESTAMP_MESSAGE, record_errors)
     shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in record_errors[:3])
     return RecordsRefused(ErrorCode.INVALID_RECORD,
                           f"One or more records have been rejected due to {len(keyless)} record errors in total, "

@@ -70,6 +70,20 @@ def test_each_record_timestamp_is_checked(broker, client, topic_name):
     assert answer.record_errors[0].batch_index_error_message.startswith(f"Timestamp {now - 7_200_000} of message")
 
 
+@pytest.mark.parametrize("topic_type", ["CreateTime", "LogAppendTime"])
+def test_a_producer_cannot_set_log_append_time(broker, client, topic_name, topic_type):
+    """Only the broker stamps LogAppendTime: a produced batch that says so is INVALID_TIMESTAMP for every record,
+    as Kafka answers, and nothing is appended (else a CreateTime topic would keep the producer's claimed times)."""
+    create(broker, topic_name, {"message.timestamp.type": topic_type})
+    now = int(time.time() * 1000)
+    batch = encode_batch([Record(0, now, b"k", b"a"), Record(1, now, b"k", b"b")], timestamp_type=1)
+    answer = produce(client, topic_name, batch)
+    assert answer.error_code == 32  # INVALID_TIMESTAMP
+    assert [e.batch_index for e in answer.record_errors] == [0, 1]
+    assert "Producer should not set timestamp type to LogAppendTime" in answer.record_errors[0].batch_index_error_message
+    assert fetch_batches(client, topic_name) == []
+
+
 def many_keyed_records(count: int) -> bytes:
     """`count` records of 12 bytes (key b"k", null value; offset deltas as 5-byte varints so every record has one
     size), built with numpy; the last one has no key."""

@@ -95,8 +95,8 @@ def batches_to_columns(batches: Sequence[tuple[BatchHeader, memoryview]], *, inc
                          _binary(data_buffer, value_starts, value_lengths), headers)
 
 
-def _binary(data: pa.Buffer, starts: np.ndarray, lengths: np.ndarray, *, string: bool = False) -> pa.Array:
-    """A binary (or string) array of the fields at `starts` with `lengths` in `data`; a negative length is null.
+def _binary(data: pa.Buffer, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """A binary array of the fields at `starts` with `lengths` in `data`; a negative length is null.
 
     The fields lie in increasing order with gaps between them, so one array whose offsets alternate start, end,
     start, end ... holds each field at an even index and each gap at an odd one; taking the even ones copies the
@@ -112,19 +112,17 @@ def _binary(data: pa.Buffer, starts: np.ndarray, lengths: np.ndarray, *, string:
     interleaved = pa.Array.from_buffers(pa.binary(), 2 * count, [None, pa.py_buffer(bounds.astype(np.int32)), data])
     fields = interleaved.take(pa.array(np.arange(0, 2 * count, 2)))
     validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
-    taken = pa.Array.from_buffers(pa.string() if string else pa.binary(), count,
-                                  [validity, fields.buffers()[1], fields.buffers()[2]])
-    if string:
-        taken.validate(full=True)  # UTF-8
-    return taken
+    return pa.Array.from_buffers(pa.binary(), count, [validity, fields.buffers()[1], fields.buffers()[2]])
 
 
 def _headers(data: pa.Buffer, headers: HeaderFields, counts: np.ndarray) -> pa.ListArray:
     """The headers of records with `counts` headers each, located by `walk.header_fields`, as one list array."""
+    keys = _binary(data, headers.key_starts, headers.key_lengths)
     try:
-        keys = _binary(data, headers.key_starts, headers.key_lengths, string=True)
-    except pa.ArrowInvalid as exc:
-        raise _corrupt(f"Record header key is not UTF-8: {exc}") from None
+        keys = keys.cast(pa.string())  # checks the UTF-8 without copying
+    except pa.ArrowInvalid:  # the broker takes any bytes, as Kafka does; Java's consumer decodes them with U+FFFD
+        keys = pa.array([None if key is None else key.decode("utf-8", "replace") for key in keys.to_pylist()],
+                        pa.string())
     entries = pa.StructArray.from_arrays([keys, _binary(data, headers.value_starts, headers.value_lengths)],
                                          fields=list(HEADERS_TYPE.value_type))
     has_headers = counts > 0

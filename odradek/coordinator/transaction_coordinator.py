@@ -44,6 +44,7 @@ class TransactionCoordinator:
         self.producer_ids = ProducerIdManager(broker.metadata)
         self.transactions: dict[str, TransactionMetadata] = {}
         self._loaded = False
+        self._leading: set[int] = set()
         self._tasks: list[asyncio.Task] = []
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -69,8 +70,27 @@ class TransactionCoordinator:
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "The transactional id must not be empty.")
         self.ensure_topic()
+        if not self.broker.leads(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions)):
+            raise KafkaError(ErrorCode.NOT_COORDINATOR)
         if not self._loaded:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    def _led_partitions(self) -> set[int]:
+        return {index for index in range(self.num_partitions) if self.broker.leads(TRANSACTION_STATE_TOPIC, index)}
+
+    def follow_leadership(self) -> None:
+        """In a ZooKeeper cluster: load the __transaction_state partitions this broker has come to lead (their ids
+        answer COORDINATOR_LOAD_IN_PROGRESS meanwhile) and forget the transactional ids of those led elsewhere now
+        (NOT_COORDINATOR from then on), as Kafka's TransactionStateManager on leadership changes."""
+        led = self._led_partitions()
+        for transactional_id in [t for t in self.transactions
+                                 if partition_for(t, self.num_partitions) in self._leading - led]:
+            del self.transactions[transactional_id]
+        gained = led - self._leading
+        self._leading = led
+        if gained and self._loaded:
+            self._loaded = False
+            self._tasks.append(asyncio.get_running_loop().create_task(self._load()))
 
     # ------------------------------------------------------------------------------------------- requests
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
@@ -213,7 +233,8 @@ class TransactionCoordinator:
     # -------------------------------------------------------------------------------------------- loading
     async def _load(self) -> None:
         started = time.monotonic()
-        for index in range(self.num_partitions):
+        self._leading = self._led_partitions()
+        for index in sorted(self._leading):
             try:
                 await self._load_partition(index)
             except (KafkaError, OSError):

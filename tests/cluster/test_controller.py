@@ -1,0 +1,169 @@
+"""Topics of a three-broker ZooKeeper cluster: spread over the brokers by the controller, in Kafka's znodes, with the
+same leaders in every broker's Metadata; clients follow the leaders; a broker answers NOT_LEADER_OR_FOLLOWER for a
+partition led elsewhere and NOT_COORDINATOR for a group coordinated elsewhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections import Counter
+
+import kafka
+import pytest
+from aiokafka import AIOKafkaProducer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.embedded import Cluster, wait_until
+from odradek.protocol import api
+from odradek.records.batch import Record, encode_batch
+from tests.broker.raw_client import RawClient
+
+from .conftest import metadata_of
+
+Produce = api("Produce").request
+ListOffsets = api("ListOffsets").request
+NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR = 6, 16
+
+
+@pytest.fixture(scope="module")
+def cluster(odradek_zookeeper, tmp_path_factory):
+    """Three brokers whose internal topics have six partitions each, so coordinators spread over them."""
+    with Cluster(3, zookeeper=f"{odradek_zookeeper.connect}/odradek-{uuid.uuid4().hex[:8]}",
+                 settings={"offsets.topic.num.partitions": 6, "transaction.state.log.num.partitions": 6},
+                 data_dir=tmp_path_factory.mktemp("cluster")) as c:
+        yield c
+
+
+def find_coordinator(broker, key: str, key_type: int = 0):
+    client = RawClient(broker.port)
+    try:
+        return wait_until(lambda: (a := client.call("FindCoordinator", 2, key=key, key_type=key_type)).error_code == 0
+                          and a, timeout=15)
+    finally:
+        client.close()
+
+
+def create_through(broker, name: str, partitions: int = 6) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+
+
+def leaders_seen_by(broker, topic: str) -> dict[int, int]:
+    return {p.id: p.leader for p in metadata_of(broker).topics[topic].partitions.values()}
+
+
+def test_topics_created_through_each_broker_are_spread_over_all_three(cluster, zk):
+    for broker in cluster.brokers:
+        name = f"spread-via-{broker.node_id}-{uuid.uuid4().hex[:6]}"
+        create_through(broker, name)
+        assignment = json.loads(zk.get(f"/brokers/topics/{name}")[0])
+        assert assignment["version"] == 3 and len(assignment["topic_id"]) == 22
+        replicas = {int(p): r for p, r in assignment["partitions"].items()}
+        assert sorted(replicas) == list(range(6))
+        # round-robin: each broker first replica (leader) of two of the six partitions
+        assert Counter(r[0] for r in replicas.values()) == {1: 2, 2: 2, 3: 2}
+        for index, replica_list in replicas.items():
+            state = json.loads(zk.get(f"/brokers/topics/{name}/partitions/{index}/state")[0])
+            assert state["leader"] == replica_list[0] and state["isr"] == replica_list
+            assert state["version"] == 1 and state["leader_epoch"] == 0
+            assert state["controller_epoch"] == int(zk.get("/controller_epoch")[0])
+        expected = {index: r[0] for index, r in replicas.items()}
+        for other in cluster.brokers:
+            assert wait_until(lambda: leaders_seen_by(other, name) == expected, timeout=5), other.node_id
+
+
+def test_a_replication_factor_above_the_live_brokers_is_refused(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    with pytest.raises(Exception, match="Replication factor: 4 larger than available brokers: 3"):
+        admin.create_topics([NewTopic("rf-four", 1, 4)])["rf-four"].result(15)
+
+
+def test_producers_and_consumers_follow_the_leaders(cluster):
+    topic, per_client = f"follow-{uuid.uuid4().hex[:6]}", 300
+    create_through(cluster.brokers[0], topic)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    for i in range(per_client):
+        producer.produce(topic, key=f"confluent-{i}", value=b"c")
+    assert producer.flush(30) == 0
+    legacy = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap_servers)
+    for i in range(per_client):
+        legacy.send(topic, key=f"kafka-python-{i}".encode(), value=b"k")
+    legacy.flush(30)
+    legacy.close()
+
+    async def produce_with_aiokafka():
+        async with AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers) as aio:
+            for i in range(per_client):
+                await aio.send(topic, key=f"aiokafka-{i}".encode(), value=b"a")
+    asyncio.run(produce_with_aiokafka())
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "log_level": 0})
+    consumer.subscribe([topic])
+    keys, partitions = set(), set()
+    deadline = time.monotonic() + 60
+    while len(keys) < 3 * per_client and time.monotonic() < deadline:
+        message = consumer.poll(1)
+        if message is not None and message.error() is None:
+            keys.add(message.key())
+            partitions.add(message.partition())
+    consumer.close()
+    assert len(keys) == 3 * per_client
+    assert partitions == set(range(6))
+
+
+def test_a_partition_led_elsewhere_answers_not_leader_or_follower(cluster):
+    topic = f"not-leader-{uuid.uuid4().hex[:6]}"
+    create_through(cluster.brokers[0], topic, partitions=3)
+    leaders = leaders_seen_by(cluster.brokers[0], topic)
+    index, leader = next(iter(leaders.items()))
+    for broker in cluster.brokers:
+        client = RawClient(broker.port)
+        try:
+            produced = client.call("Produce", 9, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+                Produce.TopicProduceData(name=topic, partition_data=[Produce.PartitionProduceData(
+                    index=index, records=encode_batch([Record(0, 0, b"k", b"v")]))])])
+            listed = client.call("ListOffsets", 7, replica_id=-1, isolation_level=0, topics=[
+                ListOffsets.ListOffsetsTopic(name=topic, partitions=[ListOffsets.ListOffsetsPartition(
+                    partition_index=index, timestamp=-1)])])
+        finally:
+            client.close()
+        produce_code = produced.responses[0].partition_responses[0].error_code
+        list_code = listed.topics[0].partitions[0].error_code
+        expected = 0 if broker.node_id == leader else NOT_LEADER_OR_FOLLOWER
+        assert (produce_code, list_code) == (expected, expected), broker.node_id
+
+
+def test_a_group_coordinated_on_another_broker_commits_and_fetches_offsets(cluster):
+    topic = f"offsets-{uuid.uuid4().hex[:6]}"
+    create_through(cluster.brokers[0], topic, partitions=3)
+    asked = cluster.brokers[0]
+    group, found = next((g, f) for g in (f"group-{topic}-{n}" for n in range(100))
+                        if (f := find_coordinator(asked, g)).node_id != asked.node_id)
+    coordinator = cluster.broker(found.node_id)
+    assert found.port == coordinator.port
+    # the other brokers refuse the group's requests
+    for broker in cluster.brokers:
+        if broker.node_id != found.node_id:
+            raw = RawClient(broker.port)
+            try:
+                answer = raw.call("OffsetFetch", 5, group_id=group, topics=None)
+            finally:
+                raw.close()
+            assert answer.error_code == NOT_COORDINATOR
+    # kafka-python reaches it through any broker: commit, and a new consumer reads the commit back
+    consumer = kafka.KafkaConsumer(bootstrap_servers=asked.bootstrap_servers, group_id=group,
+                                   enable_auto_commit=False)
+    partition = kafka.TopicPartition(topic, 2)
+    consumer.assign([partition])
+    consumer.commit({partition: kafka.OffsetAndMetadata(42, "", -1)})
+    consumer.close()
+    again = kafka.KafkaConsumer(bootstrap_servers=asked.bootstrap_servers, group_id=group,
+                                enable_auto_commit=False)
+    try:
+        assert again.committed(partition) == 42
+    finally:
+        again.close()

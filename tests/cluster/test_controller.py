@@ -25,6 +25,7 @@ from .conftest import metadata_of
 
 Produce = api("Produce").request
 ListOffsets = api("ListOffsets").request
+Fetch = api("Fetch").request
 NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR = 6, 16
 
 
@@ -129,12 +130,18 @@ def test_a_partition_led_elsewhere_answers_not_leader_or_follower(cluster):
             listed = client.call("ListOffsets", 7, replica_id=-1, isolation_level=0, topics=[
                 ListOffsets.ListOffsetsTopic(name=topic, partitions=[ListOffsets.ListOffsetsPartition(
                     partition_index=index, timestamp=-1)])])
+            fetched = client.call("Fetch", 11, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                                  isolation_level=0, session_id=0, session_epoch=-1, topics=[Fetch.FetchTopic(
+                                      topic=topic, partitions=[Fetch.FetchPartition(
+                                          partition=index, fetch_offset=0, log_start_offset=-1,
+                                          partition_max_bytes=1 << 20)])],
+                                  forgotten_topics_data=[], rack_id="")
         finally:
             client.close()
-        produce_code = produced.responses[0].partition_responses[0].error_code
-        list_code = listed.topics[0].partitions[0].error_code
+        codes = (produced.responses[0].partition_responses[0].error_code,
+                 listed.topics[0].partitions[0].error_code, fetched.responses[0].partitions[0].error_code)
         expected = 0 if broker.node_id == leader else NOT_LEADER_OR_FOLLOWER
-        assert (produce_code, list_code) == (expected, expected), broker.node_id
+        assert codes == (expected,) * 3, broker.node_id
 
 
 def test_a_group_coordinated_on_another_broker_commits_and_fetches_offsets(cluster):

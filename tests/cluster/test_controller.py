@@ -20,6 +20,7 @@ from odradek.embedded import Cluster, wait_until
 from odradek.protocol import api
 from odradek.records.batch import Record, encode_batch
 from tests.broker.raw_client import RawClient
+from tests.cli.run import odradek
 
 from .conftest import metadata_of
 
@@ -174,3 +175,18 @@ def test_a_group_coordinated_on_another_broker_commits_and_fetches_offsets(clust
         assert again.committed(partition) == 42
     finally:
         again.close()
+
+
+def test_topics_describe_shows_each_partition_s_leader_replicas_and_isr(cluster, zk):
+    topic = f"describe-{uuid.uuid4().hex[:6]}"
+    create_through(cluster.brokers[2], topic, partitions=3)
+    shown = odradek(cluster.brokers[0], "topics", "describe", topic)
+    assert shown.returncode == 0, shown.stderr
+    rows = [dict(field.split(": ", 1) for field in line.strip().split("\t"))
+            for line in shown.stdout.splitlines()[1:]]
+    for row in rows:
+        state = json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{row['Partition']}/state")[0])
+        replicas = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["partitions"][row["Partition"]]
+        assert (row["Leader"], row["Replicas"], row["Isr"]) == (
+            str(state["leader"]), ",".join(map(str, replicas)), ",".join(map(str, state["isr"])))
+    assert sorted(row["Leader"] for row in rows) == ["1", "2", "3"]

@@ -48,9 +48,9 @@ def find_coordinator(broker, key: str, key_type: int = 0):
         client.close()
 
 
-def create_through(broker, name: str, partitions: int = 6) -> None:
+def create_through(broker, name: str, partitions: int = 6, replication_factor: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+    admin.create_topics([NewTopic(name, partitions, replication_factor)])[name].result(15)
 
 
 def leaders_seen_by(broker, topic: str) -> dict[int, int]:
@@ -117,9 +117,11 @@ def test_producers_and_consumers_follow_the_leaders(cluster):
     assert partitions == set(range(6))
 
 
-def test_a_partition_led_elsewhere_answers_not_leader_or_follower(cluster):
+@pytest.mark.parametrize("replication_factor", [1, 3])
+def test_a_partition_led_elsewhere_answers_not_leader_or_follower(cluster, replication_factor):
+    """Also at RF 3, where every broker holds a replica's log (and only the leader its data)."""
     topic = f"not-leader-{uuid.uuid4().hex[:6]}"
-    create_through(cluster.brokers[0], topic, partitions=3)
+    create_through(cluster.brokers[0], topic, partitions=3, replication_factor=replication_factor)
     leaders = leaders_seen_by(cluster.brokers[0], topic)
     index, leader = next(iter(leaders.items()))
     for broker in cluster.brokers:

@@ -32,6 +32,7 @@ from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
 from odradek.config import (LogConfig, layered_broker_props, parse_listener, resolve_broker_config,
                             warn_about_unknown_broker_keys)
+from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager
@@ -141,6 +142,15 @@ class Broker:
             log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
         return topic
 
+    def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str]) -> None:
+        """Create a coordinator's topic on first use; in a cluster another broker may have just made it."""
+        if name not in self.metadata.topics:
+            try:
+                self.create_topic(name, num_partitions, 1, configs)
+            except KafkaError as exc:
+                if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                    raise
+
     def delete_topic(self, name: str) -> TopicMetadata:
         if not self.config["delete.topic.enable"]:
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
@@ -242,13 +252,26 @@ class Broker:
         """The partition this broker leads; NOT_LEADER_OR_FOLLOWER when the cluster has it elsewhere."""
         partition = self.partitions.get((topic, index))
         if partition is None or not partition.is_leader:
-            known = self.metadata.topics.get(topic)
-            if known is not None and 0 <= index < len(known.partitions):
+            if self.has_partition(topic, index):
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  "For requests intended only for the leader, this error indicates that the broker "
                                  "is not the current leader.")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         return partition
+
+    def write_transaction_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int, commit: bool,
+                                 coordinator_epoch: int) -> None:
+        """A transaction's COMMIT or ABORT marker on a partition this broker leads, from its own transaction
+        coordinator or another broker's (WriteTxnMarkers); on __consumer_offsets it also settles the offsets the
+        transaction committed."""
+        self.partition(topic, index).write_transaction_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+        if topic == OFFSETS_TOPIC:
+            self.group_coordinator.complete_transaction(index, producer_id, commit)
+
+    def has_partition(self, topic: str, index: int) -> bool:
+        """Whether the cluster has this partition, wherever it is led."""
+        known = self.metadata.topics.get(topic)
+        return known is not None and 0 <= index < len(known.partitions)
 
     def leads(self, topic: str, index: int) -> bool:
         partition = self.partitions.get((topic, index))

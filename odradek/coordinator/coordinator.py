@@ -90,10 +90,8 @@ class GroupCoordinator:
         self._waiters.clear()
 
     def ensure_offsets_topic(self) -> None:
-        if OFFSETS_TOPIC not in self.broker.metadata.topics:
-            self.broker.create_topic(OFFSETS_TOPIC, self.num_partitions, 1, {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
+        self.broker.ensure_internal_topic(OFFSETS_TOPIC, self.num_partitions, {
+            "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
 
     def check_available(self, group_id: str) -> None:
         """NOT_COORDINATOR when another broker leads the group's partition (never on one node); a group whose

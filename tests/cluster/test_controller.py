@@ -13,7 +13,7 @@ from collections import Counter
 import kafka
 import pytest
 from aiokafka import AIOKafkaProducer
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import Cluster, wait_until
@@ -192,3 +192,39 @@ def test_topics_describe_shows_each_partition_s_leader_replicas_and_isr(cluster,
         assert (row["Leader"], row["Replicas"], row["Isr"]) == (
             str(state["leader"]), ",".join(map(str, replicas)), ",".join(map(str, state["isr"])))
     assert sorted(row["Leader"] for row in rows) == ["1", "2", "3"]
+
+
+def test_a_transaction_across_partitions_led_by_different_brokers(cluster):
+    """The coordinator writes its own partitions' markers and sends WriteTxnMarkers to the other leaders: a
+    read_committed consumer sees the committed transaction on every partition, never the aborted one, and the
+    offsets committed inside the transaction become the group's."""
+    topic = f"txn-{uuid.uuid4().hex[:6]}"
+    create_through(cluster.brokers[0], topic, partitions=3)
+    assert sorted(leaders_seen_by(cluster.brokers[0], topic).values()) == [1, 2, 3]
+    group = f"txn-group-{topic}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": f"tx-{topic}",
+                         "log_level": 0})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for index in range(3):
+        producer.produce(topic, value=f"aborted-{index}".encode(), partition=index)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for index in range(3):
+        producer.produce(topic, value=f"committed-{index}".encode(), partition=index)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "log_level": 0})
+    producer.send_offsets_to_transaction([TopicPartition(topic, 0, 7)], consumer.consumer_group_metadata(), 30)
+    producer.commit_transaction(30)
+    consumer.assign([TopicPartition(topic, index, 0) for index in range(3)])
+    seen = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 3 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append(message.value())
+    assert sorted(seen) == [b"committed-0", b"committed-1", b"committed-2"]
+    assert consumer.poll(1) is None
+    assert wait_until(lambda: consumer.committed([TopicPartition(topic, 0)], 10)[0].offset == 7, timeout=15)
+    consumer.close()

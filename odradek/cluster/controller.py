@@ -11,8 +11,8 @@ request; brokers drop their logs when the topic leaves their view.
 Decisions are a plain function (`next_state`) of the partition's replicas, its current state and the live brokers.
 The writes are conditional, as Kafka's: each one is a ZooKeeper transaction that checks /controller_epoch's version
 (a controller that lost its election meanwhile writes nothing) and the state znode's version. The work runs on one
-thread of its own, woken by the catalogue's and the membership's watches, and each pass re-reads the whole view,
-so events that come together are handled once and a failed write is simply retried by the next pass.
+thread of its own, woken by the catalogue's and the membership's watches and one on /admin/delete_topics; each pass
+re-reads the whole view, so events that come together are handled once and a failed write is retried by the next.
 
 Only the leader holds a partition's data until replication lands: the ISR written is the leader alone.
 """
@@ -23,6 +23,7 @@ import logging
 import threading
 
 from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.recipe.watchers import ChildrenWatch
 
 from odradek.cluster.zk_catalogue import (DELETE_TOPICS, NO_LEADER, TOPIC_CONFIGS, PartitionState, state_path,
                                           topic_path)
@@ -61,6 +62,7 @@ class Controller:
     def start(self) -> None:
         self.membership.listeners.append(self.poke)
         self.catalogue.listeners.append(self.poke)
+        ChildrenWatch(self.membership.client, DELETE_TOPICS, lambda children: self.poke())
         self._thread.start()
         self.poke()
 

@@ -228,3 +228,43 @@ def test_a_transaction_across_partitions_led_by_different_brokers(cluster):
     assert consumer.poll(1) is None
     assert wait_until(lambda: consumer.committed([TopicPartition(topic, 0)], 10)[0].offset == 7, timeout=15)
     consumer.close()
+
+
+def test_a_topic_deleted_through_one_broker_goes_from_every_broker_and_zookeeper(cluster, zk):
+    topic = f"deleted-{uuid.uuid4().hex[:6]}"
+    create_through(cluster.brokers[0], topic, partitions=3)
+    directories = [b.data_dir / f"{topic}-{index}" for b in cluster.brokers for index in range(3)]
+    assert sum(d.exists() for d in directories) == 3  # one replica each
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[1].bootstrap_servers, "log_level": 0})
+    admin.delete_topics([topic])[topic].result(15)
+    assert not zk.exists(f"/brokers/topics/{topic}") and not zk.exists(f"/config/topics/{topic}")
+    assert zk.get_children("/admin/delete_topics") == []
+    for broker in cluster.brokers:
+        assert wait_until(lambda: topic not in metadata_of(broker).topics, timeout=5), broker.node_id
+    assert wait_until(lambda: not any(d.exists() for d in directories), timeout=5)
+    create_through(cluster.brokers[2], topic, partitions=2)  # the name is free again
+    assert len(metadata_of(cluster.brokers[0]).topics[topic].partitions) == 2
+
+
+def test_topic_configs_and_new_partitions_reach_every_broker(cluster, zk):
+    from confluent_kafka.admin import ConfigResource, NewPartitions
+
+    topic = f"configured-{uuid.uuid4().hex[:6]}"
+    create_through(cluster.brokers[0], topic, partitions=3)
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[1].bootstrap_servers, "log_level": 0})
+    resource = ConfigResource("topic", topic, set_config={"retention.ms": "123456"})
+    admin.alter_configs([resource])[resource].result(15)
+    assert json.loads(zk.get(f"/config/topics/{topic}")[0]) == {"version": 1, "config": {"retention.ms": "123456"}}
+    changes = sorted(zk.get_children("/config/changes"))
+    assert json.loads(zk.get(f"/config/changes/{changes[-1]}")[0]) == {"version": 2,
+                                                                      "entity_path": f"topics/{topic}"}
+    for broker in cluster.brokers:
+        asked = ConfigResource("topic", topic)
+        own = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
+        assert wait_until(lambda: own.describe_configs([asked])[asked].result(10)["retention.ms"].value == "123456",
+                          timeout=5), broker.node_id
+    admin.create_partitions([NewPartitions(topic, 6)])[topic].result(15)
+    replicas = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["partitions"]
+    assert len(replicas) == 6 and Counter(r[0] for r in replicas.values()) == {1: 2, 2: 2, 3: 2}
+    for broker in cluster.brokers:
+        assert wait_until(lambda: sorted(leaders_seen_by(broker, topic).values()) == [1, 1, 2, 2, 3, 3], timeout=5)

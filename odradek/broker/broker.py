@@ -268,6 +268,16 @@ class Broker:
         if topic == OFFSETS_TOPIC:
             self.group_coordinator.complete_transaction(index, producer_id, commit)
 
+    def check_coordinator_partition(self, topic: str, index: int) -> None:
+        """For a coordinator's topic: NOT_COORDINATOR unless this broker leads the partition, and
+        COORDINATOR_LOAD_IN_PROGRESS while the catalogue names it leader but it has not taken the partition up yet
+        (a client sent here by another broker's fresher view retries rather than looks elsewhere)."""
+        if not self.leads(topic, index):
+            known = self.metadata.topics.get(topic)
+            named = known is not None and index < len(known.partitions) and \
+                known.partitions[index].leader == self.node_id
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if named else ErrorCode.NOT_COORDINATOR)
+
     def has_partition(self, topic: str, index: int) -> bool:
         """Whether the cluster has this partition, wherever it is led."""
         known = self.metadata.topics.get(topic)

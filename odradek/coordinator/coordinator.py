@@ -100,8 +100,7 @@ class GroupCoordinator:
             raise KafkaError(ErrorCode.INVALID_GROUP_ID)
         self.ensure_offsets_topic()
         index = partition_for(group_id, self.num_partitions)
-        if not self.broker.leads(OFFSETS_TOPIC, index):
-            raise KafkaError(ErrorCode.NOT_COORDINATOR)
+        self.broker.check_coordinator_partition(OFFSETS_TOPIC, index)
         if index not in self._loaded:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 

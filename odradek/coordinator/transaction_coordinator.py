@@ -74,8 +74,8 @@ class TransactionCoordinator:
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "The transactional id must not be empty.")
         self.ensure_topic()
-        if not self.broker.leads(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions)):
-            raise KafkaError(ErrorCode.NOT_COORDINATOR)
+        self.broker.check_coordinator_partition(TRANSACTION_STATE_TOPIC,
+                                                partition_for(transactional_id, self.num_partitions))
         if not self._loaded:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
@@ -142,7 +142,11 @@ class TransactionCoordinator:
             self._send_markers(prepared)
 
     def check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> None:
-        """TxnOffsetCommit's guard: the producer is the transactional id's current one."""
+        """TxnOffsetCommit's guard: the producer is the transactional id's current one. Only this id's coordinator
+        knows; the group's coordinator on another broker relies, as Kafka's, on the offsets partition's producer
+        state, which refuses a stale epoch on append."""
+        if not self.broker.leads(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions)):
+            return
         self._check_available(transactional_id)
         check_producer(self.transactions.get(transactional_id), producer_id, producer_epoch)
 

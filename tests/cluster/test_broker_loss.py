@@ -86,7 +86,7 @@ def test_topics_are_created_after_the_controller_is_killed(cluster, zk):
     old = controller_of(zk)
     cluster.broker(old).kill()
     try:
-        new = wait_until(lambda: (c := controller_of(zk)) not in (None, old) and c, timeout=SESSION_TIMEOUT_S + 10)
+        new = wait_until(lambda: (c := controller_of(zk)) not in (None, old) and c, timeout=SESSION_TIMEOUT_S + 20)
         assert new
         survivor = cluster.broker(new)
         topic = f"after-{uuid.uuid4().hex[:6]}"

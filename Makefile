@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
-.PHONY: serve test bench system-packages
+.PHONY: serve test bench fuzz system-packages
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ serve: $(INSTALLED)
 
 test: $(INSTALLED) system-packages
 	$(BIN)/python -m pytest -q
+
+# Structure-aware fuzzing of a real broker for FUZZ_SECONDS (default an hour) with a random seed, printed;
+# FUZZ_SEED=n replays one. The suite runs the same test for a fixed seed and 3,000 cases (tests/broker/fuzz.py).
+FUZZ_SECONDS ?= 3600
+fuzz: $(INSTALLED)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_SEED=$(FUZZ_SEED) $(BIN)/python -m pytest -q -s -p no:cacheprovider \
+	  tests/broker/test_fuzz.py
 
 $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,bench]'

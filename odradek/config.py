@@ -277,6 +277,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),
         ConfigKey("socket.request.max.bytes", _T.INT, 104857600, "Largest request frame", minimum=1),
         ConfigKey("connections.max.idle.ms", _T.LONG, 600000, "Close connections idle this long"),
+        ConfigKey("max.connections", _T.INT, INT_MAX, "Connections at once; more wait to be accepted", minimum=0),
+        ConfigKey("max.connections.per.ip", _T.INT, INT_MAX, "Connections at once from one address; more are "
+                  "closed at once", minimum=0),
+        ConfigKey("max.connections.per.ip.overrides", _T.STRING, "", "Per-address limits: host:count,..."),
+        ConfigKey("max.connection.creation.rate", _T.INT, INT_MAX, "New connections per second; more wait",
+                  minimum=0),
         ConfigKey("metrics.port", _T.INT, 0, "Port of the Prometheus /metrics endpoint (0: off)", minimum=0),
         ConfigKey("log.retention.check.interval.ms", _T.LONG, 300000, "How often retention runs", minimum=1),
         ConfigKey("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, "How often flush.ms is checked"),
@@ -401,6 +407,11 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    def create_time_range(self, now_ms: int) -> tuple[int, int]:
+        """The CreateTime timestamps accepted at `now_ms` (message.timestamp.{before,after}.max.ms), inside int64."""
+        return (max(now_ms - self.message_timestamp_before_max_ms, -LONG_MAX - 1),
+                min(now_ms + self.message_timestamp_after_max_ms, LONG_MAX))
 
     @classmethod
     def resolve(cls, topic_overrides: Mapping[str, Any] | None = None,

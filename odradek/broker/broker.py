@@ -35,34 +35,45 @@ from odradek.config import (LogConfig, layered_broker_props, parse_listener, res
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import LogCleaner
-from odradek.storage.log_manager import LogManager
+from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
 log = logging.getLogger("odradek.broker")
 
 
 class Broker:
     def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
+        """Take every log directory's lock, bind the listener, then open the logs: a directory in use or a port in
+        use fails here with nothing in the directories read or changed (the clean-shutdown marker stays). The logs
+        live in the first of log.dirs; the others are locked as Kafka locks all of them."""
+        from odradek.broker.network import ConnectionQuotas, listen
+
         self.static_props = {k: str(v) for k, v in props.items()}
         warn_about_unknown_broker_keys(self.static_props)
         static_config = resolve_broker_config(self.static_props)
+        self._connection_quotas = ConnectionQuotas.from_config(static_config)
         self.node_id: int = static_config["node.id"]
-        self.host = host
-        self.port = port
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
-        self.membership = self._membership(static_config)
+        self.membership = self._membership(static_config)  # connects only below, after the lock and the bind
         self.controller = None  # odradek.cluster.controller.Controller in a ZooKeeper cluster
+        self._dir_locks: list[int] = []
+        self._listener = None
         try:
+            for directory in static_config["log.dirs"]:
+                self._dir_locks.append(lock_log_dir(Path(directory).resolve()))
+            self._listener = listen(host, port)
+            self.host, self.port = self._listener.getsockname()[:2]
             self.metadata = self._catalogue(static_config)
+            self.props = self._layered_props()  # the settings in force: static under the dynamic ones
+            self.config = resolve_broker_config(self.props)
+            self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
+            self.cleaner = LogCleaner(self.logs, self.config)
+            self.partitions: dict[tuple[str, int], Partition] = {}
+            for topic in self.metadata.topics.values():
+                self._open_partitions(topic)
         except BaseException:
             self.membership.close()
+            self._release()
             raise
-        self.props = self._layered_props()  # the settings in force: static under the dynamic ones
-        self.config = resolve_broker_config(self.props)
-        self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
-        self.cleaner = LogCleaner(self.logs, self.config)
-        self.partitions: dict[tuple[str, int], Partition] = {}
-        for topic in self.metadata.topics.values():
-            self._open_partitions(topic)
         self._follow_scheduled = False
         self._applied_topic_configs = {name: topic.configs for name, topic in self.metadata.topics.items()}
         self.server = None
@@ -292,6 +303,15 @@ class Broker:
 
     # ------------------------------------------------------------------------------------------- lifecycle
     async def start(self) -> tuple[str, int]:
+        """Serve; a start that fails part way (the metrics port is taken) stops what it started, so the logs are
+        closed and the log directory's lock is given back (an embedded broker may be started again)."""
+        try:
+            return await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> tuple[str, int]:
         from odradek.broker.handlers import build_handlers
         from odradek.broker.network import NetworkServer
         from odradek.coordinator.coordinator import GroupCoordinator
@@ -303,12 +323,13 @@ class Broker:
         self.transaction_coordinator.start()  # loads __transaction_state in the background
         handlers, unsupported_version_answer = build_handlers(self)
         self.server = NetworkServer(
-            handlers,
+            self._listener, handlers,
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
+            quotas=self._connection_quotas,
         )
-        self.host, self.port = self.server.bind(self.host, self.port)
+        self._listener = None  # the server owns it now
         await asyncio.to_thread(self.membership.register, BrokerEndpoint(
             self.node_id, self.advertised_host, self.advertised_port, self.config["broker.rack"] or None))
         if self.controller is not None:
@@ -363,4 +384,13 @@ class Broker:
         if self.metrics is not None:
             self.metrics.close()
         self.logs.close()
+        self._release()
         log.info("broker %d stopped cleanly", self.node_id)
+
+    def _release(self) -> None:
+        """Close a listener no server took over and give the log directories' locks back."""
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        while self._dir_locks:
+            unlock_log_dir(self._dir_locks.pop())

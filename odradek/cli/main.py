@@ -17,7 +17,11 @@ import signal
 import sys
 from pathlib import Path
 
+import confluent_kafka
+
+from odradek import __version__
 from odradek.cli import brokers, cluster, consume, dump_log, groups, mirror, perf, produce, topics, zk
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
@@ -33,8 +37,19 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible commit log in Python.")
+    parser.add_argument("--version", action="version", version=f"odradek {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     serve = commands.add_parser("serve", help="run a single-node broker",
@@ -42,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(log.dirs, num.partitions, log.retention.hours, ...).")
     serve.add_argument("--data-dir", help=f"log directory (log.dirs; default ./{DEFAULT_DATA_DIR})")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks one)")
+    serve.add_argument("--port", type=_port, default=None, help="port to listen on (default 9092; 0 picks one)")
     serve.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]",
                        help="join the cluster coordinated by this ZooKeeper (zookeeper.connect); without it the "
                             "broker is a cluster of its own")
@@ -117,11 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)  # the command reports failures itself, in one line
     try:
         return args.run(args)
+    except UsageError as exc:
+        print(f"odradek: {exc}", file=sys.stderr)
+        return 2
     except (KafkaError, ClientError, ClusterMembershipError, OSError, ValueError) as exc:
         print(f"odradek: {exc}", file=sys.stderr)
         return 1
+    except confluent_kafka.KafkaException as exc:  # a client call odradek.client does not wrap
+        print(f"odradek: {ClientError.of(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_EXIT_CODE
 
 
 if __name__ == "__main__":

@@ -10,13 +10,15 @@ In a ZooKeeper cluster the answer waits (up to the request's timeout) until the 
 partition has a leader, a deleted topic is gone, as Kafka answers once its metadata cache has the change.
 One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
-partitions.
+partitions. A CreatePartitions naming a topic twice gets INVALID_REQUEST for that topic, as in Kafka, and
+neither entry is acted on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 
 from odradek.config import ConfigSource
 from odradek.errors import ErrorCode, KafkaError
@@ -34,6 +36,13 @@ CreatePartitionsResponse = CREATE_PARTITIONS.response
 MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's MAX_PARTITIONS_PER_BATCH
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 SETTLED_POLL_S = 0.02
+
+
+def duplicate_names(entries) -> list[str]:
+    """The names that more than one entry of a request names, in order of first appearance: Kafka answers each once
+    with INVALID_REQUEST and acts on none of their entries (one entry's growth must not hide another's)."""
+    counts = Counter(entry.name for entry in entries)
+    return [name for name, count in counts.items() if count > 1]
 
 
 def handlers(broker) -> dict:
@@ -136,12 +145,16 @@ def handlers(broker) -> dict:
 
     def answer_create_partitions(connection, header, request):
         topics = broker.metadata.topics
+        duplicated = duplicate_names(request.topics)
+        wanted_once = [wanted for wanted in request.topics if wanted.name not in duplicated]
         growth = {wanted.name: wanted.count - (len(topics[wanted.name].partitions) if wanted.name in topics else 0)
-                  for wanted in request.topics}  # for a topic we do not know, add_partitions says so
-        too_many = sum(max(growth[wanted.name], 0) for wanted in request.topics
+                  for wanted in wanted_once}  # for a topic we do not know, add_partitions says so
+        too_many = sum(max(growth[wanted.name], 0) for wanted in wanted_once
                        if wanted.name in topics) > MAX_PARTITIONS_PER_REQUEST
-        results = []
-        for wanted in request.topics:
+        results = [CreatePartitionsResponse.CreatePartitionsTopicResult(
+            name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic in request.")
+            for name in duplicated]
+        for wanted in wanted_once:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
             try:

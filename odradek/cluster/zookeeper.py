@@ -153,6 +153,12 @@ class ZooKeeperMembership:
         self._client: KazooClient | None = None
         self._session_lost = False
         self._closing = False
+        self.listeners: list = []  # told (on kazoo's threads) after the live brokers or the controller changed
+
+    @property
+    def client(self) -> KazooClient:
+        """The session, for the ZooKeeper topic catalogue and the controller of this broker."""
+        return self._client
 
     @property
     def is_controller(self) -> bool:
@@ -236,6 +242,11 @@ class ZooKeeperMembership:
         if self.is_controller and before != after:
             log.info("controller (epoch %d): live brokers now %s (joined %s, left %s)", self.controller_epoch,
                      sorted(after), sorted(after - before), sorted(before - after))
+        self._tell_listeners()
+
+    def _tell_listeners(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     def _on_controller(self, data: bytes | None, stat) -> None:
         """/controller changed: elect one if there is none, else learn who it is and its epoch. Interrupted by a
@@ -248,6 +259,7 @@ class ZooKeeperMembership:
             else:
                 self.controller_id = decode_controller(data)
                 self.controller_epoch = int(self._client.get(CONTROLLER_EPOCH)[0])
+                self._tell_listeners()
         except KazooException as exc:
             log.warning("following the controller was interrupted (%r); resumed when reconnected", exc)
         except (ValueError, KeyError, TypeError) as exc:

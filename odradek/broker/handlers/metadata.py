@@ -27,7 +27,8 @@ def handlers(broker) -> dict:
     def topic_entry(name: str, topic, operations: int) -> object:
         partitions = [
             MetadataResponse.MetadataResponsePartition(
-                error_code=ErrorCode.NONE, partition_index=index, leader_id=assignment.leader,
+                error_code=ErrorCode.NONE if assignment.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=index, leader_id=assignment.leader,
                 leader_epoch=assignment.leader_epoch, replica_nodes=list(assignment.replicas),
                 isr_nodes=list(assignment.isr), offline_replicas=[])
             for index, assignment in enumerate(topic.partitions)

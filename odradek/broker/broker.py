@@ -75,6 +75,7 @@ class Broker:
             self._release()
             raise
         self._follow_scheduled = False
+        self._catalogue_waiters: list[asyncio.Future] = []  # woken each time the broker has followed a change
         self._applied_topic_configs = {name: topic.configs for name, topic in self.metadata.topics.items()}
         self.server = None
         self.metrics = None  # odradek.metrics.BrokerMetrics while serving, when metrics.port is set
@@ -224,6 +225,17 @@ class Broker:
                 self._reconfigure_logs(topic)
         self.group_coordinator.follow_leadership()
         self.transaction_coordinator.follow_leadership()
+        waiters, self._catalogue_waiters = self._catalogue_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def catalogue_followed(self) -> asyncio.Future:
+        """A future done once this broker has next followed a change of the cluster's catalogue (for requests that
+        answer when their change is in force)."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._catalogue_waiters.append(waiter)
+        return waiter
 
     # ------------------------------------------------------------------------------------ dynamic broker configs
     def dynamic_configs(self, resource_name: str) -> dict[str, str]:

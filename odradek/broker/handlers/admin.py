@@ -10,14 +10,13 @@ In a ZooKeeper cluster the answer waits (up to the request's timeout) until the 
 partition has a leader, a deleted topic is gone, as Kafka answers once its metadata cache has the change.
 One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
-partitions. A CreatePartitions naming a topic twice gets INVALID_REQUEST for that topic, as in Kafka, and
+partitions. A topic named twice in one CreateTopics or CreatePartitions gets INVALID_REQUEST, as in Kafka, and
 neither entry is acted on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 
 from odradek.config import ConfigSource
@@ -35,7 +34,6 @@ CreatePartitionsResponse = CREATE_PARTITIONS.response
 
 MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's MAX_PARTITIONS_PER_BATCH
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
-SETTLED_POLL_S = 0.02
 
 
 def duplicate_names(entries) -> list[str]:
@@ -48,9 +46,10 @@ def duplicate_names(entries) -> list[str]:
 def handlers(broker) -> dict:
     def answer_create_topics(connection, header, request):
         default_count = broker.config["num.partitions"]
+        duplicated = set(duplicate_names(request.topics))
         requested = sum(len(wanted.assignments) if wanted.assignments
                         else default_count if wanted.num_partitions == -1 else max(wanted.num_partitions, 0)
-                        for wanted in request.topics)
+                        for wanted in request.topics if wanted.name not in duplicated)
         too_many = requested > MAX_PARTITIONS_PER_REQUEST
         results = []
         for wanted in request.topics:
@@ -58,6 +57,8 @@ def handlers(broker) -> dict:
                 name=wanted.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
                 num_partitions=-1, replication_factor=-1, configs=[])
             try:
+                if wanted.name in duplicated:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
                 count, factor = wanted.num_partitions, wanted.replication_factor
@@ -90,11 +91,13 @@ def handlers(broker) -> dict:
             return response
 
         async def wait():
-            deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-            while time.monotonic() < deadline:
-                if all(broker.metadata.settled(name, deleted=deleted) for name in names):
+            try:
+                async with asyncio.timeout(max(timeout_ms, 0) / 1000):
+                    while not all(broker.metadata.settled(name, deleted=deleted) for name in names):
+                        await broker.catalogue_followed()
                     return response
-                await asyncio.sleep(SETTLED_POLL_S)
+            except TimeoutError:
+                pass
             for result in (response.topics if not deleted else response.responses):
                 if result.name in names and not broker.metadata.settled(result.name, deleted=deleted):
                     result.error_code, result.error_message = ErrorCode.REQUEST_TIMED_OUT, None

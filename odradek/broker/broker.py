@@ -142,13 +142,15 @@ class Broker:
                 topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id)
 
     def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
-                     configs: Mapping[str, str] | None = None, *, validate_only: bool = False) -> TopicMetadata:
+                     configs: Mapping[str, str] | None = None, *, replicas: list[list[int]] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        """A new topic; `replicas`, if given, the brokers of each partition (checked by check_manual_assignment)."""
         if num_partitions == -1:
             num_partitions = self.config["num.partitions"]
         if replication_factor == -1:
             replication_factor = self.config["default.replication.factor"]
         topic = self.metadata.create_topic(name, num_partitions, replication_factor, dict(configs or {}),
-                                           validate_only=validate_only)
+                                           replicas=replicas, validate_only=validate_only)
         if not validate_only and self.controller is None:
             self._open_partitions(topic)
             log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
@@ -177,8 +179,9 @@ class Broker:
         log.info("deleted topic %s", name)
         return topic
 
-    def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> None:
-        added = self.metadata.add_partitions(name, total_count, validate_only=validate_only)
+    def add_partitions(self, name: str, total_count: int, *, replicas: list[list[int]] | None = None,
+                       validate_only: bool = False) -> None:
+        added = self.metadata.add_partitions(name, total_count, replicas=replicas, validate_only=validate_only)
         if not validate_only and self.controller is None:
             self._open_partitions(self.metadata.topics[name], added)
 

@@ -189,7 +189,10 @@ class ClusterMetadata:
         validate_topic_configs(configs)
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str], *, validate_only: bool = False) -> TopicMetadata:
+                     configs: dict[str, str], *, replicas: list[list[int]] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        """`replicas`, a manual assignment, can only name this broker here (check_manual_assignment), which is where
+        every partition goes anyway."""
         self._check_new_topic(name, num_partitions, replication_factor, configs)
         topic = TopicMetadata(name, uuid.uuid4(), [self._new_assignment() for _ in range(num_partitions)],
                               accepted_topic_configs(name, configs))
@@ -233,8 +236,10 @@ class ClusterMetadata:
         self.save()
         return topic
 
-    def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> list[int]:
-        """Grow a topic to total_count partitions; returns the new partition indexes."""
+    def add_partitions(self, name: str, total_count: int, *, replicas: list[list[int]] | None = None,
+                       validate_only: bool = False) -> list[int]:
+        """Grow a topic to total_count partitions; returns the new partition indexes. `replicas` as for
+        create_topic."""
         topic, added = self._check_growth(name, total_count)
         if not validate_only:
             topic.partitions.extend(self._new_assignment() for _ in added)

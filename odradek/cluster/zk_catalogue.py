@@ -242,12 +242,14 @@ class ZooKeeperCatalogue(ClusterMetadata):
         check_replication_factor(replication_factor, list(self._live_racks()))
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str], *, validate_only: bool = False) -> TopicMetadata:
-        """Write the topic's config and assignment (Kafka's order); the controller elects its leaders."""
+                     configs: dict[str, str], *, replicas: list[list[int]] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        """Write the topic's config and assignment (Kafka's order); the controller elects its leaders. The replicas
+        are placed as Kafka's AdminUtils places them unless given (a manual assignment, already checked)."""
         self._check_new_topic(name, num_partitions, replication_factor, configs)
         if self._client.exists(topic_path(name)):
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        replicas = assign_replicas(self._live_racks(), num_partitions, replication_factor)
+        replicas = replicas or assign_replicas(self._live_racks(), num_partitions, replication_factor)
         topic = TopicMetadata(name, uuid.uuid4(), [PartitionAssignment(NO_LEADER, 0, r, []) for r in replicas],
                               accepted_topic_configs(name, configs))
         if not validate_only:
@@ -271,20 +273,30 @@ class ZooKeeperCatalogue(ClusterMetadata):
             pass  # already asked
         return topic
 
-    def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> list[int]:
+    def add_partitions(self, name: str, total_count: int, *, replicas: list[list[int]] | None = None,
+                       validate_only: bool = False) -> list[int]:
         """More partitions, placed as Kafka's AdminZkClient.addPartitions: the walk goes on from the broker of
-        partition 0's first replica."""
+        partition 0's first replica; or where `replicas` (a manual assignment, already checked) says, with as many
+        replicas as the partitions the topic has."""
         topic, added = self._check_growth(name, total_count)
         data, stat = self._client.get(topic_path(name))
-        topic_id, replicas = decode_assignment(data)
-        live = self._live_racks()
-        arranged = sorted(live)
-        first = replicas[0][0]
-        new = assign_replicas(live, len(added), len(replicas[0]), start_partition=len(replicas),
-                              start_index=arranged.index(first) if first in arranged else None)
+        topic_id, current = decode_assignment(data)
+        if replicas is not None:
+            if len(replicas[0]) != len(current[0]):
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Inconsistent replication factor between partitions, partition 0 has "
+                                 f"{len(current[0])} while partitions {added} have replication factors "
+                                 f"{[len(r) for r in replicas]}, respectively.")
+            new = replicas
+        else:
+            live = self._live_racks()
+            arranged = sorted(live)
+            first = current[0][0]
+            new = assign_replicas(live, len(added), len(current[0]), start_partition=len(current),
+                                  start_index=arranged.index(first) if first in arranged else None)
         if not validate_only:
             try:
-                self._client.set(topic_path(name), encode_assignment(topic_id or topic.topic_id, replicas + new),
+                self._client.set(topic_path(name), encode_assignment(topic_id or topic.topic_id, current + new),
                                  version=stat.version)
             except BadVersionError:
                 raise KafkaError(ErrorCode.REASSIGNMENT_IN_PROGRESS,

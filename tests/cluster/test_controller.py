@@ -268,3 +268,20 @@ def test_topic_configs_and_new_partitions_reach_every_broker(cluster, zk):
     assert len(replicas) == 6 and Counter(r[0] for r in replicas.values()) == {1: 2, 2: 2, 3: 2}
     for broker in cluster.brokers:
         assert wait_until(lambda: sorted(leaders_seen_by(broker, topic).values()) == [1, 1, 2, 2, 3, 3], timeout=5)
+
+
+def test_a_manual_replica_assignment_is_where_the_partitions_go(cluster, zk):
+    """kafka-topics --replica-assignment: CreateTopics and CreatePartitions with replicas given by hand place the
+    partitions there (the first replica leading), not where the round-robin would."""
+    from confluent_kafka.admin import NewPartitions
+
+    topic = f"by-hand-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[0].bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 3, replica_assignment=[[3], [3], [2]])])[topic].result(15)
+    admin.create_partitions([NewPartitions(topic, 5, replica_assignment=[[1], [3]])])[topic].result(15)
+    assignment = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["partitions"]
+    assert {int(p): r for p, r in assignment.items()} == {0: [3], 1: [3], 2: [2], 3: [1], 4: [3]}
+    for broker in cluster.brokers:
+        assert wait_until(lambda: leaders_seen_by(broker, topic) == {0: 3, 1: 3, 2: 2, 3: 1, 4: 3}, timeout=5)
+    with pytest.raises(Exception, match="INVALID_REPLICA_ASSIGNMENT"):  # partition 0 has one replica, not two
+        admin.create_partitions([NewPartitions(topic, 6, replica_assignment=[[1, 2]])])[topic].result(15)

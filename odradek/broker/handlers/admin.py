@@ -61,12 +61,13 @@ def handlers(broker) -> dict:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
-                count, factor = wanted.num_partitions, wanted.replication_factor
+                count, factor, replicas = wanted.num_partitions, wanted.replication_factor, None
                 if wanted.assignments:
-                    count, factor = manual_assignment_shape(wanted)
+                    replicas = manual_assignment(wanted)
+                    count, factor = len(replicas), len(replicas[0])
                 topic = broker.create_topic(
                     wanted.name, count, factor, {c.name: c.value for c in wanted.configs if c.value is not None},
-                    validate_only=request.validate_only if header.api_version >= 1 else False)
+                    replicas=replicas, validate_only=request.validate_only if header.api_version >= 1 else False)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             else:
@@ -105,8 +106,8 @@ def handlers(broker) -> dict:
 
         return wait()
 
-    def manual_assignment_shape(wanted) -> tuple[int, int]:
-        """(partitions, replication factor) of a CreateTopics entry that assigns replicas by hand."""
+    def manual_assignment(wanted) -> list[list[int]]:
+        """The replica lists, in partition order, of a CreateTopics entry that assigns replicas by hand."""
         if wanted.num_partitions != -1:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                                         "numPartitions was not set to -1.")
@@ -117,8 +118,9 @@ def handlers(broker) -> dict:
         if [a.partition_index for a in ordered] != list(range(len(ordered))):
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "Partitions should be consecutive 0-based integers.")
-        factor = broker.metadata.check_manual_assignment([list(a.broker_ids) for a in ordered])
-        return len(ordered), factor
+        replicas = [list(a.broker_ids) for a in ordered]
+        broker.metadata.check_manual_assignment(replicas)
+        return replicas
 
     def answer_delete_topics(connection, header, request):
         if header.api_version >= 6:
@@ -163,13 +165,16 @@ def handlers(broker) -> dict:
             try:
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
+                replicas = None
                 if wanted.assignments:
                     if len(wanted.assignments) != growth[wanted.name]:
                         raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                          f"Attempted to add {growth[wanted.name]} additional partition(s), but "
                                          f"only {len(wanted.assignments)} assignment(s) were specified.")
-                    broker.metadata.check_manual_assignment([list(a.broker_ids) for a in wanted.assignments])
-                broker.add_partitions(wanted.name, wanted.count, validate_only=request.validate_only)
+                    replicas = [list(a.broker_ids) for a in wanted.assignments]
+                    broker.metadata.check_manual_assignment(replicas)
+                broker.add_partitions(wanted.name, wanted.count, replicas=replicas,
+                                      validate_only=request.validate_only)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             results.append(result)

@@ -1,0 +1,138 @@
+"""Consumers of one group coordinating through ZooKeeper (seed 004) over a real 3-broker cluster: registration,
+the seed's range algorithm in the owner znodes, clean and kill -9 departures, offsets in ZooKeeper with no gap."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.client.zookeeper import (Registration, encode_registration, offset_path, owners, range_assignment,
+                                      read_offset)
+from odradek.embedded import wait_until
+from tests.cluster.conftest import cluster, zk  # noqa: F401  (the cluster tests' fixtures, shared)
+
+PARTITIONS = 12
+SESSION_TIMEOUT_S = 6
+
+
+def test_range_assignment_gives_each_partition_one_owner_in_the_seed_ranges():
+    for count in range(1, 8):
+        consumers = [f"host:{uuid.uuid4()}" for _ in range(count)]
+        shares = {c: range_assignment(range(PARTITIONS), consumers, c) for c in consumers}
+        assert sorted(p for share in shares.values() for p in share) == list(range(PARTITIONS))
+        ordered = sorted(consumers)
+        per, extra = divmod(PARTITIONS, count)
+        for i, consumer in enumerate(ordered):  # i*N .. (i+1)*N-1, the remainder to the first ones
+            assert len(shares[consumer]) == per + (1 if i < extra else 0)
+            assert shares[consumer] == sorted(shares[consumer])
+        assert [shares[c][0] for c in ordered if shares[c]] == sorted(shares[c][0] for c in ordered if shares[c])
+
+
+def test_registration_is_the_seeds_json():
+    body = json.loads(encode_registration({"orders": 2}, "static", 1700000000000))
+    assert body == {"version": 1, "subscription": {"orders": 2}, "pattern": "static", "timestamp": "1700000000000"}
+    white = Registration({"ord.*": 1}, "white_list")
+    assert white.wants("orders") and not white.wants("payments") and not white.wants("__consumer_offsets")
+    assert Registration({"ord.*": 1}, "black_list").wants("payments")
+
+
+@pytest.fixture(scope="module")
+def topic(cluster):  # noqa: F811
+    name = f"zk-group-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
+    return name
+
+
+def produce(cluster, topic: str, count: int) -> None:  # noqa: F811
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, f"v{i}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+def start_member(cluster, group: str, topic: str, output, *options: str) -> subprocess.Popen:  # noqa: F811
+    return subprocess.Popen([sys.executable, "-m", "tests.client.zk_member", cluster.zookeeper_connect, group, topic,
+                             str(output), *options], env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+
+def live_consumers(zk, group: str) -> list[str]:  # noqa: F811
+    return zk.get_children(f"/consumers/{group}/ids") if zk.exists(f"/consumers/{group}/ids") else []
+
+
+def settled_as_the_seed_says(zk, group: str, topic: str) -> bool:  # noqa: F811
+    """Every partition has exactly one owner, a live consumer, and the owners are the seed's ranges."""
+    live = live_consumers(zk, group)
+    found = owners(zk, group, [topic])
+    if not live or sorted(found) != [(topic, p) for p in range(PARTITIONS)]:
+        return False
+    expected = {(topic, p): c for c in live for p in range_assignment(range(PARTITIONS), live, c)}
+    return found == expected
+
+
+def seen(outputs) -> Counter:
+    counts: Counter = Counter()
+    for path in outputs:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                _, partition, offset = line.split()
+                counts[(int(partition), int(offset))] += 1
+    return counts
+
+
+def test_consumers_join_leave_and_die_and_the_group_follows_the_seeds_algorithm(cluster, zk, topic, tmp_path):  # noqa: F811
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    rng = random.Random(16)
+    members: list[tuple[subprocess.Popen, object]] = []
+    outputs = []
+    produced = 0
+    rebalance_times = []
+    try:
+        for n in range(6):  # 1..6 consumers join
+            produce(cluster, topic, 120)
+            produced += 120
+            output = tmp_path / f"member-{n}.txt"
+            outputs.append(output)
+            members.append((start_member(cluster, group, topic, output), output))
+            assert wait_until(lambda: len(live_consumers(zk, group)) == n + 1, 30)
+            assert wait_until(lambda: settled_as_the_seed_says(zk, group, topic), 30), owners(zk, group, [topic])
+        rng.shuffle(members)
+        while len(members) > 1:  # leave cleanly or die, in random order
+            produce(cluster, topic, 120)
+            produced += 120
+            process, _ = members.pop()
+            clean = rng.random() < 0.5
+            began = time.monotonic()
+            if clean:
+                process.send_signal(signal.SIGTERM)
+                assert process.wait(30) == 0
+            else:
+                process.kill()
+                process.wait()
+            assert wait_until(lambda: settled_as_the_seed_says(zk, group, topic), SESSION_TIMEOUT_S + 30)
+            if clean:
+                rebalance_times.append(time.monotonic() - began)
+        # the last one reads everything and commits it
+        assert wait_until(lambda: all(read_offset(zk, group, topic, p) == produced // PARTITIONS
+                                      for p in range(PARTITIONS)), 30), \
+            {p: read_offset(zk, group, topic, p) for p in range(PARTITIONS)}
+        counts = seen(outputs)
+        missing = [(p, o) for p in range(PARTITIONS) for o in range(produced // PARTITIONS) if (p, o) not in counts]
+        assert not missing, missing[:10]
+        assert zk.exists(offset_path(group, topic, 0)).ephemeralOwner == 0  # persistent
+        print(f"clean departures: rebalance settled in {[round(t, 2) for t in rebalance_times]} s")
+    finally:
+        for process, _ in members:
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)

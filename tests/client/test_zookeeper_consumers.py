@@ -136,3 +136,60 @@ def test_consumers_join_leave_and_die_and_the_group_follows_the_seeds_algorithm(
         for process, _ in members:
             process.send_signal(signal.SIGTERM)
             process.wait(30)
+
+
+def consume_exactly(connector, stream, count: int, timeout: float = 30) -> list[tuple[int, int]]:
+    got = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got += [(m.partition, m.offset) for m in stream]
+    return got
+
+
+def test_offsets_migration_round_trip_neither_loses_nor_repeats(cluster, zk, tmp_path):  # noqa: F811
+    """The seed's migration: zookeeper -> kafka with dual commit -> dual off, and back the same way."""
+    name = f"zk-migrate-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
+    group = f"migrating-{uuid.uuid4().hex[:6]}"
+    from odradek.client import ConsumerConnector
+
+    next_offset = 0
+    phases = [("zookeeper", False), ("kafka", True), ("kafka", False), ("zookeeper", True), ("zookeeper", False)]
+    for storage, dual in phases:
+        produce(cluster, name, 2 * PARTITIONS)
+        connector = ConsumerConnector(None, group, zookeeper_connect=cluster.zookeeper_connect,
+                                      consumer_timeout_ms=300, offsets_storage=storage, dual_commit_enabled=dual)
+        try:
+            [stream] = connector.create_message_streams({name: 1})[name]
+            got = consume_exactly(connector, stream, 2 * PARTITIONS)
+            got += [(m.partition, m.offset) for m in stream]  # anything repeated would arrive now
+            assert sorted(got) == [(p, o) for p in range(PARTITIONS) for o in (next_offset, next_offset + 1)], \
+                (storage, dual)
+            connector.commit_offsets()
+        finally:
+            connector.shutdown()
+        next_offset += 2
+    assert read_offset(zk, group, name, 0) == next_offset
+
+
+def test_filter_stream_picks_up_a_topic_created_later(cluster, zk):  # noqa: F811
+    from odradek.client import ConsumerConnector, Whitelist
+
+    prefix = f"late-{uuid.uuid4().hex[:6]}"
+    group = f"filter-{uuid.uuid4().hex[:6]}"
+    connector = ConsumerConnector(None, group, zookeeper_connect=cluster.zookeeper_connect, consumer_timeout_ms=300)
+    try:
+        [stream] = connector.create_message_streams_by_filter(Whitelist(f"{prefix}.*"))
+        registration = json.loads(zk.get(f"/consumers/{group}/ids/{live_consumers(zk, group)[0]}")[0])
+        assert registration["pattern"] == "white_list" and registration["subscription"] == {f"{prefix}.*": 1}
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+        admin.create_topics([NewTopic(f"{prefix}-a", 3, 1)])[f"{prefix}-a"].result(30)
+        assert wait_until(lambda: len(owners(zk, group, [f"{prefix}-a"])) == 3, 20)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+        for i in range(9):
+            producer.produce(f"{prefix}-a", f"v{i}".encode(), partition=i % 3)
+        assert producer.flush(30) == 0
+        assert len(consume_exactly(connector, stream, 9)) == 9
+    finally:
+        connector.shutdown()

@@ -2,7 +2,8 @@
 
 What this owns: the consumer znodes (`/consumers/[group]/ids/[consumer_id]`, `.../owners/[topic]/[partition]`,
 `.../offsets/[topic]/[partition]`), the seed's rebalancing algorithm as a plain function (`range_assignment`), and
-`ZooKeeperGroupMember`, which registers one consumer, watches the group's consumers, the brokers and the topics, and
+`ZooKeeperClusterView`, the brokers and topics a producer or a SimpleConsumer follows by watches (seed 002's
+zk.connect), and `ZooKeeperGroupMember`, which registers one consumer, watches the group's consumers, the brokers and the topics, and
 on every change runs the algorithm, releases the partitions it gives up and claims its new ones. It reads brokers and
 topics with the broker side's own decoders (odradek.cluster.zookeeper, odradek.cluster.zk_catalogue), never copies.
 
@@ -26,9 +27,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.recipe.watchers import ChildrenWatch
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from odradek.cluster.zk_catalogue import TOPICS, decode_assignment, topic_path
+from odradek.cluster.membership import BrokerEndpoint
+from odradek.cluster.zk_catalogue import TOPICS, PartitionState, decode_assignment, state_path, topic_path
 from odradek.cluster.zookeeper import BROKER_IDS, connect_client, decode_broker
 
 log = logging.getLogger("odradek.client.zookeeper")
@@ -130,16 +132,58 @@ def partition_counts(client: KazooClient, topics: Iterable[str]) -> dict[str, in
     return counts
 
 
-def bootstrap_servers(client: KazooClient) -> str:
-    """host:port of every registered broker, for librdkafka's bootstrap list."""
-    endpoints = []
-    for child in sorted(client.get_children(BROKER_IDS), key=int):
+def registered_brokers(client: KazooClient, ids: Iterable[str] | None = None) -> dict[int, BrokerEndpoint]:
+    """The brokers registered at /brokers/ids (those of `ids` when the children were just read by a watch)."""
+    brokers = {}
+    for child in (client.get_children(BROKER_IDS) if ids is None else ids):
         try:
-            broker = decode_broker(int(child), client.get(f"{BROKER_IDS}/{child}")[0])
+            brokers[int(child)] = decode_broker(int(child), client.get(f"{BROKER_IDS}/{child}")[0])
         except NoNodeError:
             continue
-        endpoints.append(f"{broker.host}:{broker.port}")
-    return ",".join(endpoints)
+    return brokers
+
+
+def bootstrap_servers(client: KazooClient) -> str:
+    """host:port of every registered broker, for librdkafka's bootstrap list."""
+    return ",".join(f"{b.host}:{b.port}" for _, b in sorted(registered_brokers(client).items()))
+
+
+class ZooKeeperClusterView:
+    """Seed 002's broker discovery: the live brokers (a watch on /brokers/ids) and the partition count of each
+    topic asked about (a watch on /brokers/topics/[topic], so added partitions are seen). `on_brokers_changed`
+    callbacks run on kazoo's thread after each change of the live brokers."""
+
+    def __init__(self, client: KazooClient):
+        self.client = client
+        self.brokers: dict[int, BrokerEndpoint] = {}
+        self.on_brokers_changed: list[Callable[[dict[int, BrokerEndpoint]], None]] = []
+        self._partition_counts: dict[str, int | None] = {}
+        self._lock = threading.Lock()
+        ChildrenWatch(client, BROKER_IDS, self._on_broker_ids)
+
+    def _on_broker_ids(self, children: list[str]) -> None:
+        self.brokers = registered_brokers(self.client, children)
+        for callback in self.on_brokers_changed:
+            callback(self.brokers)
+
+    def partition_count(self, topic: str) -> int | None:
+        """Partitions of `topic` as ZooKeeper has them now; None if it has no such topic (yet)."""
+        with self._lock:
+            if topic not in self._partition_counts:
+                self._partition_counts[topic] = None
+                DataWatch(self.client, topic_path(topic), lambda data, stat: self._on_topic(topic, data))
+        return self._partition_counts[topic]
+
+    def _on_topic(self, topic: str, data: bytes | None) -> None:
+        self._partition_counts[topic] = len(decode_assignment(data)[1]) if data else None
+
+    def leader(self, topic: str, partition: int) -> BrokerEndpoint | None:
+        """The partition's leader by its state znode (None while it has none or is not registered)."""
+        try:
+            leader = PartitionState.decode(self.client.get(state_path(topic, partition))[0]).leader
+        except NoNodeError:
+            return None
+        return self.brokers.get(leader)
 
 
 class ZooKeeperGroupMember:

@@ -200,3 +200,45 @@ def test_filter_stream_picks_up_a_topic_created_later(cluster, zk):  # noqa: F81
         assert len(consume_exactly(connector, stream, 9)) == 9
     finally:
         connector.shutdown()
+
+
+def test_producer_and_consumers_follow_a_broker_killed_and_returning(cluster, zk):  # noqa: F811
+    """Seed 002's zk.connect producer and a ZooKeeper group consumer across a broker's kill -9 and return (last in
+    the module: it takes a broker away for a while)."""
+    from odradek.client import ConsumerConnector, Producer, SimpleConsumer
+
+    name = f"zk-follow-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(name, 6, 1)])[name].result(30)
+    producer = Producer(zk_connect=cluster.zookeeper_connect)
+    connector = ConsumerConnector(None, f"follow-{uuid.uuid4().hex[:6]}", zookeeper_connect=cluster.zookeeper_connect,
+                                  consumer_timeout_ms=300)
+    try:
+        assert wait_until(lambda: producer.partition_count(name) == 6, 10)
+        assert sorted(producer._cluster_view.brokers) == [1, 2, 3]
+        [stream] = connector.create_message_streams({name: 1})[name]
+        for i in range(60):
+            producer.send(name, f"before-{i}", key=f"k{i}")
+        producer.flush()
+        assert len(set(consume_exactly(connector, stream, 60))) == 60
+
+        victim = cluster.broker(2)
+        led = [p for p in range(6) if json.loads(zk.get(f"/brokers/topics/{name}/partitions/{p}/state")[0])["leader"]
+               == 2]
+        assert led
+        victim.kill()
+        assert wait_until(lambda: 2 not in producer._cluster_view.brokers, SESSION_TIMEOUT_S + 20)
+        sent = [producer.send(name, f"during-{i}", key=f"k{i}") for i in range(60)]  # some wait for broker 2
+        victim.start(timeout=SESSION_TIMEOUT_S + 30)
+        assert wait_until(lambda: 2 in producer._cluster_view.brokers, 20)
+        for future in sent:
+            assert future.result(60).partition in range(6)
+        assert len(set(consume_exactly(connector, stream, 60, timeout=60))) == 60
+
+        with SimpleConsumer(None, name, led[0], zk_connect=cluster.zookeeper_connect) as simple:
+            assert simple.leader.node_id == 2
+            fetched = simple.fetch(0, timeout=10)
+            assert fetched and fetched[0].offset == 0 and {m.partition for m in fetched} == {led[0]}
+    finally:
+        connector.shutdown()
+        producer.close()

@@ -242,3 +242,11 @@ def test_producer_and_consumers_follow_a_broker_killed_and_returning(cluster, zk
     finally:
         connector.shutdown()
         producer.close()
+
+
+def test_kazoo_is_imported_only_with_zookeeper_connect():
+    script = ("import sys; from odradek.client import ConsumerConnector, Producer, SimpleConsumer; "
+              "Producer('127.0.0.1:1').close(0); ConsumerConnector('127.0.0.1:1', 'g').shutdown(); "
+              "print('kazoo' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.strip() == "False"

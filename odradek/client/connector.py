@@ -136,11 +136,11 @@ class ConsumerConnector:
         """`{topic: number of streams}` -> `{topic: streams}`."""
         self._claim()
         self._streams_of = {topic: [KafkaStream(self) for _ in range(count)] for topic, count in topic_count.items()}
+        if self._zookeeper is None:  # before the fetcher polls: librdkafka calls from two threads can hang
+            self._consumer.subscribe(sorted(topic_count), on_assign=self._assigned)
         self._start()
         if self._zookeeper is not None:
             self._join_through_zookeeper(dict(topic_count), "static")
-        else:
-            self._consumer.subscribe(sorted(topic_count), on_assign=self._assigned)
         return dict(self._streams_of)
 
     def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1) -> list[KafkaStream]:
@@ -166,8 +166,7 @@ class ConsumerConnector:
         from odradek.client.zookeeper import Registration, ZooKeeperGroupMember
 
         self._member = ZooKeeperGroupMember(self._zookeeper, self.group_id, Registration(subscription, pattern),
-                                            release=self._release, acquire=self._acquire)
-        self._member.settled = self.settled
+                                            release=self._release, acquire=self._acquire, settled=self.settled)
         self._member.start()
 
     def _release(self, partitions: set[Partition]) -> None:

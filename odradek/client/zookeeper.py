@@ -193,7 +193,7 @@ class ZooKeeperGroupMember:
 
     def __init__(self, client: KazooClient, group: str, registration: Registration, *,
                  release: Callable[[set[Partition]], None], acquire: Callable[[set[Partition]], None],
-                 consumer_id: str | None = None):
+                 consumer_id: str | None = None, settled: threading.Event | None = None):
         self.client = client
         self.group = group
         self.registration = registration
@@ -202,7 +202,7 @@ class ZooKeeperGroupMember:
         self._acquire = acquire
         self.owned: frozenset[Partition] = frozenset()
         self.rebalances = 0  # completed, for callers waiting on the group to settle
-        self.settled = threading.Event()
+        self.settled = settled or threading.Event()  # set after each completed rebalance
         self._changed = threading.Event()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="odradek-zk-rebalance", daemon=True)

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
@@ -205,17 +205,36 @@ class ZooKeeperGroupMember:
         self.settled = settled or threading.Event()  # set after each completed rebalance
         self._changed = threading.Event()
         self._stopping = threading.Event()
+        self._session_lost = False
+        self._session_renewed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="odradek-zk-rebalance", daemon=True)
 
     def start(self) -> None:
         """The seed's registration: register the id, watch consumers, brokers and (for filters) topics, rebalance."""
-        self.client.ensure_path(ids_path(self.group))
-        self.client.create(f"{ids_path(self.group)}/{self.consumer_id}",
-                           encode_registration(self.registration.subscription, self.registration.pattern,
-                                               int(time.time() * 1000)), ephemeral=True)
+        self._register()
         for path in (ids_path(self.group), BROKER_IDS, TOPICS):
             ChildrenWatch(self.client, path, self._on_change)
+        self.client.add_listener(self._on_session_state)
         self._thread.start()
+
+    def _register(self) -> None:
+        self.client.ensure_path(ids_path(self.group))
+        try:
+            self.client.create(f"{ids_path(self.group)}/{self.consumer_id}",
+                               encode_registration(self.registration.subscription, self.registration.pattern,
+                                                   int(time.time() * 1000)), ephemeral=True)
+        except NodeExistsError:  # ours: a create retried after a lost answer
+            pass
+
+    def _on_session_state(self, state: str) -> None:
+        """On kazoo's connection thread (must not block). An expired session took the registration and the owner
+        nodes with it: once a new session is up, the rebalance thread registers again and starts over."""
+        if state == KazooState.LOST:
+            self._session_lost = True
+        elif state == KazooState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            self._session_renewed.set()
+            self._changed.set()
 
     def _on_change(self, children) -> bool:
         self._changed.set()
@@ -227,6 +246,9 @@ class ZooKeeperGroupMember:
                 continue
             self._changed.clear()
             try:
+                if self._session_renewed.is_set():
+                    self._session_renewed.clear()
+                    self._rejoin()
                 if self._rebalance():
                     self.rebalances += 1
                     self.settled.set()
@@ -234,6 +256,15 @@ class ZooKeeperGroupMember:
                 log.exception("rebalance of group %s failed; retrying", self.group)
                 self._stopping.wait(CLAIM_RETRY_S)
                 self._changed.set()
+
+    def _rejoin(self) -> None:
+        """After a new session: stop reading what the old one owned (others may own it now), register again."""
+        log.warning("consumer %s of group %s: ZooKeeper session expired; registering again", self.consumer_id,
+                    self.group)
+        if self.owned:
+            self._release(set(self.owned))
+            self.owned = frozenset()
+        self._register()
 
     def wanted(self) -> set[Partition]:
         """This consumer's share by the seed's algorithm, from the group's registrations and the topics now."""

@@ -250,3 +250,32 @@ def test_kazoo_is_imported_only_with_zookeeper_connect():
               "print('kazoo' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.strip() == "False"
+
+
+def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(cluster, zk, topic):  # noqa: F811
+    from kazoo.client import KazooClient
+
+    from odradek.client import ConsumerConnector
+
+    group = f"expiring-{uuid.uuid4().hex[:6]}"
+    connectors = [ConsumerConnector(None, group, zookeeper_connect=cluster.zookeeper_connect, consumer_timeout_ms=300)
+                  for _ in range(2)]
+    try:
+        for connector in connectors:
+            connector.create_message_streams({topic: 1})
+        assert wait_until(lambda: len(live_consumers(zk, group)) == 2 and settled_as_the_seed_says(zk, group, topic),
+                          30)
+        victim = connectors[0]
+        # expire its session as ZooKeeper does after a long pause: another client on the same session closes it
+        impostor = KazooClient(hosts=cluster.zookeeper_connect.split("/")[0], client_id=victim._zookeeper.client_id)
+        impostor.start(timeout=15)
+        impostor.stop()
+        impostor.close()
+        assert wait_until(lambda: victim._member.consumer_id not in live_consumers(zk, group), 10)
+        assert wait_until(lambda: len(live_consumers(zk, group)) == 2 and settled_as_the_seed_says(zk, group, topic),
+                          30), owners(zk, group, [topic])
+        assert victim._member.owned == {tp for tp, owner in owners(zk, group, [topic]).items()
+                                        if owner == victim._member.consumer_id}
+    finally:
+        for connector in connectors:
+            connector.shutdown()

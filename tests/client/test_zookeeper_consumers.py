@@ -203,8 +203,7 @@ def test_filter_stream_picks_up_a_topic_created_later(cluster, zk):  # noqa: F81
 
 
 def test_producer_and_consumers_follow_a_broker_killed_and_returning(cluster, zk):  # noqa: F811
-    """Seed 002's zk.connect producer and a ZooKeeper group consumer across a broker's kill -9 and return (last in
-    the module: it takes a broker away for a while)."""
+    """Seed 002's zk.connect producer and a ZooKeeper group consumer across a broker's kill -9 and return."""
     from odradek.client import ConsumerConnector, Producer, SimpleConsumer
 
     name = f"zk-follow-{uuid.uuid4().hex[:6]}"
@@ -279,3 +278,26 @@ def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(
     finally:
         for connector in connectors:
             connector.shutdown()
+
+
+def test_zk_producer_follows_added_partitions_and_auto_commit_reaches_zookeeper(cluster, zk):  # noqa: F811
+    from odradek.client import Admin, ConsumerConnector, Producer
+
+    name = f"zk-grow-{uuid.uuid4().hex[:6]}"
+    admin = Admin(cluster.bootstrap_servers)
+    admin.create_topic(name, 3, 1)
+    group = f"auto-{uuid.uuid4().hex[:6]}"
+    with Producer(zk_connect=cluster.zookeeper_connect, linger_ms=0) as producer:
+        assert wait_until(lambda: producer.partition_count(name) == 3, 10)
+        admin.add_partitions(name, 5)
+        assert wait_until(lambda: producer.partition_count(name) == 5, 10)  # the watch, no metadata cache
+        for partition in range(5):
+            producer.send_sync(name, "v", partition=partition)
+    connector = ConsumerConnector(None, group, zookeeper_connect=cluster.zookeeper_connect, consumer_timeout_ms=300,
+                                  auto_commit_interval_ms=200)
+    try:
+        [stream] = connector.create_message_streams({name: 1})[name]
+        assert len(consume_exactly(connector, stream, 5)) == 5
+        assert wait_until(lambda: all(read_offset(zk, group, name, p) == 1 for p in range(5)), 10)
+    finally:
+        connector.shutdown()

@@ -1,11 +1,12 @@
 """The client's ZooKeeper side (the design's seeds 002 and 004): consumers of a group coordinating through ZooKeeper.
 
 What this owns: the consumer znodes (`/consumers/[group]/ids/[consumer_id]`, `.../owners/[topic]/[partition]`,
-`.../offsets/[topic]/[partition]`), the seed's rebalancing algorithm as a plain function (`range_assignment`), and
+`.../offsets/[topic]/[partition]`), the seed's rebalancing algorithm as a plain function (`range_assignment`),
 `ZooKeeperClusterView`, the brokers and topics a producer or a SimpleConsumer follows by watches (seed 002's
-zk.connect), and `ZooKeeperGroupMember`, which registers one consumer, watches the group's consumers, the brokers and the topics, and
-on every change runs the algorithm, releases the partitions it gives up and claims its new ones. It reads brokers and
-topics with the broker side's own decoders (odradek.cluster.zookeeper, odradek.cluster.zk_catalogue), never copies.
+zk.connect), and `ZooKeeperGroupMember`, which registers one consumer, watches the group's consumers, the brokers,
+the topics and the partitions of those it subscribes to, and on every change runs the algorithm, releases the
+partitions it gives up and claims its new ones. It reads brokers and topics with the broker side's own decoders
+(odradek.cluster.zookeeper, odradek.cluster.zk_catalogue), never copies.
 
 Fetching stays with librdkafka (the connector assigns it the owned partitions), so this module only decides who
 reads what and where the offsets live. kazoo calls watches on its own threads; they only wake the member's rebalance
@@ -207,6 +208,7 @@ class ZooKeeperGroupMember:
         self._stopping = threading.Event()
         self._session_lost = False
         self._session_renewed = threading.Event()
+        self._watched_topics: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="odradek-zk-rebalance", daemon=True)
 
     def start(self) -> None:
@@ -275,6 +277,9 @@ class ZooKeeperGroupMember:
             except NoNodeError:
                 continue
         topics = sorted(topic for topic in self.client.get_children(TOPICS) if self.registration.wants(topic))
+        for topic in set(topics) - self._watched_topics:  # partitions added to a subscribed topic rebalance too
+            self._watched_topics.add(topic)
+            DataWatch(self.client, topic_path(topic), lambda data, stat: self._on_change(data))
         share: set[Partition] = set()
         for topic, count in partition_counts(self.client, topics).items():
             consumers = [cid for cid, registration in registrations.items() if registration.wants(topic)]

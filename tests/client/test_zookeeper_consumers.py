@@ -280,7 +280,7 @@ def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(
             connector.shutdown()
 
 
-def test_zk_producer_follows_added_partitions_and_auto_commit_reaches_zookeeper(cluster, zk):  # noqa: F811
+def test_zk_producer_and_group_follow_added_partitions_and_auto_commit_reaches_zookeeper(cluster, zk):  # noqa: F811
     from odradek.client import Admin, ConsumerConnector, Producer
 
     name = f"zk-grow-{uuid.uuid4().hex[:6]}"
@@ -299,5 +299,10 @@ def test_zk_producer_follows_added_partitions_and_auto_commit_reaches_zookeeper(
         [stream] = connector.create_message_streams({name: 1})[name]
         assert len(consume_exactly(connector, stream, 5)) == 5
         assert wait_until(lambda: all(read_offset(zk, group, name, p) == 1 for p in range(5)), 10)
+        admin.add_partitions(name, 6)  # the group takes up a partition added while it runs
+        assert wait_until(lambda: len(owners(zk, group, [name])) == 6, 10)
+        with Producer(zk_connect=cluster.zookeeper_connect, linger_ms=0) as producer:
+            producer.send_sync(name, "new", partition=5)
+        assert consume_exactly(connector, stream, 1) == [(5, 0)]
     finally:
         connector.shutdown()

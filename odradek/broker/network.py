@@ -33,6 +33,7 @@ MAX_IN_FLIGHT = 128
 RECV_SIZE = 256 * 1024
 LARGE_FRAME_FIRST_BYTES = 1024 * 1024  # a large frame's buffer starts here and doubles as its bytes arrive
 _SIZE = struct.Struct(">i")
+ANONYMOUS = "User:ANONYMOUS"
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
 # awaitable of either (Fetch long polls).
@@ -45,7 +46,7 @@ class CloseConnection(Exception):
 
 class Connection:
     __slots__ = ("server", "sock", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
-                 "_answer_ready", "fetch_sessions")
+                 "_answer_ready", "fetch_sessions", "principal")
 
     def __init__(self, server: "NetworkServer", sock: socket.socket, peer: str):
         self.server = server
@@ -58,6 +59,8 @@ class Connection:
         self._slot_freed = asyncio.Event()
         self._answer_ready = asyncio.Event()
         self.fetch_sessions: dict = {}
+        # who is asking, as Kafka's KafkaPrincipal text: "User:ANONYMOUS" until a certificate or SASL says otherwise
+        self.principal = ANONYMOUS
 
     async def run(self) -> None:
         writer = asyncio.ensure_future(self._write_answers())

@@ -11,6 +11,7 @@ and meets the event loop only through the logs' copy-on-write segment lists.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,8 +21,8 @@ from odradek.broker.periodic import every
 from odradek.clock import now_ms
 from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
-from odradek.config import (LogConfig, layered_broker_props, parse_listener, resolve_broker_config,
-                            warn_about_unknown_broker_keys)
+from odradek.config import (Listener, LogConfig, layered_broker_props, parse_advertised_listeners, parse_listeners,
+                            resolve_broker_config, warn_about_unknown_broker_keys)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager
@@ -37,6 +38,9 @@ class Broker:
         self.node_id: int = static_config["node.id"]
         self.host = host
         self.port = port
+        # every entry of `listeners`; the first one's address is the host and port given here (--host, --port)
+        configured = parse_listeners(static_config["listeners"], static_config["listener.security.protocol.map"])
+        self.listeners: list[Listener] = [dataclasses.replace(configured[0], host=host, port=port), *configured[1:]]
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
         self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
         self.props = self._layered_props()  # the settings in force: static under the dynamic ones
@@ -51,20 +55,18 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self.started_at_ms = now_ms()
 
-    @property
-    def advertised_host(self) -> str:
-        return self._advertised()[0]
+    def _advertised(self, listener_name: str | None = None) -> tuple[str, int]:
+        """Where clients of a listener (the first one by default) are told to connect: its advertised.listeners
+        entry if it has one, else the address it is bound to (0.0.0.0 is no address to hand out)."""
+        listener = next((entry for entry in self.listeners if entry.name == listener_name), self.listeners[0])
+        advertised = parse_advertised_listeners(self.config["advertised.listeners"])
+        if listener.name in advertised:
+            return advertised[listener.name]
+        return ("127.0.0.1" if listener.host in ("0.0.0.0", "::", "") else listener.host), listener.port
 
-    @property
-    def advertised_port(self) -> int:
-        return self._advertised()[1]
-
-    def _advertised(self) -> tuple[str, int]:
-        """advertised.listeners if set, else the address we are bound to (0.0.0.0 is no address to hand out)."""
-        advertised = self.config["advertised.listeners"]
-        if advertised:
-            return parse_listener(advertised)
-        return ("127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host), self.port
+    def advertised_address(self, listener: Listener) -> tuple[str, int]:
+        """The address Metadata and DescribeCluster hand a client that came in on `listener`."""
+        return self._advertised(listener.name)
 
     # ----------------------------------------------------------------------------------------------- topics
     def log_config(self, topic: TopicMetadata) -> LogConfig:
@@ -181,7 +183,11 @@ class Broker:
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
         )
-        self.host, self.port = self.server.bind(self.host, self.port)
+        for index, listener in enumerate(self.listeners):
+            host, port = self.server.bind(listener, *self._listener_security(listener))
+            self.listeners[index] = dataclasses.replace(listener, host=host, port=port)
+            log.info("listening on %s://%s:%d (%s)", listener.name, host, port, listener.security_protocol)
+        self.host, self.port = self.listeners[0].host, self.listeners[0].port
         if self.config["metrics.port"]:
             from odradek.metrics import BrokerMetrics
 
@@ -200,6 +206,17 @@ class Broker:
         ]
         self.cleaner.start()
         return self.host, self.port
+
+    def _listener_security(self, listener: Listener) -> tuple:
+        """(TLS context or None, SASL session factory or None) of one listener, from its settings."""
+        from odradek.security.sasl import SaslSession, enabled_mechanisms, plain_users
+        from odradek.security.tls import server_context
+
+        tls_context = server_context(listener, self.props) if listener.uses_tls else None
+        if not listener.uses_sasl:
+            return tls_context, None
+        mechanisms, users = enabled_mechanisms(listener, self.props), plain_users(listener, self.props)
+        return tls_context, lambda: SaslSession(mechanisms, users, self.metadata.scram_credential)
 
     def _retention(self, now: int) -> None:
         removed = self.logs.run_retention(now)

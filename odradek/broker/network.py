@@ -9,6 +9,13 @@ one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a r
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);
 nothing a peer sends can stop the server or touch another connection.
+
+One server listens on every entry of `listeners`. A TLS listener's connections (TlsConnection) run the same reader
+and writer over an ssl.SSLObject between two memory BIOs, so the socket stays a plain non-blocking one in the same
+loop; only their receive and send primitives differ, and their fetch answers are read into memory and encrypted,
+since sendfile cannot pass through TLS. On a SASL listener a connection carries its SASL session (`authenticating`)
+until the handshake succeeds: before that, any request but ApiVersions, SaslHandshake and SaslAuthenticate closes
+it (ILLEGAL_SASL_STATE, as Kafka), and so does not finishing within the handshake timeout.
 """
 
 from __future__ import annotations
@@ -18,14 +25,17 @@ import errno
 import logging
 import os
 import socket
+import ssl
 import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from odradek.config import Listener
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
 from odradek.records.region import FileRegion
+from odradek.security.sasl import SaslAuthenticationFailed
 
 log = logging.getLogger("odradek.network")
 
@@ -34,6 +44,9 @@ RECV_SIZE = 256 * 1024
 LARGE_FRAME_FIRST_BYTES = 1024 * 1024  # a large frame's buffer starts here and doubles as its bytes arrive
 _SIZE = struct.Struct(">i")
 ANONYMOUS = "User:ANONYMOUS"
+API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 18, 17, 36
+BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
+AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # TLS handshake plus SASL exchange must end within this
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
 # awaitable of either (Fetch long polls).
@@ -46,12 +59,18 @@ class CloseConnection(Exception):
 
 class Connection:
     __slots__ = ("server", "sock", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
-                 "_answer_ready", "fetch_sessions", "principal")
+                 "_answer_ready", "fetch_sessions", "principal", "listener", "authenticating",
+                 "close_after_answer")
 
-    def __init__(self, server: "NetworkServer", sock: socket.socket, peer: str):
+    def __init__(self, server: "NetworkServer", sock: socket.socket, peer: str, listener: Listener,
+                 authenticating: Any = None):
         self.server = server
         self.sock = sock
         self.peer = peer
+        self.listener = listener
+        # the SASL session (odradek.security.sasl.SaslSession) until it authenticates; None when nothing is owed
+        self.authenticating = authenticating
+        self.close_after_answer = False  # set by a handler whose answer is the last (failed authentication)
         self.last_active = time.monotonic()
         self.task: asyncio.Task | None = None
         self.closed = False
@@ -64,15 +83,38 @@ class Connection:
 
     async def run(self) -> None:
         writer = asyncio.ensure_future(self._write_answers())
+        deadline = None
+        if self.authenticating is not None:
+            deadline = asyncio.get_running_loop().call_later(AUTHENTICATION_TIMEOUT_SECONDS, self._authentication_due)
         try:
+            await self._start()
             await self._read_requests()
+        except ssl.SSLError as exc:
+            log.info("TLS with %s failed: %s", self.peer, exc)
         except (ConnectionError, OSError) as exc:
             log.debug("connection from %s ended: %s", self.peer, exc)
         except CloseConnection as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
         finally:
+            if deadline is not None:
+                deadline.cancel()
             writer.cancel()
             self._abort()
+
+    async def _start(self) -> None:
+        """What comes before the first request: nothing on plaintext, the handshake on TLS."""
+
+    def _authentication_due(self) -> None:
+        if self.authenticating is not None and not self.closed:
+            log.warning("closing connection from %s: authentication did not finish in %.0f s",
+                        self.peer, AUTHENTICATION_TIMEOUT_SECONDS)
+            self.task.cancel()
+
+    def _receive(self, loop, size: int) -> Awaitable[bytes]:
+        return loop.sock_recv(self.sock, size)
+
+    def _receive_into(self, loop, target: memoryview) -> Awaitable[int]:
+        return loop.sock_recv_into(self.sock, target)
 
     def _abort(self) -> None:
         """Drop whatever is still in flight and close the socket."""
@@ -94,11 +136,10 @@ class Connection:
         larger than RECV_SIZE gets its own bytearray that the socket fills directly (growing as the bytes come,
         see `_receive_large`). An idle connection holds no buffer at all."""
         loop = asyncio.get_running_loop()
-        sock = self.sock
         max_request = self.server.max_request_bytes
         partial = bytearray()
         while True:
-            data = await loop.sock_recv(sock, RECV_SIZE)
+            data = await self._receive(loop, RECV_SIZE)
             if not data:
                 return
             self.last_active = time.monotonic()
@@ -141,7 +182,7 @@ class Connection:
                 frame += bytes(min(len(frame), size - len(frame)))
             target = memoryview(frame)[got:]
             try:
-                count = await loop.sock_recv_into(self.sock, target)
+                count = await self._receive_into(loop, target)
             finally:
                 target.release()
             if not count:
@@ -153,6 +194,9 @@ class Connection:
     def _dispatch(self, frame: bytes) -> None:
         """Decode one frame and start its handler; the answer (or its future) joins the ordered queue."""
         started = time.perf_counter()
+        if self.authenticating is not None and self.authenticating.raw_tokens:  # SaslHandshake v0's bare tokens
+            self._queue(None, self._raw_sasl_token(bytes(frame)), started)
+            return
         try:
             header, request = decode_request(frame)
         except UnsupportedVersion as exc:
@@ -163,6 +207,8 @@ class Connection:
             return
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
+        if self.authenticating is not None and header.api_key not in BEFORE_AUTHENTICATION:
+            raise CloseConnection(f"api key {header.api_key} before SASL authentication (ILLEGAL_SASL_STATE)")
         handler = self.server.handlers.get(header.api_key)
         if handler is None:
             raise CloseConnection(f"no handler for api key {header.api_key}")
@@ -177,7 +223,24 @@ class Connection:
             answer = asyncio.ensure_future(answer)
         self._queue(header, answer, started)
 
-    def _queue(self, header: RequestHeader, answer: Any, started: float) -> None:
+    def _raw_sasl_token(self, token: bytes) -> bytes:
+        """A bare token after SaslHandshake v0: Kafka answers with the bare challenge and, on failure, only closes."""
+        try:
+            answer = self.authenticating.step(token)
+        except SaslAuthenticationFailed as exc:
+            raise CloseConnection(f"SASL authentication failed: {exc}") from None
+        self.note_authentication()
+        return answer
+
+    def note_authentication(self) -> None:
+        """Once the SASL exchange has succeeded: its user becomes the principal and requests are open."""
+        principal = self.authenticating.principal
+        if principal is not None:
+            log.info("%s authenticated as %s with %s", self.peer, principal, self.authenticating.mechanism)
+            self.principal = principal
+            self.authenticating = None
+
+    def _queue(self, header: RequestHeader | None, answer: Any, started: float) -> None:
         self._pending.append((header, answer, started))
         self._answer_ready.set()
 
@@ -206,7 +269,7 @@ class Connection:
                 self._observe(header, started)
                 continue
             try:
-                frame = encode_response(header, answer)
+                frame = encode_response(header, answer) if header is not None else [_SIZE.pack(len(answer)), answer]
             except Exception:
                 log.exception("cannot encode the answer to api key %d v%d; closing connection from %s",
                               header.api_key, header.api_version, self.peer)
@@ -220,11 +283,15 @@ class Connection:
                 return
             self.last_active = time.monotonic()
             self._observe(header, started)
+            if self.close_after_answer:
+                log.info("closing connection from %s after its failed authentication", self.peer)
+                self.task.cancel()
+                return
 
     def _observe(self, header: RequestHeader, started: float) -> None:
         """Metrics, one call per request: from its arrival until its answer was written (Kafka's TotalTimeMs)."""
         observe = self.server.observe_request
-        if observe is not None:
+        if observe is not None and header is not None:
             observe(header.api_key, time.perf_counter() - started)
 
     async def send(self, chunks: list) -> None:
@@ -292,13 +359,92 @@ class Connection:
             loop.remove_writer(fd)
 
 
+class TlsConnection(Connection):
+    """A connection on a TLS listener: the TLS state machine (ssl.SSLObject) sits between two memory BIOs, fed by
+    the plain non-blocking socket. Encrypted bytes leave only through `_flush`, under one lock, so the reader (which
+    may owe the peer TLS records, e.g. TLS 1.3 key updates) and the writer never interleave records."""
+
+    __slots__ = ("_tls", "_incoming", "_outgoing", "_flushing")
+
+    def __init__(self, server: "NetworkServer", sock: socket.socket, peer: str, listener: Listener,
+                 authenticating: Any, context: ssl.SSLContext):
+        super().__init__(server, sock, peer, listener, authenticating)
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self._flushing = asyncio.Lock()
+
+    async def _start(self) -> None:
+        """The TLS handshake, then the principal from the client's certificate if it presented one."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                self._tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                await self._flush()
+                if not await self._feed(loop):
+                    raise ConnectionError("connection closed during the TLS handshake")
+        await self._flush()
+        certificate = self._tls.getpeercert()
+        if certificate:
+            from odradek.security.tls import principal_of_certificate
+            self.principal = principal_of_certificate(certificate)
+
+    async def _feed(self, loop) -> bool:
+        data = await loop.sock_recv(self.sock, RECV_SIZE)
+        if not data:
+            return False
+        self._incoming.write(data)
+        return True
+
+    async def _receive(self, loop, size: int) -> bytes:
+        while True:
+            try:
+                data = self._tls.read(size)
+            except ssl.SSLWantReadError:
+                if self._outgoing.pending:
+                    await self._flush()
+                if not await self._feed(loop):
+                    return b""
+                continue
+            except ssl.SSLZeroReturnError:
+                return b""
+            if self._outgoing.pending:
+                await self._flush()
+            return data
+
+    async def _receive_into(self, loop, target: memoryview) -> int:
+        data = await self._receive(loop, len(target))
+        target[:len(data)] = data
+        return len(data)
+
+    async def send(self, chunks: list) -> None:
+        """Encrypt the answer as one piece, file regions read into memory first (no sendfile through TLS)."""
+        self._tls.write(b"".join(_region_bytes(chunk) if isinstance(chunk, FileRegion) else chunk for chunk in chunks))
+        await self._flush()
+
+    async def _flush(self) -> None:
+        async with self._flushing:
+            while self._outgoing.pending:
+                await self._sendmsg([self._outgoing.read()])
+
+
+def _region_bytes(region: FileRegion) -> bytes:
+    data = region.read_bytes()
+    if len(data) != region.length:
+        raise ConnectionError("segment file shorter than the region handed out")
+    return data
+
+
 def _resolve(waiter: asyncio.Future) -> None:
     if not waiter.done():
         waiter.set_result(None)
 
 
 class NetworkServer:
-    """Listens on one address and runs a Connection per accepted socket."""
+    """Listens on every bound listener and runs a Connection (a TlsConnection on TLS listeners) per accepted
+    socket. `bind` takes each listener with its TLS context and its SASL session factory (None where unused)."""
 
     def __init__(self, handlers: dict[int, Handler], *, max_request_bytes: int, idle_ms: int,
                  unsupported_version_answer: Callable[[RequestHeader], Any]):
@@ -308,35 +454,46 @@ class NetworkServer:
         self.unsupported_version_answer = unsupported_version_answer
         self.observe_request: Callable[[int, float], None] | None = None  # (api key, seconds) per request
         self.connections: set[Connection] = set()
-        self._listener: socket.socket | None = None
+        self._listeners: list[tuple[socket.socket, Listener, ssl.SSLContext | None, Callable | None]] = []
         self._tasks: set[asyncio.Task] = set()
 
-    def bind(self, host: str, port: int) -> tuple[str, int]:
+    def bind(self, listener: Listener, tls_context: ssl.SSLContext | None = None,
+             new_sasl_session: Callable[[], Any] | None = None) -> tuple[str, int]:
+        host, port = listener.host, listener.port
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        listener = socket.socket(family, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        listener.listen(1024)
-        listener.setblocking(False)
-        self._listener = listener
-        return listener.getsockname()[:2]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+        self._listeners.append((sock, listener, tls_context, new_sasl_session))
+        return sock.getsockname()[:2]
 
     async def serve(self) -> None:
-        loop = asyncio.get_running_loop()
         if self.idle_seconds:
             self._spawn(self._close_idle())
+        await asyncio.gather(*(self._accept(*entry) for entry in self._listeners))
+
+    async def _accept(self, server_socket: socket.socket, listener: Listener, tls_context: ssl.SSLContext | None,
+                      new_sasl_session: Callable[[], Any] | None) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             try:
-                sock, address = await loop.sock_accept(self._listener)
+                sock, address = await loop.sock_accept(server_socket)
             except OSError as exc:
-                if self._listener is None or self._listener.fileno() < 0:
+                if server_socket.fileno() < 0:
                     return
                 log.warning("accept failed: %s", exc)
                 await asyncio.sleep(0.05)
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = Connection(self, sock, f"{address[0]}:{address[1]}")
+            peer = f"{address[0]}:{address[1]}"
+            session = new_sasl_session() if new_sasl_session is not None else None
+            if tls_context is None:
+                connection = Connection(self, sock, peer, listener, session)
+            else:
+                connection = TlsConnection(self, sock, peer, listener, session, tls_context)
             self.connections.add(connection)
             connection.task = self._spawn(connection.run())
 
@@ -358,9 +515,8 @@ class NetworkServer:
                     connection.task.cancel()
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+        for server_socket, *_ in self._listeners:
+            server_socket.close()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

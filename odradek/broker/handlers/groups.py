@@ -65,7 +65,7 @@ def handlers(broker) -> dict:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
             return ErrorCode.NONE, None
 
-        host, port, node = broker.advertised_host, broker.advertised_port, broker.node_id
+        (host, port), node = broker.advertised_address(connection.listener), broker.node_id
         if version >= 4:
             coordinators = []
             for key in request.coordinator_keys:

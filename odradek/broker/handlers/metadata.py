@@ -1,7 +1,7 @@
 """Metadata and DescribeCluster: who the brokers are and where every partition's leader is.
 
 Topics are named by name and by a stable UUID (kept in the cluster metadata), because Fetch v13+ addresses topics
-by id. A Metadata request for an unknown topic creates it when auto.create.topics.enable allows and the request
+by id. Each client is given the address of the listener it came in on (advertised.listeners by name). A Metadata request for an unknown topic creates it when auto.create.topics.enable allows and the request
 asks for it, as Kafka does; clients rely on that to produce to a new topic.
 """
 
@@ -38,6 +38,7 @@ def handlers(broker) -> dict:
 
     def answer_metadata(connection, header, request):
         version = header.api_version
+        host, port = broker.advertised_address(connection.listener)
         catalogue = broker.metadata
         # the flags read False at versions without them (v0-7; the cluster one also from v11)
         topic_operations = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
@@ -71,16 +72,17 @@ def handlers(broker) -> dict:
         return MetadataResponse(
             throttle_time_ms=0,
             brokers=[MetadataResponse.MetadataResponseBroker(
-                node_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
+                node_id=broker.node_id, host=host, port=port, rack=None)],
             cluster_id=catalogue.cluster_id, controller_id=broker.node_id, topics=topics,
             cluster_authorized_operations=cluster_operations, error_code=ErrorCode.NONE)
 
     def answer_describe_cluster(connection, header, request):
+        host, port = broker.advertised_address(connection.listener)
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,
             cluster_id=broker.metadata.cluster_id, controller_id=broker.node_id,
             brokers=[DescribeClusterResponse.DescribeClusterBroker(
-                broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
+                broker_id=broker.node_id, host=host, port=port, rack=None)],
             cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER,
                                                                 request.include_cluster_authorized_operations))
 

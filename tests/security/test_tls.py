@@ -1,0 +1,70 @@
+"""TLS listeners: clients read and write over SSL, client certificates are required where configured and name the
+principal, and Metadata on each listener advertises that listener."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+
+def ssl_config(certificates, *, client: str | None = "client") -> dict:
+    config = {"security.protocol": "SSL", "ssl.ca.location": certificates.path("ca.pem")}
+    if client is not None:
+        config["ssl.certificate.location"] = certificates.path(f"{client}.pem")
+        config["ssl.key.location"] = certificates.path(f"{client}.key")
+    return config
+
+
+def produce_and_consume(bootstrap: str, config: dict, count: int = 200) -> list[bytes]:
+    topic = f"tls-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": bootstrap, **config})
+    for index in range(count):
+        producer.produce(topic, f"value-{index}".encode())
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest",
+                         **config})
+    consumer.subscribe([topic])
+    values = []
+    try:
+        while len(values) < count:
+            message = consumer.poll(10)
+            assert message is not None, f"only {len(values)} of {count} records came back"
+            assert message.error() is None, message.error()
+            values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def test_confluent_kafka_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):
+    values = produce_and_consume(secure_broker.address("SSL"), ssl_config(certificates))
+    assert values == [f"value-{index}".encode() for index in range(200)]
+
+
+def test_a_client_without_a_certificate_is_refused_where_client_auth_is_required(secure_broker, certificates):
+    admin = AdminClient({"bootstrap.servers": secure_broker.address("SSL"), **ssl_config(certificates, client=None)})
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+
+
+def test_a_certificate_from_an_untrusted_ca_is_refused(secure_broker, certificates):
+    admin = AdminClient({"bootstrap.servers": secure_broker.address("SSL"),
+                         **ssl_config(certificates, client="stranger")})
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+
+
+def test_ssl_without_client_auth_serves_clients_without_certificates(secure_broker, certificates):
+    values = produce_and_consume(secure_broker.address("OPEN_SSL"), ssl_config(certificates, client=None), 20)
+    assert len(values) == 20
+
+
+@pytest.mark.parametrize("listener", ["PLAINTEXT", "SSL", "OPEN_SSL"])
+def test_metadata_advertises_the_listener_the_client_came_in_on(secure_broker, certificates, listener):
+    config = {} if listener == "PLAINTEXT" else ssl_config(certificates)
+    admin = AdminClient({"bootstrap.servers": secure_broker.address(listener), **config})
+    brokers = admin.list_topics(timeout=10).brokers
+    assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", secure_broker.ports[listener])]

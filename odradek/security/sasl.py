@@ -21,7 +21,7 @@ from typing import Any
 
 from odradek.config import Listener
 from odradek.errors import ErrorCode, KafkaError
-from odradek.security.scram import MECHANISMS as SCRAM_MECHANISMS, ScramCredential, ScramError, ScramServer
+from odradek.security.scram import ScramCredential, ScramError, ScramServer
 
 SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ENABLED_MECHANISMS = "GSSAPI"  # Kafka's default sasl.enabled.mechanisms; GSSAPI itself is not served
@@ -133,7 +133,3 @@ class SaslSession:
         """"User:<name>" once the exchange has succeeded, else None."""
         server = self._server
         return f"User:{server.user}" if server is not None and server.done else None
-
-
-def scram_mechanism(name: str) -> bool:
-    return name in SCRAM_MECHANISMS

@@ -515,9 +515,11 @@ def parse_listener(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-# Security settings, read per listener by odradek.security (ssl.*, sasl.*, listener.name.<name>.<key>): taken as
+# Security settings, read per listener by odradek.security (ssl.*, sasl.*, <mechanism>.sasl.jaas.config,
+# listener.name.<name>.<key>): taken as
 # given rather than typed in BROKER_CONFIGS, because Kafka lets each listener carry its own.
-LISTENER_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "connections.max.reauth.ms")
+LISTENER_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "plain.sasl.", "scram-sha-256.sasl.",
+                              "scram-sha-512.sasl.")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 

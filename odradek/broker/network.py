@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import math
 import os
 import socket
 import ssl
@@ -46,7 +47,7 @@ _SIZE = struct.Struct(">i")
 ANONYMOUS = "User:ANONYMOUS"
 API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 18, 17, 36
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
-AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # TLS handshake plus SASL exchange must end within this
+AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
 # awaitable of either (Fetch long polls).
@@ -85,7 +86,8 @@ class Connection:
         writer = asyncio.ensure_future(self._write_answers())
         deadline = None
         if self.authenticating is not None:
-            deadline = asyncio.get_running_loop().call_later(AUTHENTICATION_TIMEOUT_SECONDS, self._authentication_due)
+            deadline = asyncio.get_running_loop().call_later(self.server.authentication_seconds,
+                                                             self._authentication_due)
         try:
             await self._start()
             await self._read_requests()
@@ -106,8 +108,8 @@ class Connection:
 
     def _authentication_due(self) -> None:
         if self.authenticating is not None and not self.closed:
-            log.warning("closing connection from %s: authentication did not finish in %.0f s",
-                        self.peer, AUTHENTICATION_TIMEOUT_SECONDS)
+            log.warning("closing connection from %s: SASL authentication did not finish in %.1f s",
+                        self.peer, self.server.authentication_seconds)
             self.task.cancel()
 
     def _receive(self, loop, size: int) -> Awaitable[bytes]:
@@ -316,13 +318,11 @@ class Connection:
                 sent = sock.sendmsg(views)
             except BlockingIOError:
                 sent = 0
-            while sent and views:
-                if sent >= len(views[0]):
-                    sent -= len(views[0])
-                    views.pop(0)
-                else:
-                    views[0] = views[0][sent:]
-                    sent = 0
+            while views and sent >= len(views[0]):  # empty buffers go too, or they would be waited on forever
+                sent -= len(views[0])
+                views.pop(0)
+            if sent:
+                views[0] = views[0][sent:]
             if views:
                 await self._writable()
 
@@ -451,6 +451,7 @@ class NetworkServer:
         self.handlers = handlers
         self.max_request_bytes = max_request_bytes
         self.idle_seconds = idle_ms / 1000 if idle_ms > 0 else None
+        self.authentication_seconds = min(AUTHENTICATION_TIMEOUT_SECONDS, self.idle_seconds or math.inf)
         self.unsupported_version_answer = unsupported_version_answer
         self.observe_request: Callable[[int, float], None] | None = None  # (api key, seconds) per request
         self.connections: set[Connection] = set()

@@ -82,7 +82,10 @@ def _load_inline_cert_chain(context: ssl.SSLContext, key: str, chain: str, passw
 
 
 def _escape(value: str) -> str:
-    escaped = "".join("\\" + ch if ch in ',+"\\<>;=' else ch for ch in value)
+    """RFC 2253 escaping as Java writes it: the special characters, a leading '#' or space, a trailing space."""
+    escaped = "".join("\\" + ch if ch in ',+"\\<>;' else ch for ch in value)
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
     return "\\" + escaped if escaped.startswith(("#", " ")) else escaped
 
 

@@ -399,6 +399,8 @@ class TlsConnection(Connection):
         return True
 
     async def _receive(self, loop, size: int) -> bytes:
+        """Up to `size` decrypted bytes: whatever the TLS records received so far hold (one read returns at most
+        one 16 KiB record, so they are gathered here rather than cut into frames one record at a time)."""
         while True:
             try:
                 data = self._tls.read(size)
@@ -410,9 +412,20 @@ class TlsConnection(Connection):
                 continue
             except ssl.SSLZeroReturnError:
                 return b""
-            if self._outgoing.pending:
-                await self._flush()
-            return data
+            break
+        if self._incoming.pending and len(data) < size:
+            gathered, length = [data], len(data)
+            while self._incoming.pending and length < size:
+                try:
+                    more = self._tls.read(size - length)
+                except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                    break
+                gathered.append(more)
+                length += len(more)
+            data = b"".join(gathered)
+        if self._outgoing.pending:
+            await self._flush()
+        return data
 
     async def _receive_into(self, loop, target: memoryview) -> int:
         data = await self._receive(loop, len(target))

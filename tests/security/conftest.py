@@ -1,18 +1,15 @@
 """One broker for the security tests with a listener of each kind (PLAINTEXT first, then SSL with client auth
-required, SASL_PLAINTEXT, SASL_SSL and SSL without client auth), and the certificates it and its clients use,
-made here with the openssl command: a CA, the broker's certificate (for 127.0.0.1 and localhost), a client
-certificate the CA signed and one from a stranger CA."""
+required, SASL_PLAINTEXT, SASL_SSL and SSL without client auth), and the certificates it and its clients use."""
 
 from __future__ import annotations
 
 import socket
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from odradek.embedded import BrokerProcess
+from tests.security.certificates import Certificates, make_certificates
 
 PLAIN_USERS = {"alice": "alice-secret", "admin": "admin-secret"}
 
@@ -23,43 +20,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _issue(directory: Path, name: str, subject: str, ca: str, extensions: str = "") -> None:
-    """A key and a certificate for `subject`, signed by the CA named `ca` (files <ca>.key, <ca>.pem)."""
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-subj", subject,
-             "-out", f"{name}.csr", cwd=directory)
-    extension_args = []
-    if extensions:
-        (directory / f"{name}.ext").write_text(extensions)
-        extension_args = ["-extfile", f"{name}.ext"]
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
-             "-days", "2", "-out", f"{name}.pem", *extension_args, cwd=directory)
-
-
-@dataclass
-class Certificates:
-    directory: Path
-
-    def path(self, name: str) -> str:
-        return str(self.directory / name)
-
-
 @pytest.fixture(scope="session")
 def certificates(tmp_path_factory) -> Certificates:
-    directory = tmp_path_factory.mktemp("certificates")
-    for ca in ("ca", "stranger-ca"):
-        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.pem",
-                 "-days", "2", "-subj", f"/CN=odradek test {ca}", cwd=directory)
-    _issue(directory, "broker", "/CN=localhost", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    _issue(directory, "client", "/C=DE/O=acme/OU=eng/CN=alice", "ca")
-    _issue(directory, "stranger", "/CN=mallory", "stranger-ca")
-    # Kafka's PEM keystore: the private key and the certificate chain in one file
-    (directory / "broker-keystore.pem").write_text(
-        (directory / "broker.key").read_text() + (directory / "broker.pem").read_text())
-    return Certificates(directory)
+    return make_certificates(tmp_path_factory.mktemp("certificates"))
 
 
 @dataclass

@@ -4,7 +4,8 @@ The broker listens on PLAINTEXT and SSL (and SASL_SSL with SCRAM-SHA-512 unless 
 listener in turn, confluent-kafka produces --records records of --record-size bytes (acks=1, linger.ms=5) to its own
 topic and then consumes them all from the start, each timed from the first call to the last record, --rounds times
 with the listeners alternating. Plaintext fetches go out with sendfile; TLS ones are read into memory and encrypted,
-which is the cost this measures. --plaintext-only runs with a tree that has no TLS (to compare plaintext before and
+which is the cost this measures. Beside the rates it reports the broker process's CPU time per MB, which a
+machine shared with other work disturbs far less than it disturbs the rates. --plaintext-only runs with a tree that has no TLS (to compare plaintext before and
 after a change). Run from the repository: `PYTHONPATH=$PWD python bench/tls_bench.py [--records 200000]
 [--record-size 1024] [--rounds 2]`; the broker process runs the odradek that PYTHONPATH names.
 """
@@ -12,6 +13,7 @@ after a change). Run from the repository: `PYTHONPATH=$PWD python bench/tls_benc
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import sys
@@ -32,6 +34,12 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """The broker process's user + system CPU time so far (from /proc): steadier than rates on a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def produce(bootstrap: str, client_config: dict, topic: str, records: int, payload: bytes) -> float:
@@ -99,18 +107,27 @@ def main() -> int:
                     [UserScramCredentialUpsertion("bench", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
                                                   b"bench-secret")])["bench"].result(10)
             payload = b"x" * args.record_size
-            rates: dict[str, dict[str, list[float]]] = {name: {"produce": [], "consume": []} for name in listeners}
+            rates = {name: {"produce": [], "consume": []} for name in listeners}
+            cpu = {name: {"produce": [], "consume": []} for name in listeners}
+            mb = args.records * args.record_size / MB
+            pid = broker.process.pid
             for _ in range(args.rounds):
                 for name, client_config in listeners.items():
                     topic = f"bench-{name.lower()}-{uuid.uuid4().hex[:6]}"
-                    mb = args.records * args.record_size / MB
-                    rates[name]["produce"].append(mb / produce(addresses[name], client_config, topic, args.records,
-                                                                payload))
-                    rates[name]["consume"].append(mb / consume(addresses[name], client_config, topic, args.records))
-    print(f"{args.records} records of {args.record_size} B, {args.rounds} round(s), median MB/s:")
-    for name, measured in rates.items():
-        print(f"  {name:10} produce {statistics.median(measured['produce']):8.1f}   "
-              f"consume {statistics.median(measured['consume']):8.1f}")
+                    for phase, run in (("produce", lambda: produce(addresses[name], client_config, topic,
+                                                                    args.records, payload)),
+                                       ("consume", lambda: consume(addresses[name], client_config, topic,
+                                                                    args.records))):
+                        cpu_before = cpu_seconds(pid)
+                        rates[name][phase].append(mb / run())
+                        cpu[name][phase].append((cpu_seconds(pid) - cpu_before) * 1000 / mb)
+    print(f"{args.records} records of {args.record_size} B, {args.rounds} round(s); medians of MB/s and of the "
+          "broker's CPU ms per MB:")
+    for name in listeners:
+        print(f"  {name:10} produce {statistics.median(rates[name]['produce']):7.1f} MB/s "
+              f"{statistics.median(cpu[name]['produce']):6.2f} ms/MB   "
+              f"consume {statistics.median(rates[name]['consume']):7.1f} MB/s "
+              f"{statistics.median(cpu[name]['consume']):6.2f} ms/MB")
     return 0
 
 

@@ -47,6 +47,7 @@ _SIZE = struct.Struct(">i")
 ANONYMOUS = "User:ANONYMOUS"
 API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 18, 17, 36
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
+TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
 AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
@@ -399,38 +400,46 @@ class TlsConnection(Connection):
         return True
 
     async def _receive(self, loop, size: int) -> bytes:
-        """Up to `size` decrypted bytes: whatever the TLS records received so far hold (one read returns at most
-        one 16 KiB record, so they are gathered here rather than cut into frames one record at a time)."""
-        while True:
+        """Up to `size` decrypted bytes: all that the TLS records received so far hold."""
+        pieces: list = []
+        await self._decrypt(loop, size, pieces)
+        return b"".join(pieces)
+
+    def _receive_into(self, loop, target: memoryview) -> Awaitable[int]:
+        """Decrypt straight into `target` (a large frame's buffer), with no bytes object in between."""
+        return self._decrypt(loop, len(target), target)
+
+    async def _decrypt(self, loop, size: int, into: list | memoryview) -> int:
+        """Read up to `size` decrypted bytes into a list of pieces or a buffer, waiting for the socket only while
+        there are none. One SSLObject.read yields at most one TLS record (16 KiB), so reads go on while received
+        bytes remain. Returns how many bytes came (0: the peer closed)."""
+        length = 0
+        while length < size:
             try:
-                data = self._tls.read(size)
+                if isinstance(into, list):
+                    piece = self._tls.read(min(size - length, TLS_RECORD_SIZE))
+                    into.append(piece)
+                    count = len(piece)
+                else:
+                    count = self._tls.read(size - length, into[length:])
             except ssl.SSLWantReadError:
+                if length:
+                    break
                 if self._outgoing.pending:
                     await self._flush()
                 if not await self._feed(loop):
-                    return b""
+                    return 0
                 continue
             except ssl.SSLZeroReturnError:
-                return b""
-            break
-        if self._incoming.pending and len(data) < size:
-            gathered, length = [data], len(data)
-            while self._incoming.pending and length < size:
-                try:
-                    more = self._tls.read(size - length)
-                except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
-                    break
-                gathered.append(more)
-                length += len(more)
-            data = b"".join(gathered)
+                break
+            if not count:
+                break
+            length += count
+            if not self._incoming.pending and not self._tls.pending():
+                break
         if self._outgoing.pending:
             await self._flush()
-        return data
-
-    async def _receive_into(self, loop, target: memoryview) -> int:
-        data = await self._receive(loop, len(target))
-        target[:len(data)] = data
-        return len(data)
+        return length
 
     async def send(self, chunks: list) -> None:
         """Encrypt the answer as one piece, file regions read into memory first (no sendfile through TLS)."""

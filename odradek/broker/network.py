@@ -14,8 +14,9 @@ One server listens on every entry of `listeners`. A TLS listener's connections (
 and writer over an ssl.SSLObject between two memory BIOs, so the socket stays a plain non-blocking one in the same
 loop; only their receive and send primitives differ, and their fetch answers are read into memory and encrypted,
 since sendfile cannot pass through TLS. On a SASL listener a connection carries its SASL session (`authenticating`)
-until the handshake succeeds: before that, any request but ApiVersions, SaslHandshake and SaslAuthenticate closes
-it (ILLEGAL_SASL_STATE, as Kafka), and so does not finishing within the handshake timeout.
+until the exchange succeeds: before that, a request the session does not expect (anything but ApiVersions and
+SaslHandshake first, then only SaslAuthenticate) closes it (ILLEGAL_SASL_STATE, as Kafka), and so does not
+finishing within the SASL deadline.
 """
 
 from __future__ import annotations
@@ -45,8 +46,6 @@ RECV_SIZE = 256 * 1024
 LARGE_FRAME_FIRST_BYTES = 1024 * 1024  # a large frame's buffer starts here and doubles as its bytes arrive
 _SIZE = struct.Struct(">i")
 ANONYMOUS = "User:ANONYMOUS"
-API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 18, 17, 36
-BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
 TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
 AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
@@ -210,8 +209,8 @@ class Connection:
             return
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
-        if self.authenticating is not None and header.api_key not in BEFORE_AUTHENTICATION:
-            raise CloseConnection(f"api key {header.api_key} before SASL authentication (ILLEGAL_SASL_STATE)")
+        if self.authenticating is not None and header.api_key not in self.authenticating.allowed_api_keys:
+            raise CloseConnection(f"api key {header.api_key} during SASL authentication (ILLEGAL_SASL_STATE)")
         handler = self.server.handlers.get(header.api_key)
         if handler is None:
             raise CloseConnection(f"no handler for api key {header.api_key}")

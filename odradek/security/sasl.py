@@ -25,6 +25,7 @@ from odradek.security.scram import ScramCredential, ScramError, ScramServer
 
 SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ENABLED_MECHANISMS = "GSSAPI"  # Kafka's default sasl.enabled.mechanisms; GSSAPI itself is not served
+API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 18, 17, 36
 _JAAS_OPTION = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
 
 
@@ -94,6 +95,10 @@ class PlainServer:
         return b""
 
 
+_HANDSHAKE_KEYS = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY})
+_TOKEN_KEYS = frozenset({SASL_AUTHENTICATE_KEY})
+
+
 class SaslSession:
     """The SASL state of one connection. `handshake` answers SaslHandshake with an error code; `step` runs one
     token through the chosen mechanism and returns its answer, and `principal` once the exchange is done."""
@@ -119,8 +124,10 @@ class SaslSession:
         return ErrorCode.NONE
 
     @property
-    def expecting_tokens(self) -> bool:
-        return self._server is not None
+    def allowed_api_keys(self) -> frozenset:
+        """What may come now, as Kafka's SaslServerAuthenticator: ApiVersions and SaslHandshake until a mechanism
+        is chosen, then SaslAuthenticate only."""
+        return _TOKEN_KEYS if self._server is not None else _HANDSHAKE_KEYS
 
     def step(self, token: bytes) -> bytes:
         try:

@@ -43,10 +43,6 @@ def handlers(broker) -> dict:
             message = ("SaslAuthenticate request received after successful authentication"
                        if connection.listener.uses_sasl else "SASL is not enabled on this listener")
             return failure(ErrorCode.ILLEGAL_SASL_STATE, message)
-        if not session.expecting_tokens or session.raw_tokens:
-            connection.close_after_answer = True
-            return failure(ErrorCode.ILLEGAL_SASL_STATE, "Unexpected SaslAuthenticate request, expected "
-                           + ("SaslHandshake" if not session.expecting_tokens else "a bare SASL token"))
         try:
             challenge = session.step(request.auth_bytes)
         except SaslAuthenticationFailed as exc:

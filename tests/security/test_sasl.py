@@ -15,6 +15,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
                                    UserScramCredentialUpsertion)
 
+from odradek.errors import ErrorCode
+from odradek.protocol import api
 from tests.security.conftest import PLAIN_USERS
 from tests.security.test_tls import produce_and_consume
 
@@ -149,3 +151,18 @@ def test_kcat_lists_metadata_over_sasl_ssl(secure_broker, certificates):
         capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["brokers"] == [{"id": 1, "name": secure_broker.address("SASL_SSL")}]
+
+
+def test_a_user_changed_twice_in_one_request_is_refused_and_left_alone(secure_broker):
+    from tests.broker.raw_client import RawClient
+
+    client = RawClient(secure_broker.ports["PLAINTEXT"])
+    Upsertion = api("AlterUserScramCredentials").request.ScramCredentialUpsertion
+    upsertions = [Upsertion(name="gina", mechanism=mechanism, iterations=4096, salt=b"salt", salted_password=b"x" * 32)
+                  for mechanism in (1, 2)]
+    answer = client.call("AlterUserScramCredentials", 0, deletions=[], upsertions=upsertions)
+    assert [(r.user, r.error_code, r.error_message) for r in answer.results] == [
+        ("gina", ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")]
+    described = client.call("DescribeUserScramCredentials", 0, users=[api("DescribeUserScramCredentials").request
+                                                                      .UserName(name="gina")])
+    assert described.results[0].error_code == ErrorCode.RESOURCE_NOT_FOUND

@@ -84,12 +84,19 @@ def handlers(broker) -> dict:
         errors: dict[str, tuple[ErrorCode, str]] = {}
         changes: dict[str, tuple[str, str, ScramCredential | None]] = {}
         twice = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
-        for deletion in request.deletions:
-            name = deletion.name
+
+        def first_change(name: str) -> bool:
+            """Kafka takes one change per user and request: a second one turns the user's result into an error."""
             if name in errors:
-                continue
+                return False
             if changes.pop(name, None) is not None:
                 errors[name] = twice
+                return False
+            return True
+
+        for deletion in request.deletions:
+            name = deletion.name
+            if not first_change(name):
                 continue
             error = refusal(name, deletion.mechanism)
             mechanism = MECHANISM_NAMES.get(deletion.mechanism)
@@ -101,10 +108,7 @@ def handlers(broker) -> dict:
                 changes[name] = (name, mechanism, None)
         for upsertion in request.upsertions:
             name = upsertion.name
-            if name in errors:
-                continue
-            if changes.pop(name, None) is not None:
-                errors[name] = twice
+            if not first_change(name):
                 continue
             error = refusal(name, upsertion.mechanism)
             if error is None and upsertion.iterations < MIN_ITERATIONS:

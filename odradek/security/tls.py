@@ -49,10 +49,10 @@ def server_context(listener: Listener, props: Mapping[str, Any]) -> ssl.SSLConte
     password = setting("ssl.key.password")
     location, inline_key = setting("ssl.keystore.location"), setting("ssl.keystore.key")
     try:
-        if location:
-            context.load_cert_chain(location, password=password)
-        elif inline_key:
+        if inline_key:
             _load_inline_cert_chain(context, inline_key, setting("ssl.keystore.certificate.chain", ""), password)
+        elif location:
+            context.load_cert_chain(location, password=password)
         else:
             raise _config_error(listener, "a TLS listener needs ssl.keystore.location or ssl.keystore.key")
         trusted_file, trusted_inline = setting("ssl.truststore.location"), setting("ssl.truststore.certificates")

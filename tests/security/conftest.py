@@ -1,5 +1,6 @@
 """One broker for the security tests with a listener of each kind (PLAINTEXT first, then SSL with client auth
-required, SASL_PLAINTEXT, SASL_SSL and SSL without client auth), and the certificates it and its clients use."""
+required, SASL_PLAINTEXT, SASL_SSL and SSL without client auth, OPEN_SSL, whose key is given inline), and the
+certificates it and its clients use."""
 
 from __future__ import annotations
 
@@ -46,10 +47,14 @@ def secure_broker(tmp_path_factory, certificates) -> SecureBroker:
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
                                           "SASL_SSL:SASL_SSL,OPEN_SSL:SSL",
         "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": certificates.path("broker-keystore.pem"),
+        "listener.name.ssl.ssl.keystore.location": certificates.path("broker-keystore.pem"),
+        "listener.name.sasl_ssl.ssl.keystore.location": certificates.path("broker-keystore.pem"),
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": certificates.path("ca.pem"),
         "listener.name.ssl.ssl.client.auth": "required",
+        # OPEN_SSL takes its key and certificate inline (ssl.keystore.key / ssl.keystore.certificate.chain)
+        "listener.name.open_ssl.ssl.keystore.key": (certificates.directory / "broker.key").read_text(),
+        "listener.name.open_ssl.ssl.keystore.certificate.chain": (certificates.directory / "broker.pem").read_text(),
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,

@@ -1,8 +1,9 @@
-"""TLS listeners: clients read and write over SSL, client certificates are required where configured and name the
+"""TLS listeners: confluent-kafka, kafka-python, aiokafka and kcat read and write over SSL, client certificates are required where configured and name the
 principal, and Metadata on each listener advertises that listener."""
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 
 import pytest
@@ -68,3 +69,64 @@ def test_metadata_advertises_the_listener_the_client_came_in_on(secure_broker, c
     admin = AdminClient({"bootstrap.servers": secure_broker.address(listener), **config})
     brokers = admin.list_topics(timeout=10).brokers
     assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", secure_broker.ports[listener])]
+
+
+def test_kafka_python_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    config = {"bootstrap_servers": secure_broker.address("SSL"), "security_protocol": "SSL",
+              "ssl_cafile": certificates.path("ca.pem"), "ssl_certfile": certificates.path("client.pem"),
+              "ssl_keyfile": certificates.path("client.key")}
+    topic = f"kafka-python-ssl-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(**config)
+    for index in range(10):
+        producer.send(topic, f"v{index}".encode())
+    producer.flush(10)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=10000, **config)
+    values = [message.value for _, message in zip(range(10), consumer)]
+    consumer.close()
+    assert values == [f"v{index}".encode() for index in range(10)]
+
+
+def test_aiokafka_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    async def run() -> list[bytes]:
+        context = create_ssl_context(cafile=certificates.path("ca.pem"), certfile=certificates.path("client.pem"),
+                                     keyfile=certificates.path("client.key"))
+        config = {"bootstrap_servers": secure_broker.address("SSL"), "security_protocol": "SSL",
+                  "ssl_context": context}
+        topic = f"aiokafka-ssl-{uuid.uuid4().hex[:8]}"
+        producer = AIOKafkaProducer(**config)
+        await producer.start()
+        try:
+            for index in range(10):
+                await producer.send_and_wait(topic, f"v{index}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **config)
+        await consumer.start()
+        try:
+            return [(await asyncio.wait_for(consumer.getone(), 10)).value for _ in range(10)]
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(run()) == [f"v{index}".encode() for index in range(10)]
+
+
+def test_kcat_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):
+    topic = f"kcat-ssl-{uuid.uuid4().hex[:8]}"
+    options = ["-b", secure_broker.address("SSL"), "-X", "security.protocol=SSL",
+               "-X", f"ssl.ca.location={certificates.path('ca.pem')}",
+               "-X", f"ssl.certificate.location={certificates.path('client.pem')}",
+               "-X", f"ssl.key.location={certificates.path('client.key')}"]
+    produced = subprocess.run(["kcat", *options, "-P", "-t", topic], input="one\ntwo\nthree\n", capture_output=True,
+                              text=True, timeout=30)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(["kcat", *options, "-C", "-t", topic, "-o", "beginning", "-c", "3", "-e"],
+                              capture_output=True, text=True, timeout=30)
+    assert consumed.stdout.split() == ["one", "two", "three"], consumed.stderr

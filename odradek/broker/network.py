@@ -385,6 +385,9 @@ class TlsConnection(Connection):
                 await self._flush()
                 if not await self._feed(loop):
                     raise ConnectionError("connection closed during the TLS handshake")
+            except ssl.SSLError:
+                await self._flush()  # the alert that tells the client why (e.g. certificate required)
+                raise
         await self._flush()
         certificate = self._tls.getpeercert()
         if certificate:

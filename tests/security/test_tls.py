@@ -130,3 +130,37 @@ def test_kcat_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker,
     consumed = subprocess.run(["kcat", *options, "-C", "-t", topic, "-o", "beginning", "-c", "3", "-e"],
                               capture_output=True, text=True, timeout=30)
     assert consumed.stdout.split() == ["one", "two", "three"], consumed.stderr
+
+
+def test_plaintext_or_garbage_on_a_tls_listener_is_closed_and_the_broker_stays_up(secure_broker, certificates):
+    import random
+    import socket
+
+    from tests.broker.raw_client import RawClient
+
+    rng = random.Random(7)
+    for payload in [b"\x00\x00\x00\x15\x00\x12\x00\x03" + bytes(17), b"\x16\x03\x01\x00\x05hello",
+                    bytes(rng.randrange(256) for _ in range(2000))]:
+        with socket.create_connection(("127.0.0.1", secure_broker.ports["OPEN_SSL"]), timeout=10) as sock:
+            sock.sendall(payload)
+            try:
+                while sock.recv(4096):  # at most a TLS alert, then the close
+                    pass
+            except ConnectionResetError:
+                pass
+    assert RawClient(secure_broker.ports["PLAINTEXT"]).call(
+        "Metadata", 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False).brokers
+    admin = AdminClient({"bootstrap.servers": secure_broker.address("OPEN_SSL"), **ssl_config(certificates)})
+    assert admin.list_topics(timeout=10).brokers
+
+
+def test_a_refused_client_is_told_why_by_a_tls_alert(secure_broker, certificates):
+    import socket
+    import ssl
+
+    context = ssl.create_default_context(cafile=certificates.path("ca.pem"))
+    with socket.create_connection(("127.0.0.1", secure_broker.ports["SSL"]), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="localhost") as tls:
+            with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED|certificate required"):
+                tls.sendall(b"\x00\x00\x00\x00")
+                tls.recv(1)

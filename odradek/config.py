@@ -519,7 +519,7 @@ def parse_listener(text: str) -> tuple[str, int]:
 # listener.name.<name>.<key>): taken as
 # given rather than typed in BROKER_CONFIGS, because Kafka lets each listener carry its own.
 LISTENER_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "plain.sasl.", "scram-sha-256.sasl.",
-                              "scram-sha-512.sasl.")
+                              "scram-sha-512.sasl.", "connections.max.reauth.ms")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 

@@ -216,7 +216,8 @@ class Broker:
         if not listener.uses_sasl:
             return tls_context, None
         mechanisms, users = enabled_mechanisms(listener, self.props), plain_users(listener, self.props)
-        return tls_context, lambda: SaslSession(mechanisms, users, self.metadata.scram_credential)
+        lifetime_ms = int(listener.setting(self.props, "connections.max.reauth.ms", 0))
+        return tls_context, lambda: SaslSession(mechanisms, users, self.metadata.scram_credential, lifetime_ms)
 
     def _retention(self, now: int) -> None:
         removed = self.logs.run_retention(now)

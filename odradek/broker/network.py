@@ -46,6 +46,7 @@ RECV_SIZE = 256 * 1024
 LARGE_FRAME_FIRST_BYTES = 1024 * 1024  # a large frame's buffer starts here and doubles as its bytes arrive
 _SIZE = struct.Struct(">i")
 ANONYMOUS = "User:ANONYMOUS"
+REAUTHENTICATION_KEYS = frozenset({17, 36})  # SaslHandshake, SaslAuthenticate: what an expired session may send
 TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
 AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
@@ -61,7 +62,7 @@ class CloseConnection(Exception):
 class Connection:
     __slots__ = ("server", "sock", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
                  "_answer_ready", "fetch_sessions", "principal", "listener", "authenticating",
-                 "close_after_answer")
+                 "close_after_answer", "sasl", "session_expires_at")
 
     def __init__(self, server: "NetworkServer", sock: socket.socket, peer: str, listener: Listener,
                  authenticating: Any = None):
@@ -71,6 +72,8 @@ class Connection:
         self.listener = listener
         # the SASL session (odradek.security.sasl.SaslSession) until it authenticates; None when nothing is owed
         self.authenticating = authenticating
+        self.sasl = authenticating  # the connection's SASL session, kept for re-authentication (KIP-368)
+        self.session_expires_at: float | None = None  # connections.max.reauth.ms, on the monotonic clock
         self.close_after_answer = False  # set by a handler whose answer is the last (failed authentication)
         self.last_active = time.monotonic()
         self.task: asyncio.Task | None = None
@@ -209,6 +212,9 @@ class Connection:
             return
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
+        expires = self.session_expires_at
+        if expires is not None and header.api_key not in REAUTHENTICATION_KEYS and time.monotonic() > expires:
+            raise CloseConnection("its SASL session expired without re-authentication (connections.max.reauth.ms)")
         if self.authenticating is not None and header.api_key not in self.authenticating.allowed_api_keys:
             raise CloseConnection(f"api key {header.api_key} during SASL authentication (ILLEGAL_SASL_STATE)")
         handler = self.server.handlers.get(header.api_key)
@@ -236,11 +242,16 @@ class Connection:
 
     def note_authentication(self) -> None:
         """Once the SASL exchange has succeeded: its user becomes the principal and requests are open."""
-        principal = self.authenticating.principal
+        session = self.authenticating
+        principal = session.principal
         if principal is not None:
-            log.info("%s authenticated as %s with %s", self.peer, principal, self.authenticating.mechanism)
+            log.info("%s %s as %s with %s", self.peer,
+                     "authenticated" if session.authenticated_as is None else "re-authenticated",
+                     principal, session.mechanism)
             self.principal = principal
             self.authenticating = None
+            if session.lifetime_ms > 0:
+                self.session_expires_at = time.monotonic() + session.lifetime_ms / 1000
 
     def _queue(self, header: RequestHeader | None, answer: Any, started: float) -> None:
         self._pending.append((header, answer, started))

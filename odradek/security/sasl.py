@@ -104,18 +104,24 @@ class SaslSession:
     token through the chosen mechanism and returns its answer, and `principal` once the exchange is done."""
 
     def __init__(self, mechanisms: list[str], users: Mapping[str, str],
-                 scram_lookup: Callable[[str, str], ScramCredential | None]):
+                 scram_lookup: Callable[[str, str], ScramCredential | None], lifetime_ms: int = 0):
         self.mechanisms = mechanisms
         self.users = users
         self.scram_lookup = scram_lookup
+        self.lifetime_ms = lifetime_ms  # connections.max.reauth.ms (KIP-368); 0: sessions do not expire
         self.mechanism: str | None = None
         self.raw_tokens = False  # after SaslHandshake v0: bare tokens, no Kafka framing
+        self.authenticated_as: str | None = None  # while re-authenticating: the principal it must keep
         self._server: PlainServer | ScramServer | None = None
+
+    def reauthenticate(self) -> None:
+        """KIP-368: a new exchange on an authenticated connection, which must keep its mechanism and principal."""
+        self.authenticated_as, self._server = self.principal, None
 
     def handshake(self, mechanism: str, version: int) -> ErrorCode:
         if self._server is not None:
             return ErrorCode.ILLEGAL_SASL_STATE
-        if mechanism not in self.mechanisms:
+        if mechanism not in self.mechanisms or (self.authenticated_as is not None and mechanism != self.mechanism):
             return ErrorCode.UNSUPPORTED_SASL_MECHANISM
         self.mechanism = mechanism
         self._server = (PlainServer(self.users) if mechanism == "PLAIN"
@@ -131,9 +137,14 @@ class SaslSession:
 
     def step(self, token: bytes) -> bytes:
         try:
-            return self._server.step(token)
+            answer = self._server.step(token)
         except ScramError:
             raise generic_failure(self.mechanism) from None
+        principal = self.principal
+        if principal is not None and self.authenticated_as not in (None, principal):
+            raise SaslAuthenticationFailed(
+                f"Cannot change principals during re-authentication from {self.authenticated_as}: {principal}")
+        return answer
 
     @property
     def principal(self) -> str | None:

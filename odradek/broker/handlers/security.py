@@ -1,6 +1,8 @@
 """SaslHandshake and SaslAuthenticate (KIP-152): drive the connection's SASL session (odradek.security.sasl).
 
-On a listener without SASL, or after authentication, both answer as Kafka's KafkaApis does: ILLEGAL_SASL_STATE. A failed authentication is answered with SASL_AUTHENTICATION_FAILED and Kafka's message, then the
+On a listener without SASL, or after authentication, both answer as Kafka's KafkaApis does: ILLEGAL_SASL_STATE;
+but where connections.max.reauth.ms is set, a SaslHandshake on an authenticated connection starts a KIP-368
+re-authentication (same mechanism, same principal), and a successful SaslAuthenticate v1+ says when the session ends. A failed authentication is answered with SASL_AUTHENTICATION_FAILED and Kafka's message, then the
 connection closes; a SaslAuthenticate after success is ILLEGAL_SASL_STATE and the connection stays usable.
 
 DescribeUserScramCredentials and AlterUserScramCredentials manage the SCRAM credentials in the catalogue with
@@ -26,6 +28,9 @@ MECHANISM_NAMES = {number: name for name, number in MECHANISM_TYPES.items()}
 def handlers(broker) -> dict:
     def answer_handshake(connection, header, request):
         session = connection.authenticating
+        if session is None and connection.sasl is not None and connection.sasl.lifetime_ms > 0:
+            session = connection.authenticating = connection.sasl  # KIP-368 re-authentication
+            session.reauthenticate()
         if session is None:  # as KafkaApis answers: no SASL here, or it is done
             return SASL_HANDSHAKE.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
         code = session.handshake(request.mechanism, header.api_version)
@@ -49,8 +54,9 @@ def handlers(broker) -> dict:
             connection.close_after_answer = True
             return failure(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc))
         connection.note_authentication()
+        lifetime_ms = session.lifetime_ms if connection.authenticating is None else 0
         return SASL_AUTHENTICATE.response(error_code=ErrorCode.NONE, error_message=None, auth_bytes=challenge,
-                                          session_lifetime_ms=0)
+                                          session_lifetime_ms=lifetime_ms)
 
     def answer_describe_scram(connection, header, request):
         stored = broker.metadata.scram_credentials

@@ -4,7 +4,6 @@ error and message."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import time
@@ -17,6 +16,7 @@ from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechan
 
 from odradek.errors import ErrorCode
 from odradek.protocol import api
+from tests.security.clients import EXPECTED, aiokafka_round_trip, kafka_python_round_trip
 from tests.security.conftest import PLAIN_USERS
 from tests.security.test_tls import produce_and_consume
 
@@ -99,48 +99,20 @@ def test_too_few_iterations_are_refused(secure_broker):
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_kafka_python_authenticates(secure_broker, scram_users, mechanism):
-    from kafka import KafkaConsumer, KafkaProducer
-
     user, password = ("alice", PLAIN_USERS["alice"]) if mechanism == "PLAIN" else ("bob", scram_users["bob"])
     config = {"bootstrap_servers": secure_broker.address("SASL_PLAINTEXT"), "security_protocol": "SASL_PLAINTEXT",
               "sasl_mechanism": mechanism, "sasl_plain_username": user, "sasl_plain_password": password}
-    topic = f"kafka-python-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(**config)
-    for index in range(10):
-        producer.send(topic, f"v{index}".encode())
-    producer.flush(10)
-    producer.close()
-    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=10000, **config)
-    values = [message.value for _, message in zip(range(10), consumer)]
-    consumer.close()
-    assert values == [f"v{index}".encode() for index in range(10)]
+    assert kafka_python_round_trip(config) == EXPECTED
 
 
 def test_aiokafka_authenticates_over_sasl_ssl(secure_broker, certificates, scram_users):
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
 
-    async def run() -> list[bytes]:
-        config = {"bootstrap_servers": secure_broker.address("SASL_SSL"), "security_protocol": "SASL_SSL",
-                  "ssl_context": create_ssl_context(cafile=certificates.path("ca.pem")),
-                  "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "bob",
-                  "sasl_plain_password": scram_users["bob"]}
-        topic = f"aiokafka-{uuid.uuid4().hex[:8]}"
-        producer = AIOKafkaProducer(**config)
-        await producer.start()
-        try:
-            for index in range(10):
-                await producer.send_and_wait(topic, f"v{index}".encode())
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **config)
-        await consumer.start()
-        try:
-            return [(await asyncio.wait_for(consumer.getone(), 10)).value for _ in range(10)]
-        finally:
-            await consumer.stop()
-
-    assert asyncio.run(run()) == [f"v{index}".encode() for index in range(10)]
+    config = {"bootstrap_servers": secure_broker.address("SASL_SSL"), "security_protocol": "SASL_SSL",
+              "ssl_context": create_ssl_context(cafile=certificates.path("ca.pem")),
+              "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "bob",
+              "sasl_plain_password": scram_users["bob"]}
+    assert aiokafka_round_trip(config) == EXPECTED
 
 
 def test_kcat_lists_metadata_over_sasl_ssl(secure_broker, certificates):

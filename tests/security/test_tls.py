@@ -10,6 +10,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from tests.security.clients import EXPECTED, aiokafka_round_trip, kafka_python_round_trip
+
 
 def ssl_config(certificates, *, client: str | None = "client") -> dict:
     config = {"security.protocol": "SSL", "ssl.ca.location": certificates.path("ca.pem")}
@@ -72,50 +74,19 @@ def test_metadata_advertises_the_listener_the_client_came_in_on(secure_broker, c
 
 
 def test_kafka_python_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):
-    from kafka import KafkaConsumer, KafkaProducer
-
     config = {"bootstrap_servers": secure_broker.address("SSL"), "security_protocol": "SSL",
               "ssl_cafile": certificates.path("ca.pem"), "ssl_certfile": certificates.path("client.pem"),
               "ssl_keyfile": certificates.path("client.key")}
-    topic = f"kafka-python-ssl-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(**config)
-    for index in range(10):
-        producer.send(topic, f"v{index}".encode())
-    producer.flush(10)
-    producer.close()
-    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=10000, **config)
-    values = [message.value for _, message in zip(range(10), consumer)]
-    consumer.close()
-    assert values == [f"v{index}".encode() for index in range(10)]
+    assert kafka_python_round_trip(config) == EXPECTED
 
 
 def test_aiokafka_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):
-    import asyncio
-
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
 
-    async def run() -> list[bytes]:
-        context = create_ssl_context(cafile=certificates.path("ca.pem"), certfile=certificates.path("client.pem"),
-                                     keyfile=certificates.path("client.key"))
-        config = {"bootstrap_servers": secure_broker.address("SSL"), "security_protocol": "SSL",
-                  "ssl_context": context}
-        topic = f"aiokafka-ssl-{uuid.uuid4().hex[:8]}"
-        producer = AIOKafkaProducer(**config)
-        await producer.start()
-        try:
-            for index in range(10):
-                await producer.send_and_wait(topic, f"v{index}".encode())
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **config)
-        await consumer.start()
-        try:
-            return [(await asyncio.wait_for(consumer.getone(), 10)).value for _ in range(10)]
-        finally:
-            await consumer.stop()
-
-    assert asyncio.run(run()) == [f"v{index}".encode() for index in range(10)]
+    context = create_ssl_context(cafile=certificates.path("ca.pem"), certfile=certificates.path("client.pem"),
+                                 keyfile=certificates.path("client.key"))
+    config = {"bootstrap_servers": secure_broker.address("SSL"), "security_protocol": "SSL", "ssl_context": context}
+    assert aiokafka_round_trip(config) == EXPECTED
 
 
 def test_kcat_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):

@@ -1,13 +1,13 @@
 """Produce and consume rates over TLS beside plaintext, on one broker in the same run.
 
-The broker listens on PLAINTEXT and SSL (and SASL_SSL with SCRAM-SHA-512 unless --plaintext-only); for each
-listener in turn, confluent-kafka produces --records records of --record-size bytes (acks=1, linger.ms=5) to its own
-topic and then consumes them all from the start, each timed from the first call to the last record, --rounds times
-with the listeners alternating. Plaintext fetches go out with sendfile; TLS ones are read into memory and encrypted,
-which is the cost this measures. Beside the rates it reports the broker process's CPU time per MB, which a
-machine shared with other work disturbs far less than it disturbs the rates. --plaintext-only runs with a tree that has no TLS (to compare plaintext before and
-after a change). Run from the repository: `PYTHONPATH=$PWD python bench/tls_bench.py [--records 200000]
-[--record-size 1024] [--rounds 2]`; the broker process runs the odradek that PYTHONPATH names.
+The broker listens on PLAINTEXT and SSL (and SASL_SSL with SCRAM-SHA-512 unless --plaintext-only); for each listener
+in turn, confluent-kafka produces --records records of --record-size bytes (acks=1, linger.ms=5) to its own topic and
+then consumes them all from the start, each timed from the first call to the last record, --rounds times with the
+listeners alternating. Plaintext fetches go out with sendfile; TLS ones are read into memory and encrypted, which is
+the cost this measures. Beside the rates it reports the broker process's CPU time per MB, which a machine shared with
+other work disturbs far less than it disturbs the rates. --plaintext-only runs with a tree that has no TLS (to
+compare plaintext before and after a change). Run from the repository: `PYTHONPATH=$PWD python bench/tls_bench.py
+[--records 200000] [--record-size 1024] [--rounds 2]`; the broker process runs the odradek that PYTHONPATH names.
 """
 
 from __future__ import annotations

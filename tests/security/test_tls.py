@@ -1,5 +1,5 @@
-"""TLS listeners: confluent-kafka, kafka-python, aiokafka and kcat read and write over SSL, client certificates are required where configured and name the
-principal, and Metadata on each listener advertises that listener."""
+"""TLS listeners: confluent-kafka, kafka-python, aiokafka and kcat read and write over SSL, client certificates are
+required where configured and name the principal, and Metadata on each listener advertises that listener."""
 
 from __future__ import annotations
 

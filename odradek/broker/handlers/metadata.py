@@ -1,8 +1,9 @@
 """Metadata and DescribeCluster: who the brokers are and where every partition's leader is.
 
-Topics are named by name and by a stable UUID (kept in the cluster metadata), because Fetch v13+ addresses topics
-by id. Each client is given the address of the listener it came in on (advertised.listeners by name). A Metadata request for an unknown topic creates it when auto.create.topics.enable allows and the request
-asks for it, as Kafka does; clients rely on that to produce to a new topic.
+Topics are named by name and by a stable UUID (kept in the cluster metadata), because Fetch v13+ addresses topics by
+id. Each client is given the address of the listener it came in on (advertised.listeners by name). A Metadata request
+for an unknown topic creates it when auto.create.topics.enable allows and the request asks for it, as Kafka does;
+clients rely on that to produce to a new topic.
 """
 
 from __future__ import annotations

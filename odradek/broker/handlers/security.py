@@ -1,13 +1,14 @@
 """SaslHandshake and SaslAuthenticate (KIP-152): drive the connection's SASL session (odradek.security.sasl).
 
-On a listener without SASL, or after authentication, both answer as Kafka's KafkaApis does: ILLEGAL_SASL_STATE;
-but where connections.max.reauth.ms is set, a SaslHandshake on an authenticated connection starts a KIP-368
-re-authentication (same mechanism, same principal), and a successful SaslAuthenticate v1+ says when the session ends. A failed authentication is answered with SASL_AUTHENTICATION_FAILED and Kafka's message, then the
-connection closes; a SaslAuthenticate after success is ILLEGAL_SASL_STATE and the connection stays usable.
+On a listener without SASL, or after authentication, both answer as Kafka's KafkaApis does: ILLEGAL_SASL_STATE; but
+where connections.max.reauth.ms is set, a SaslHandshake on an authenticated connection starts a KIP-368
+re-authentication (same mechanism, same principal), and a successful SaslAuthenticate v1+ says when the session ends.
+A failed authentication is answered with SASL_AUTHENTICATION_FAILED and Kafka's message, then the connection closes;
+a SaslAuthenticate after success is ILLEGAL_SASL_STATE and the connection stays usable.
 
-DescribeUserScramCredentials and AlterUserScramCredentials manage the SCRAM credentials in the catalogue with
-Kafka's checks and messages (KRaft's ScramControlManager and ScramImage): one change per user and request, known
-mechanism, non-empty name, 4096..16384 iterations; the client sends the salted password, never the password.
+DescribeUserScramCredentials and AlterUserScramCredentials manage the SCRAM credentials in the catalogue with Kafka's
+checks and messages (KRaft's ScramControlManager and ScramImage): one change per user and request, known mechanism,
+non-empty name, 4096..16384 iterations; the client sends the salted password, never the password.
 """
 
 from __future__ import annotations

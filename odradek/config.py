@@ -267,6 +267,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("listener.security.protocol.map", _T.STRING,
                   "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
                   "Security protocol of each listener name"),
+        ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
+        ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
+                                                      "(empty: a single-node broker)"),
+        ConfigKey("zookeeper.session.timeout.ms", _T.INT, 18000, "ZooKeeper session timeout", minimum=1),
+        ConfigKey("zookeeper.connection.timeout.ms", _T.INT, 0,
+                  "Longest wait for the first ZooKeeper connection (0: zookeeper.session.timeout.ms)", minimum=0),
         ConfigKey("num.partitions", _T.INT, 1, "Partitions of an auto-created topic", minimum=1),
         ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
         ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),
@@ -274,6 +280,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),
         ConfigKey("socket.request.max.bytes", _T.INT, 104857600, "Largest request frame", minimum=1),
         ConfigKey("connections.max.idle.ms", _T.LONG, 600000, "Close connections idle this long"),
+        ConfigKey("max.connections", _T.INT, INT_MAX, "Connections at once; more wait to be accepted", minimum=0),
+        ConfigKey("max.connections.per.ip", _T.INT, INT_MAX, "Connections at once from one address; more are "
+                  "closed at once", minimum=0),
+        ConfigKey("max.connections.per.ip.overrides", _T.STRING, "", "Per-address limits: host:count,..."),
+        ConfigKey("max.connection.creation.rate", _T.INT, INT_MAX, "New connections per second; more wait",
+                  minimum=0),
         ConfigKey("metrics.port", _T.INT, 0, "Port of the Prometheus /metrics endpoint (0: off)", minimum=0),
         ConfigKey("log.retention.check.interval.ms", _T.LONG, 300000, "How often retention runs", minimum=1),
         ConfigKey("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, "How often flush.ms is checked"),
@@ -398,6 +410,11 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    def create_time_range(self, now_ms: int) -> tuple[int, int]:
+        """The CreateTime timestamps accepted at `now_ms` (message.timestamp.{before,after}.max.ms), inside int64."""
+        return (max(now_ms - self.message_timestamp_before_max_ms, -LONG_MAX - 1),
+                min(now_ms + self.message_timestamp_after_max_ms, LONG_MAX))
 
     @classmethod
     def resolve(cls, topic_overrides: Mapping[str, Any] | None = None,

@@ -5,6 +5,8 @@ One confluent-kafka Consumer joins the group; a fetcher thread polls it and deal
 Streams are asked for per topic (`create_message_streams({"orders": 2})`) or by a filter over topic names
 (`Whitelist("orders|payments")`, `Blacklist("tmp-.*")`); a filter is re-evaluated against the cluster's topics
 every `topic_refresh_ms`, so topics created later are picked up (internal `__` topics never match).
+`settled` is set once the group has handed this member its partitions (possibly none) or the filter matches no topic:
+until then, waiting (joining a new group takes the broker's group.initial.rebalance.delay.ms) is not idleness.
 `commit_offsets()` commits, for every partition, the offset after the last message a stream handed out: what the
 application has seen, not merely what was fetched. Offsets are committed only when asked. The commit itself runs
 on the fetcher thread: a synchronous librdkafka commit made while another thread polls the same consumer never
@@ -92,6 +94,7 @@ class ConsumerConnector:
         self._streams_of: dict[str, list[KafkaStream]] = {}  # topic ("" for a filter) -> its streams
         self._filter: TopicFilter | None = None
         self._stopping = threading.Event()
+        self.settled = threading.Event()
         self._fetcher: threading.Thread | None = None
         self._commit_requests: queue.SimpleQueue[tuple[list, Future]] = queue.SimpleQueue()
 
@@ -100,7 +103,7 @@ class ConsumerConnector:
         """`{topic: number of streams}` -> `{topic: streams}`."""
         self._claim()
         self._streams_of = {topic: [KafkaStream(self) for _ in range(count)] for topic, count in topic_count.items()}
-        self._consumer.subscribe(sorted(topic_count))
+        self._consumer.subscribe(sorted(topic_count), on_assign=self._assigned)
         self._start()
         return dict(self._streams_of)
 
@@ -149,10 +152,16 @@ class ConsumerConnector:
         wanted = sorted(name for name in topics if self._filter.matches(name))
         if wanted != subscribed:
             if wanted:
-                self._consumer.subscribe(wanted)
+                self._consumer.subscribe(wanted, on_assign=self._assigned)
             else:
                 self._consumer.unsubscribe()
+        if not wanted:
+            self.settled.set()
         return wanted
+
+    def _assigned(self, consumer, partitions) -> None:
+        """on_assign: confluent-kafka assigns `partitions` itself after this returns."""
+        self.settled.set()
 
     def _deal(self, message: Message) -> None:
         streams = self._streams_of.get(message.topic) or self._streams_of[""]

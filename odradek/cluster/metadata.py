@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.scram import ScramCredential
@@ -114,10 +115,11 @@ class ClusterMetadata:
         self.scram_credentials: dict[str, dict[str, str]] = {}
 
     @classmethod
-    def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
+    def load(cls, log_dir: Path, node_id: int, cluster_id: str | None = None) -> "ClusterMetadata":
+        """cluster_id: the id the cluster already has (from ZooKeeper); None on a single node, which makes one."""
         log_dir.mkdir(parents=True, exist_ok=True)
         metadata = cls(log_dir, node_id)
-        metadata.cluster_id = metadata._load_or_make_cluster_id()
+        metadata.cluster_id = metadata._load_or_make_cluster_id(cluster_id)
         path = log_dir / METADATA_FILE
         if path.exists():
             try:
@@ -135,8 +137,9 @@ class ClusterMetadata:
                 raise DamagedFileError(path, exc) from None
         return metadata
 
-    def _load_or_make_cluster_id(self) -> str:
-        """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts."""
+    def _load_or_make_cluster_id(self, cluster_id: str | None) -> str:
+        """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts; data written for
+        one cluster never joins another."""
         path = self.log_dir / META_PROPERTIES
         if path.exists():
             try:
@@ -146,19 +149,42 @@ class ClusterMetadata:
                 raise DamagedFileError(path, exc) from None
             if not props.get("cluster.id"):
                 raise DamagedFileError(path, "no cluster.id")
-            return props["cluster.id"].strip()
-        cluster_id = new_cluster_id()
+            stored = props["cluster.id"].strip()
+            if cluster_id is not None and stored != cluster_id:
+                raise ClusterMembershipError(
+                    f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in {path}. The broker is "
+                    "trying to join the wrong cluster. Configured zookeeper.connect may be wrong.")
+            return stored
+        cluster_id = cluster_id or new_cluster_id()
         write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
         return cluster_id
 
     def save(self) -> None:
         body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
                 "broker_configs": self.broker_configs, "scram_credentials": self.scram_credentials,
-                "topics": [t.to_json() for t in self.topics.values()]}
+                "topics": [t.to_json() for t in self._persisted_topics()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
-    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str], *, validate_only: bool = False) -> TopicMetadata:
+    def _persisted_topics(self):
+        return self.topics.values()
+
+    def settled(self, name: str, *, deleted: bool = False) -> bool:
+        """Whether a change to the topic is in force everywhere: at once here (a ZooKeeper catalogue waits for the
+        controller)."""
+        return True
+
+    def registered_brokers(self) -> set[int]:
+        return {self.node_id}
+
+    def _check_replication_factor(self, replication_factor: int) -> None:
+        if replication_factor > 1:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {replication_factor} time(s): "
+                             f"The target replication factor of {replication_factor} cannot be reached "
+                             "because only 1 broker(s) are registered.")
+
+    def _check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
+                         configs: dict[str, str]) -> None:
         validate_topic_name(name)
         if name in self.topics:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -166,12 +192,12 @@ class ClusterMetadata:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if replication_factor < 1:
             raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-        if replication_factor > 1:
-            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                             f"Unable to replicate the partition {replication_factor} time(s): "
-                             f"The target replication factor of {replication_factor} cannot be reached "
-                             "because only 1 broker(s) are registered.")
+        self._check_replication_factor(replication_factor)
         validate_topic_configs(configs)
+
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str], *, validate_only: bool = False) -> TopicMetadata:
+        self._check_new_topic(name, num_partitions, replication_factor, configs)
         topic = TopicMetadata(name, uuid.uuid4(), [self._new_assignment() for _ in range(num_partitions)],
                               accepted_topic_configs(name, configs))
         if not validate_only:
@@ -183,6 +209,7 @@ class ClusterMetadata:
     def check_manual_assignment(self, replica_lists: list[list[int]]) -> int:
         """Kafka's checks of a manual replica assignment (one broker-id list per partition, in partition order);
         returns its replication factor. Only registered brokers may appear, which on one node means this one."""
+        registered = self.registered_brokers()
         factor = None
         for replicas in replica_lists:
             if not replicas:
@@ -192,7 +219,7 @@ class ClusterMetadata:
                 if replicas.count(broker_id) > 1:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
                                      f"includes the broker {broker_id} more than once.")
-                if broker_id != self.node_id:
+                if broker_id not in registered:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
                                      f"includes broker {broker_id}, but no such broker is registered.")
             if factor is not None and len(replicas) != factor:
@@ -215,6 +242,14 @@ class ClusterMetadata:
 
     def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> list[int]:
         """Grow a topic to total_count partitions; returns the new partition indexes."""
+        topic, added = self._check_growth(name, total_count)
+        if not validate_only:
+            topic.partitions.extend(self._new_assignment() for _ in added)
+            self.save()
+        return added
+
+    def _check_growth(self, name: str, total_count: int) -> tuple[TopicMetadata, list[int]]:
+        """(the topic, the partition indexes growing it to total_count would add), or Kafka's refusal."""
         topic = self.topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
@@ -223,11 +258,7 @@ class ClusterMetadata:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic currently has {current} partitions, which is higher than or equal to "
                              f"the requested {total_count}.")
-        added = list(range(current, total_count))
-        if not validate_only:
-            topic.partitions.extend(self._new_assignment() for _ in added)
-            self.save()
-        return added
+        return topic, list(range(current, total_count))
 
     def allocate_producer_id_block(self, size: int) -> int:
         """Reserve [start, start + size) of producer ids, persisted before use so no id is handed out twice."""

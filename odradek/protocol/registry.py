@@ -81,6 +81,7 @@ _ADVERTISED = [
     (m.AddPartitionsToTxnRequest, m.AddPartitionsToTxnResponse, 0, 5),
     (m.AddOffsetsToTxnRequest, m.AddOffsetsToTxnResponse, 0, 4),
     (m.EndTxnRequest, m.EndTxnResponse, 0, 5),
+    (m.WriteTxnMarkersRequest, m.WriteTxnMarkersResponse, 0, 1),
     (m.TxnOffsetCommitRequest, m.TxnOffsetCommitResponse, 0, 5),
     (m.DescribeConfigsRequest, m.DescribeConfigsResponse, 0, 4),
     (m.AlterConfigsRequest, m.AlterConfigsResponse, 0, 2),

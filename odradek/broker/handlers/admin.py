@@ -6,12 +6,19 @@ Each topic succeeds or fails on its own with Kafka's code and message (TOPIC_ALR
 INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); validate_only checks without changing.
 Replicas assigned by hand are accepted when they pass Kafka's checks and name only registered brokers (this one),
 else INVALID_REPLICA_ASSIGNMENT.
+In a ZooKeeper cluster the answer waits (up to the request's timeout) until the change is in force: every new
+partition has a leader, a deleted topic is gone, as Kafka answers once its metadata cache has the change.
 One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
-partitions.
+partitions. A CreatePartitions naming a topic twice gets INVALID_REQUEST for that topic, as in Kafka, and
+neither entry is acted on.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
 
 from odradek.config import ConfigSource
 from odradek.errors import ErrorCode, KafkaError
@@ -28,6 +35,14 @@ CreatePartitionsResponse = CREATE_PARTITIONS.response
 
 MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's MAX_PARTITIONS_PER_BATCH
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+SETTLED_POLL_S = 0.02
+
+
+def duplicate_names(entries) -> list[str]:
+    """The names that more than one entry of a request names, in order of first appearance: Kafka answers each once
+    with INVALID_REQUEST and acts on none of their entries (one entry's growth must not hide another's)."""
+    counts = Counter(entry.name for entry in entries)
+    return [name for name, count in counts.items() if count > 1]
 
 
 def handlers(broker) -> dict:
@@ -63,7 +78,29 @@ def handlers(broker) -> dict:
                         config_source=ConfigSource.TOPIC_CONFIG)
                     for name, value in topic.configs.items()]
             results.append(result)
-        return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+        response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
+        created = [] if request.validate_only and header.api_version >= 1 else \
+            [r.name for r in results if r.error_code == ErrorCode.NONE]
+        return when_settled(response, created, request.timeout_ms, deleted=False)
+
+    def when_settled(response, names: list[str], timeout_ms: int, *, deleted: bool):
+        """The response now if the changes to `names` are in force, else a coroutine that waits for them, at most
+        timeout_ms (then answers REQUEST_TIMED_OUT for the topics still pending, as Kafka)."""
+        if all(broker.metadata.settled(name, deleted=deleted) for name in names):
+            return response
+
+        async def wait():
+            deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+            while time.monotonic() < deadline:
+                if all(broker.metadata.settled(name, deleted=deleted) for name in names):
+                    return response
+                await asyncio.sleep(SETTLED_POLL_S)
+            for result in (response.topics if not deleted else response.responses):
+                if result.name in names and not broker.metadata.settled(result.name, deleted=deleted):
+                    result.error_code, result.error_message = ErrorCode.REQUEST_TIMED_OUT, None
+            return response
+
+        return wait()
 
     def manual_assignment_shape(wanted) -> tuple[int, int]:
         """(partitions, replication factor) of a CreateTopics entry that assigns replicas by hand."""
@@ -102,16 +139,22 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             results.append(result)
-        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+        return when_settled(DeleteTopicsResponse(throttle_time_ms=0, responses=results),
+                            [r.name for r in results if r.error_code == ErrorCode.NONE], request.timeout_ms,
+                            deleted=True)
 
     def answer_create_partitions(connection, header, request):
         topics = broker.metadata.topics
+        duplicated = duplicate_names(request.topics)
+        wanted_once = [wanted for wanted in request.topics if wanted.name not in duplicated]
         growth = {wanted.name: wanted.count - (len(topics[wanted.name].partitions) if wanted.name in topics else 0)
-                  for wanted in request.topics}  # for a topic we do not know, add_partitions says so
-        too_many = sum(max(growth[wanted.name], 0) for wanted in request.topics
+                  for wanted in wanted_once}  # for a topic we do not know, add_partitions says so
+        too_many = sum(max(growth[wanted.name], 0) for wanted in wanted_once
                        if wanted.name in topics) > MAX_PARTITIONS_PER_REQUEST
-        results = []
-        for wanted in request.topics:
+        results = [CreatePartitionsResponse.CreatePartitionsTopicResult(
+            name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic in request.")
+            for name in duplicated]
+        for wanted in wanted_once:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
             try:

@@ -72,9 +72,10 @@ def handlers(broker) -> dict:
         total = 0
         saw_error = False
         for target in targets:
-            partition = broker.partitions.get((target.topic, target.partition))
-            if partition is None:
-                answers.append((target, _partition_error(target, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+            try:
+                partition = broker.partition(target.topic, target.partition)
+            except KafkaError as exc:  # unknown, or led by another broker
+                answers.append((target, _partition_error(target, exc.code)))
                 saw_error = True
                 continue
             log = partition.log

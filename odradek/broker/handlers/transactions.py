@@ -23,6 +23,7 @@ TXN_OFFSET_COMMIT = api("TxnOffsetCommit")
 DESCRIBE_PRODUCERS = api("DescribeProducers")
 DESCRIBE_TRANSACTIONS = api("DescribeTransactions")
 LIST_TRANSACTIONS = api("ListTransactions")
+WRITE_TXN_MARKERS = api("WriteTxnMarkers")
 
 BATCHED_ADD_PARTITIONS_VERSION = 4
 
@@ -53,7 +54,7 @@ def handlers(broker) -> dict:
                        verify_only: bool = False):
         """[(topic, [(partition, code)])] for one transaction of AddPartitionsToTxn."""
         asked = [(topic.name, index) for topic in topics for index in topic.partitions]
-        unknown = {key for key in asked if key not in broker.partitions}
+        unknown = {key for key in asked if not broker.has_partition(*key)}
         if unknown:
             codes = {key: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if key in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                      for key in asked}
@@ -191,7 +192,30 @@ def handlers(broker) -> dict:
                             transactional_id=m.transactional_id, producer_id=m.producer_id,
                             transaction_state=m.state.display_name) for m in found])
 
+    def answer_write_txn_markers(connection, header, request):
+        """A transaction coordinator on another broker closes a transaction on partitions this broker leads."""
+        Response = WRITE_TXN_MARKERS.response
+        results = []
+        for marker in request.markers:
+            topics = []
+            for wanted in marker.topics:
+                partitions = []
+                for index in wanted.partition_indexes:
+                    code = ErrorCode.NONE
+                    try:
+                        broker.write_transaction_marker(wanted.name, index, marker.producer_id,
+                                                        marker.producer_epoch, marker.transaction_result,
+                                                        marker.coordinator_epoch)
+                    except KafkaError as exc:
+                        code = exc.code
+                    partitions.append(Response.WritableTxnMarkerPartitionResult(partition_index=index,
+                                                                                error_code=code))
+                topics.append(Response.WritableTxnMarkerTopicResult(name=wanted.name, partitions=partitions))
+            results.append(Response.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
+        return Response(markers=results)
+
     return {
+        WRITE_TXN_MARKERS.key: answer_write_txn_markers,
         INIT_PRODUCER_ID.key: answer_init_producer_id,
         ADD_PARTITIONS_TO_TXN.key: answer_add_partitions_to_txn,
         ADD_OFFSETS_TO_TXN.key: answer_add_offsets_to_txn,

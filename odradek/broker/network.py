@@ -62,7 +62,7 @@ class CloseConnection(Exception):
 
 
 class ConnectionQuotas:
-    """Kafka's ConnectionQuotas for our one listener, as plain state that the accept loop asks (no I/O here).
+    """Kafka's ConnectionQuotas, broker-wide over every listener, as plain state the accept loops ask (no I/O here).
 
     - max.connections: at the limit the acceptor stops accepting until a connection closes, so new ones wait in the
       listen backlog (Kafka blocks its acceptor the same way) rather than being refused.

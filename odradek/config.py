@@ -264,6 +264,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("log.dirs", _T.LIST, ["./odradek-data"], "Where partition logs are kept", ("log.dir",)),
         ConfigKey("listeners", _T.STRING, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens"),
         ConfigKey("advertised.listeners", _T.STRING, "", "Address handed to clients (default: listeners)"),
+        ConfigKey("listener.security.protocol.map", _T.STRING,
+                  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+                  "Security protocol of each listener name"),
         ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
         ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
                                                       "(empty: a single-node broker)"),
@@ -473,7 +476,7 @@ def resolve_broker_config(props: Mapping[str, Any]) -> dict[str, Any]:
 # quietly (a note in the log) so a Kafka config file works as it is; any other unknown key is likely a typo.
 _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
-    "inter.broker.listener.name", "listener.security.protocol.map", "num.network.threads", "num.io.threads",
+    "inter.broker.listener.name", "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
     "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
@@ -487,7 +490,8 @@ def warn_about_unknown_broker_keys(props: Mapping[str, Any]) -> None:
     for name in props:
         if name in _KAFKA_KEYS_NOT_USED_HERE:
             log.info("The configuration '%s' is a Kafka setting this broker does not use.", name)
-        elif name not in BROKER_CONFIGS and name not in TOPIC_DEFAULT_BROKER_KEYS and name not in _BROKER_KEY_SYNONYMS:
+        elif (name not in BROKER_CONFIGS and name not in TOPIC_DEFAULT_BROKER_KEYS and name not in _BROKER_KEY_SYNONYMS
+              and not name.startswith(LISTENER_SECURITY_PREFIXES)):
             log.warning("The configuration '%s' was supplied but isn't a known config.", name)
 
 
@@ -526,3 +530,68 @@ def parse_listener(text: str) -> tuple[str, int]:
     address = text.split(",")[0].split("://", 1)[-1]
     host, _, port = address.rpartition(":")
     return host.strip("[]"), int(port)
+
+
+# Security settings, read per listener by odradek.security (ssl.*, sasl.*, <mechanism>.sasl.jaas.config,
+# listener.name.<name>.<key>): taken as
+# given rather than typed in BROKER_CONFIGS, because Kafka lets each listener carry its own.
+LISTENER_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "plain.sasl.", "scram-sha-256.sasl.",
+                              "scram-sha-512.sasl.", "connections.max.reauth.ms")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """One entry of `listeners`: its name (PLAINTEXT, SSL, CLIENT, ...), security protocol and address."""
+
+    name: str
+    security_protocol: str
+    host: str
+    port: int
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    def setting(self, props: Mapping[str, Any], key: str, default: Any = None) -> Any:
+        """A security key as this listener sees it: `listener.name.<name>.<key>` (name in lower case, as Kafka
+        writes it) over the bare `<key>`."""
+        prefixed = f"listener.name.{self.name.lower()}.{key}"
+        return props.get(prefixed, props.get(key, default))
+
+
+def _listener_entries(text: str) -> list[tuple[str, str, int]]:
+    entries = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, separator, address = entry.partition("://")
+        host, _, port = address.rpartition(":")
+        if not separator or not port.isdigit():
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid listener {entry!r}: expected NAME://host:port")
+        entries.append((name.upper(), host.strip("[]"), int(port)))
+    return entries
+
+
+def parse_listeners(text: str, protocol_map: str) -> list[Listener]:
+    """The `listeners` value as Listener entries, each name's protocol from listener.security.protocol.map (a name
+    that is itself a protocol needs no entry, as in Kafka); names must be unique, as Kafka requires."""
+    protocols = {name.strip().upper(): protocol.strip().upper()
+                 for name, _, protocol in (pair.partition(":") for pair in protocol_map.split(",") if ":" in pair)}
+    listeners = []
+    for name, host, port in _listener_entries(text):
+        protocol = protocols.get(name, name if name in SECURITY_PROTOCOLS else None)
+        if protocol not in SECURITY_PROTOCOLS:
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"No security protocol defined for listener {name} (listener.security.protocol.map)")
+        if any(listener.name == name for listener in listeners):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Each listener must have a different name, {name} repeats")
+        listeners.append(Listener(name, protocol, host, port))
+    return listeners
+
+
+def parse_advertised_listeners(text: str) -> dict[str, tuple[str, int]]:
+    """advertised.listeners as listener name -> (host, port)."""
+    return {name: (host, port) for name, host, port in _listener_entries(text)}

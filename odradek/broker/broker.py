@@ -20,7 +20,9 @@ and meets the event loop only through the logs' copy-on-write segment lists.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,8 +32,8 @@ from odradek.clock import now_ms
 from odradek.cluster.membership import BrokerEndpoint, LocalMembership
 from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
-from odradek.config import (LogConfig, layered_broker_props, parse_listener, resolve_broker_config,
-                            warn_about_unknown_broker_keys)
+from odradek.config import (Listener, LogConfig, layered_broker_props, parse_advertised_listeners, parse_listeners,
+                            resolve_broker_config, warn_about_unknown_broker_keys)
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import LogCleaner
@@ -42,7 +44,7 @@ log = logging.getLogger("odradek.broker")
 
 class Broker:
     def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
-        """Take every log directory's lock, bind the listener, then open the logs: a directory in use or a port in
+        """Take every log directory's lock, bind every listener, then open the logs: a directory in use or a port in
         use fails here with nothing in the directories read or changed (the clean-shutdown marker stays). The logs
         live in the first of log.dirs; the others are locked as Kafka locks all of them."""
         from odradek.broker.network import ConnectionQuotas, listen
@@ -52,16 +54,22 @@ class Broker:
         static_config = resolve_broker_config(self.static_props)
         self._connection_quotas = ConnectionQuotas.from_config(static_config)
         self.node_id: int = static_config["node.id"]
+        # every entry of `listeners`; the first one's address is the host and port given here (--host, --port)
+        configured = parse_listeners(static_config["listeners"], static_config["listener.security.protocol.map"])
+        self.listeners: list[Listener] = [dataclasses.replace(configured[0], host=host, port=port), *configured[1:]]
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
         self.membership = self._membership(static_config)  # connects only below, after the lock and the bind
         self.controller = None  # odradek.cluster.controller.Controller in a ZooKeeper cluster
         self._dir_locks: list[int] = []
-        self._listener = None
+        self._sockets: list[socket.socket] = []  # one listening socket per listener, until the server takes them
         try:
             for directory in static_config["log.dirs"]:
                 self._dir_locks.append(lock_log_dir(Path(directory).resolve()))
-            self._listener = listen(host, port)
-            self.host, self.port = self._listener.getsockname()[:2]
+            for index, listener in enumerate(self.listeners):
+                self._sockets.append(listen(listener.host, listener.port))
+                bound_host, bound_port = self._sockets[-1].getsockname()[:2]
+                self.listeners[index] = dataclasses.replace(listener, host=bound_host, port=bound_port)
+            self.host, self.port = self.listeners[0].host, self.listeners[0].port
             self.metadata = self._catalogue(static_config)
             self.props = self._layered_props()  # the settings in force: static under the dynamic ones
             self.config = resolve_broker_config(self.props)
@@ -82,20 +90,26 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self.started_at_ms = now_ms()
 
-    @property
-    def advertised_host(self) -> str:
-        return self._advertised()[0]
+    def advertised_address(self, listener: Listener) -> tuple[str, int]:
+        """Where clients of a listener are told to connect (Metadata, DescribeCluster, FindCoordinator, the
+        registration in ZooKeeper): its advertised.listeners entry if it has one, else the address it is bound to
+        (0.0.0.0 is no address to hand out)."""
+        advertised = parse_advertised_listeners(self.config["advertised.listeners"])
+        if listener.name in advertised:
+            return advertised[listener.name]
+        return ("127.0.0.1" if listener.host in ("0.0.0.0", "::", "") else listener.host), listener.port
 
-    @property
-    def advertised_port(self) -> int:
-        return self._advertised()[1]
-
-    def _advertised(self) -> tuple[str, int]:
-        """advertised.listeners if set, else the address we are bound to (0.0.0.0 is no address to hand out)."""
-        advertised = self.config["advertised.listeners"]
-        if advertised:
-            return parse_listener(advertised)
-        return ("127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host), self.port
+    def live_brokers_at(self, listener: Listener) -> list[tuple[int, str, int, str | None]]:
+        """(id, host, port, rack) of every live broker for a client that came in on `listener`: this broker's
+        advertised address for it, each other broker's endpoint registered under that listener name (one without
+        such a listener is left out, as Kafka's Metadata leaves it out)."""
+        brokers = []
+        for endpoint in self.membership.live_brokers():
+            address = self.advertised_address(listener) if endpoint.node_id == self.node_id \
+                else endpoint.address(listener.name)
+            if address is not None:
+                brokers.append((endpoint.node_id, *address, endpoint.rack))
+        return brokers
 
     def _membership(self, config: Mapping[str, Any]):
         """Who is in the cluster: ZooKeeper when zookeeper.connect is set (kazoo is imported only then), else this
@@ -338,15 +352,21 @@ class Broker:
         self.transaction_coordinator.start()  # loads __transaction_state in the background
         handlers, unsupported_version_answer = build_handlers(self)
         self.server = NetworkServer(
-            self._listener, handlers,
+            handlers,
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
             quotas=self._connection_quotas,
         )
-        self._listener = None  # the server owns it now
-        await asyncio.to_thread(self.membership.register, BrokerEndpoint(
-            self.node_id, self.advertised_host, self.advertised_port, self.config["broker.rack"] or None))
+        for listener, server_socket in zip(self.listeners, self._sockets):
+            self.server.accept_on(server_socket, listener, *self._listener_security(listener))
+            log.info("listening on %s://%s:%d (%s)", listener.name, listener.host, listener.port,
+                     listener.security_protocol)
+        self._sockets = []  # the server owns them now
+        advertised = tuple(dataclasses.replace(listener, host=host, port=port) for listener in self.listeners
+                           for host, port in [self.advertised_address(listener)])
+        await asyncio.to_thread(self.membership.register,
+                                BrokerEndpoint.of(self.node_id, self.config["broker.rack"] or None, advertised))
         if self.controller is not None:
             loop = asyncio.get_running_loop()
             self.metadata.listeners.append(lambda: self._catalogue_changed(loop))
@@ -370,6 +390,18 @@ class Broker:
         ]
         self.cleaner.start()
         return self.host, self.port
+
+    def _listener_security(self, listener: Listener) -> tuple:
+        """(TLS context or None, SASL session factory or None) of one listener, from its settings."""
+        from odradek.security.sasl import SaslSession, enabled_mechanisms, plain_users
+        from odradek.security.tls import server_context
+
+        tls_context = server_context(listener, self.props) if listener.uses_tls else None
+        if not listener.uses_sasl:
+            return tls_context, None
+        mechanisms, users = enabled_mechanisms(listener, self.props), plain_users(listener, self.props)
+        lifetime_ms = int(listener.setting(self.props, "connections.max.reauth.ms", 0))
+        return tls_context, lambda: SaslSession(mechanisms, users, self.metadata.scram_credential, lifetime_ms)
 
     def _retention(self, now: int) -> None:
         removed = self.logs.run_retention(now)
@@ -403,9 +435,8 @@ class Broker:
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _release(self) -> None:
-        """Close a listener no server took over and give the log directories' locks back."""
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+        """Close the listening sockets no server took over and give the log directories' locks back."""
+        while self._sockets:
+            self._sockets.pop().close()
         while self._dir_locks:
             unlock_log_dir(self._dir_locks.pop())

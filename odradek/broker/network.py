@@ -9,7 +9,16 @@ one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a r
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);
 nothing a peer sends can stop the server or touch another connection. Memory follows the bytes peers actually
-sent, never the sizes they announce. How many connections there are is Kafka's ConnectionQuotas (below).
+sent, never the sizes they announce. How many connections there are, over all listeners together, is Kafka's
+ConnectionQuotas (below).
+
+One server accepts on every entry of `listeners`. A TLS listener's connections (TlsConnection) run the same reader
+and writer over an ssl.SSLObject between two memory BIOs, so the socket stays a plain non-blocking one in the same
+loop; only their receive and send primitives differ, and their fetch answers are read into memory and encrypted,
+since sendfile cannot pass through TLS. On a SASL listener a connection carries its SASL session (`authenticating`)
+until the exchange succeeds: before that, a request the session does not expect (anything but ApiVersions and
+SaslHandshake first, then only SaslAuthenticate) closes it (ILLEGAL_SASL_STATE, as Kafka), and so does not
+finishing within the SASL deadline.
 """
 
 from __future__ import annotations
@@ -17,23 +26,31 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import math
 import os
 import socket
+import ssl
 import struct
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from odradek.config import Listener
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
 from odradek.records.region import FileRegion
+from odradek.security.sasl import SaslAuthenticationFailed
 
 log = logging.getLogger("odradek.network")
 
 MAX_IN_FLIGHT = 128
 RECV_SIZE = 256 * 1024
 _SIZE = struct.Struct(">i")
+ANONYMOUS = "User:ANONYMOUS"
+REAUTHENTICATION_KEYS = frozenset({17, 36})  # SaslHandshake, SaslAuthenticate: what an expired session may send
+TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
+AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
 # awaitable of either (Fetch long polls).
@@ -45,7 +62,7 @@ class CloseConnection(Exception):
 
 
 class ConnectionQuotas:
-    """Kafka's ConnectionQuotas for our one listener, as plain state that the accept loop asks (no I/O here).
+    """Kafka's ConnectionQuotas, broker-wide over every listener, as plain state the accept loops ask (no I/O here).
 
     - max.connections: at the limit the acceptor stops accepting until a connection closes, so new ones wait in the
       listen backlog (Kafka blocks its acceptor the same way) rather than being refused.
@@ -128,13 +145,21 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
 
 class Connection:
     __slots__ = ("server", "sock", "ip", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
-                 "_answer_ready", "fetch_sessions")
+                 "_answer_ready", "fetch_sessions", "principal", "listener", "authenticating",
+                 "close_after_answer", "sasl", "session_expires_at")
 
-    def __init__(self, server: "NetworkServer", sock: socket.socket, address: tuple):
+    def __init__(self, server: "NetworkServer", sock: socket.socket, address: tuple, listener: Listener,
+                 authenticating: Any = None):
         self.server = server
         self.sock = sock
         self.ip = address[0]
         self.peer = f"{address[0]}:{address[1]}"
+        self.listener = listener
+        # the SASL session (odradek.security.sasl.SaslSession) until it authenticates; None when nothing is owed
+        self.authenticating = authenticating
+        self.sasl = authenticating  # the connection's SASL session, kept for re-authentication (KIP-368)
+        self.session_expires_at: float | None = None  # connections.max.reauth.ms, on the monotonic clock
+        self.close_after_answer = False  # set by a handler whose answer is the last (failed authentication)
         self.last_active = time.monotonic()
         self.task: asyncio.Task | None = None
         self.closed = False
@@ -142,18 +167,47 @@ class Connection:
         self._slot_freed = asyncio.Event()
         self._answer_ready = asyncio.Event()
         self.fetch_sessions: dict = {}
+        # who is asking, as Kafka's KafkaPrincipal text: "User:ANONYMOUS" until a certificate or SASL says otherwise
+        self.principal = ANONYMOUS
 
     async def run(self) -> None:
         writer = asyncio.ensure_future(self._write_answers())
+        deadline = None
+        if self.authenticating is not None:
+            deadline = asyncio.get_running_loop().call_later(self.server.authentication_seconds,
+                                                             self._authentication_due)
         try:
+            await self._start()
             await self._read_requests()
+        except ssl.SSLError as exc:
+            log.info("TLS with %s failed: %s", self.peer, exc)
         except (ConnectionError, OSError) as exc:
             log.debug("connection from %s ended: %s", self.peer, exc)
         except CloseConnection as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
         finally:
+            if deadline is not None:
+                deadline.cancel()
             writer.cancel()
             self._abort()
+
+    async def _start(self) -> None:
+        """What comes before the first request: nothing on plaintext, the handshake on TLS."""
+
+    def _authentication_due(self) -> None:
+        if self.authenticating is not None and not self.closed:
+            log.warning("closing connection from %s: SASL authentication did not finish in %.1f s",
+                        self.peer, self.server.authentication_seconds)
+            self.task.cancel()
+
+    def _receive(self, loop, size: int) -> Awaitable[bytes]:
+        return loop.sock_recv(self.sock, size)
+
+    async def _receive_pieces(self, loop, size: int, pieces: list) -> int:
+        """Up to `size` more bytes of a large frame, added to `pieces`; how many came (0: the peer closed)."""
+        data = await loop.sock_recv(self.sock, size)
+        pieces.append(data)
+        return len(data)
 
     def _abort(self) -> None:
         """Drop whatever is still in flight and close the socket."""
@@ -175,11 +229,10 @@ class Connection:
         larger than RECV_SIZE is collected receive by receive (see `_receive_large`). An idle connection holds no
         buffer at all."""
         loop = asyncio.get_running_loop()
-        sock = self.sock
         max_request = self.server.max_request_bytes
         partial = bytearray()
         while True:
-            data = await loop.sock_recv(sock, RECV_SIZE)
+            data = await self._receive(loop, RECV_SIZE)
             if not data:
                 return
             self.last_active = time.monotonic()
@@ -219,17 +272,19 @@ class Connection:
         chunks = [bytes(received)]
         got = len(received)
         while got < size:
-            data = await loop.sock_recv(self.sock, min(RECV_SIZE, size - got))
-            if not data:
+            count = await self._receive_pieces(loop, min(RECV_SIZE, size - got), chunks)
+            if not count:
                 raise ConnectionError("connection closed inside a request")
-            chunks.append(data)
-            got += len(data)
+            got += count
         self.last_active = time.monotonic()
         return bytearray().join(chunks)
 
     def _dispatch(self, frame: bytes) -> None:
         """Decode one frame and start its handler; the answer (or its future) joins the ordered queue."""
         started = time.perf_counter()
+        if self.authenticating is not None and self.authenticating.raw_tokens:  # SaslHandshake v0's bare tokens
+            self._queue(None, self._raw_sasl_token(bytes(frame)), started)
+            return
         try:
             header, request = decode_request(frame)
         except UnsupportedVersion as exc:
@@ -240,6 +295,11 @@ class Connection:
             return
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
+        expires = self.session_expires_at
+        if expires is not None and header.api_key not in REAUTHENTICATION_KEYS and time.monotonic() > expires:
+            raise CloseConnection("its SASL session expired without re-authentication (connections.max.reauth.ms)")
+        if self.authenticating is not None and header.api_key not in self.authenticating.allowed_api_keys:
+            raise CloseConnection(f"api key {header.api_key} during SASL authentication (ILLEGAL_SASL_STATE)")
         handler = self.server.handlers.get(header.api_key)
         if handler is None:
             raise CloseConnection(f"no handler for api key {header.api_key}")
@@ -254,7 +314,29 @@ class Connection:
             answer = asyncio.ensure_future(answer)
         self._queue(header, answer, started)
 
-    def _queue(self, header: RequestHeader, answer: Any, started: float) -> None:
+    def _raw_sasl_token(self, token: bytes) -> bytes:
+        """A bare token after SaslHandshake v0: Kafka answers with the bare challenge and, on failure, only closes."""
+        try:
+            answer = self.authenticating.step(token)
+        except SaslAuthenticationFailed as exc:
+            raise CloseConnection(f"SASL authentication failed: {exc}") from None
+        self.note_authentication()
+        return answer
+
+    def note_authentication(self) -> None:
+        """Once the SASL exchange has succeeded: its user becomes the principal and requests are open."""
+        session = self.authenticating
+        principal = session.principal
+        if principal is not None:
+            log.info("%s %s as %s with %s", self.peer,
+                     "authenticated" if session.authenticated_as is None else "re-authenticated",
+                     principal, session.mechanism)
+            self.principal = principal
+            self.authenticating = None
+            if session.lifetime_ms > 0:
+                self.session_expires_at = time.monotonic() + session.lifetime_ms / 1000
+
+    def _queue(self, header: RequestHeader | None, answer: Any, started: float) -> None:
         self._pending.append((header, answer, started))
         self._answer_ready.set()
 
@@ -283,7 +365,7 @@ class Connection:
                 self._observe(header, started)
                 continue
             try:
-                frame = encode_response(header, answer)
+                frame = encode_response(header, answer) if header is not None else [_SIZE.pack(len(answer)), answer]
             except Exception:
                 log.exception("cannot encode the answer to api key %d v%d; closing connection from %s",
                               header.api_key, header.api_version, self.peer)
@@ -297,11 +379,15 @@ class Connection:
                 return
             self.last_active = time.monotonic()
             self._observe(header, started)
+            if self.close_after_answer:
+                log.info("closing connection from %s after its failed authentication", self.peer)
+                self.task.cancel()
+                return
 
     def _observe(self, header: RequestHeader, started: float) -> None:
         """Metrics, one call per request: from its arrival until its answer was written (Kafka's TotalTimeMs)."""
         observe = self.server.observe_request
-        if observe is not None:
+        if observe is not None and header is not None:
             observe(header.api_key, time.perf_counter() - started)
 
     async def send(self, chunks: list) -> None:
@@ -326,13 +412,11 @@ class Connection:
                 sent = sock.sendmsg(views)
             except BlockingIOError:
                 sent = 0
-            while sent and views:
-                if sent >= len(views[0]):
-                    sent -= len(views[0])
-                    views.pop(0)
-                else:
-                    views[0] = views[0][sent:]
-                    sent = 0
+            while views and sent >= len(views[0]):  # empty buffers go too, or they would be waited on forever
+                sent -= len(views[0])
+                views.pop(0)
+            if sent:
+                views[0] = views[0][sent:]
             if views:
                 await self._writable()
 
@@ -369,6 +453,105 @@ class Connection:
             loop.remove_writer(fd)
 
 
+class TlsConnection(Connection):
+    """A connection on a TLS listener: the TLS state machine (ssl.SSLObject) sits between two memory BIOs, fed by
+    the plain non-blocking socket. Encrypted bytes leave only through `_flush`, under one lock, so the reader (which
+    may owe the peer TLS records, e.g. TLS 1.3 key updates) and the writer never interleave records."""
+
+    __slots__ = ("_tls", "_incoming", "_outgoing", "_flushing")
+
+    def __init__(self, server: "NetworkServer", sock: socket.socket, address: tuple, listener: Listener,
+                 authenticating: Any, context: ssl.SSLContext):
+        super().__init__(server, sock, address, listener, authenticating)
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self._flushing = asyncio.Lock()
+
+    async def _start(self) -> None:
+        """The TLS handshake, then the principal from the client's certificate if it presented one."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                self._tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                await self._flush()
+                if not await self._feed(loop):
+                    raise ConnectionError("connection closed during the TLS handshake")
+            except ssl.SSLError:
+                await self._flush()  # the alert that tells the client why (e.g. certificate required)
+                raise
+        await self._flush()
+        certificate = self._tls.getpeercert()
+        if certificate:
+            from odradek.security.tls import principal_of_certificate
+            self.principal = principal_of_certificate(certificate)
+
+    async def _feed(self, loop) -> bool:
+        data = await loop.sock_recv(self.sock, RECV_SIZE)
+        if not data:
+            return False
+        self._incoming.write(data)
+        return True
+
+    async def _receive(self, loop, size: int) -> bytes:
+        """Up to `size` decrypted bytes: all that the TLS records received so far hold."""
+        pieces: list = []
+        await self._decrypt(loop, size, pieces)
+        return b"".join(pieces)
+
+    def _receive_pieces(self, loop, size: int, pieces: list) -> Awaitable[int]:
+        """A large frame's next decrypted records, each its own piece: one copy in all, the frame's final join."""
+        return self._decrypt(loop, size, pieces)
+
+    async def _decrypt(self, loop, size: int, pieces: list) -> int:
+        """Read up to `size` decrypted bytes into a list of pieces, waiting for the socket only while there are
+        none. One SSLObject.read yields at most one TLS record (16 KiB), so reads go on while received bytes
+        remain. Returns how many bytes came (0: the peer closed)."""
+        length = 0
+        while length < size:
+            try:
+                piece = self._tls.read(min(size - length, TLS_RECORD_SIZE))
+                pieces.append(piece)
+                count = len(piece)
+            except ssl.SSLWantReadError:
+                if length:
+                    break
+                if self._outgoing.pending:
+                    await self._flush()
+                if not await self._feed(loop):
+                    return 0
+                continue
+            except ssl.SSLZeroReturnError:
+                break
+            if not count:
+                break
+            length += count
+            if not self._incoming.pending and not self._tls.pending():
+                break
+        if self._outgoing.pending:
+            await self._flush()
+        return length
+
+    async def send(self, chunks: list) -> None:
+        """Encrypt the answer as one piece, file regions read into memory first (no sendfile through TLS)."""
+        self._tls.write(b"".join(_region_bytes(chunk) if isinstance(chunk, FileRegion) else chunk for chunk in chunks))
+        await self._flush()
+
+    async def _flush(self) -> None:
+        async with self._flushing:
+            while self._outgoing.pending:
+                await self._sendmsg([self._outgoing.read()])
+
+
+def _region_bytes(region: FileRegion) -> bytes:
+    data = region.read_bytes()
+    if len(data) != region.length:
+        raise ConnectionError("segment file shorter than the region handed out")
+    return data
+
+
 def _resolve(waiter: asyncio.Future) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -391,27 +574,37 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 class NetworkServer:
-    """Runs a Connection per socket accepted on a listener (see `listen`), which it owns from then on."""
+    """Runs a Connection (a TlsConnection on TLS listeners) per socket accepted on any of its listening sockets
+    (see `listen`), which it owns from then on. `accept_on` hands it one with its listener, TLS context and SASL
+    session factory (None where unused); the connection quotas count all of them together."""
 
-    def __init__(self, listener: socket.socket, handlers: dict[int, Handler], *, max_request_bytes: int,
-                 idle_ms: int, unsupported_version_answer: Callable[[RequestHeader], Any],
-                 quotas: ConnectionQuotas):
-        self._listener: socket.socket | None = listener
+    def __init__(self, handlers: dict[int, Handler], *, max_request_bytes: int, idle_ms: int,
+                 unsupported_version_answer: Callable[[RequestHeader], Any], quotas: ConnectionQuotas):
         self.quotas = quotas
         self._slot_freed = asyncio.Event()
         self.handlers = handlers
         self.max_request_bytes = max_request_bytes
         self.idle_seconds = idle_ms / 1000 if idle_ms > 0 else None
+        self.authentication_seconds = min(AUTHENTICATION_TIMEOUT_SECONDS, self.idle_seconds or math.inf)
         self.unsupported_version_answer = unsupported_version_answer
         self.observe_request: Callable[[int, float], None] | None = None  # (api key, seconds) per request
         self.connections: set[Connection] = set()
+        self._listeners: list[tuple[socket.socket, Listener, ssl.SSLContext | None, Callable | None]] = []
         self._tasks: set[asyncio.Task] = set()
 
+    def accept_on(self, server_socket: socket.socket, listener: Listener, tls_context: ssl.SSLContext | None = None,
+                  new_sasl_session: Callable[[], Any] | None = None) -> None:
+        self._listeners.append((server_socket, listener, tls_context, new_sasl_session))
+
     async def serve(self) -> None:
-        loop = asyncio.get_running_loop()
-        quotas = self.quotas
         if self.idle_seconds:
             self._spawn(self._close_idle())
+        await asyncio.gather(*(self._accept(*entry) for entry in self._listeners))
+
+    async def _accept(self, server_socket: socket.socket, listener: Listener, tls_context: ssl.SSLContext | None,
+                      new_sasl_session: Callable[[], Any] | None) -> None:
+        loop = asyncio.get_running_loop()
+        quotas = self.quotas
         while True:
             while not quotas.slot_available():  # max.connections: wait, leaving new ones in the backlog
                 self._slot_freed.clear()
@@ -420,9 +613,9 @@ class NetworkServer:
             if delay:
                 await asyncio.sleep(delay)
             try:
-                sock, address = await loop.sock_accept(self._listener)
+                sock, address = await loop.sock_accept(server_socket)
             except OSError as exc:
-                if self._listener is None or self._listener.fileno() < 0:
+                if server_socket.fileno() < 0:
                     return
                 log.warning("accept failed: %s", exc)
                 await asyncio.sleep(0.05)
@@ -435,7 +628,11 @@ class NetworkServer:
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = Connection(self, sock, address)
+            session = new_sasl_session() if new_sasl_session is not None else None
+            if tls_context is None:
+                connection = Connection(self, sock, address, listener, session)
+            else:
+                connection = TlsConnection(self, sock, address, listener, session, tls_context)
             self.connections.add(connection)
             connection.task = self._spawn(connection.run())
 
@@ -463,9 +660,8 @@ class NetworkServer:
                     connection.task.cancel()
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+        for server_socket, *_ in self._listeners:
+            server_socket.close()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

@@ -12,15 +12,32 @@ from __future__ import annotations
 
 import dataclasses
 
+from odradek.config import Listener
+
 
 @dataclasses.dataclass(frozen=True)
 class BrokerEndpoint:
-    """A live broker as clients see it in Metadata: id, advertised address, rack (None when unset)."""
+    """A live broker as clients see it: id, the address other brokers reach it at (its PLAINTEXT listener's if it
+    has one, else its first), rack (None when unset), and the advertised address of every listener it has, by name
+    (Kafka's registered endpoints with their listener_security_protocol_map)."""
 
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple[Listener, ...] = ()
+
+    @classmethod
+    def of(cls, node_id: int, rack: str | None, listeners: tuple[Listener, ...]) -> "BrokerEndpoint":
+        """A broker with these advertised listeners; its own address is its first PLAINTEXT one's, else its first's
+        (as Kafka's registration keeps a PLAINTEXT endpoint as the legacy host and port)."""
+        first = next((entry for entry in listeners if entry.security_protocol == "PLAINTEXT"), listeners[0])
+        return cls(node_id, first.host, first.port, rack, listeners)
+
+    def address(self, listener_name: str) -> tuple[str, int] | None:
+        """Where a client that came in on the named listener reaches this broker; None if it has no such listener
+        (Kafka leaves such a broker out of that client's Metadata)."""
+        return next(((entry.host, entry.port) for entry in self.listeners if entry.name == listener_name), None)
 
 
 @dataclasses.dataclass(frozen=True)

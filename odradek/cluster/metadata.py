@@ -20,6 +20,7 @@ from typing import Any
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
+from odradek.security.scram import ScramCredential
 from odradek.storage.segment import write_atomically
 
 METADATA_FILE = "odradek-metadata.json"
@@ -109,6 +110,9 @@ class ClusterMetadata:
         # dynamic broker configs by resource name: "" the cluster default, "<node id>" one broker (Kafka's
         # ConfigRecords for a BROKER resource)
         self.broker_configs: dict[str, dict[str, str]] = {}
+        # SCRAM credentials: user -> mechanism -> Kafka's credential text (odradek.security.scram), as Kafka keeps
+        # them under /config/users/<user>
+        self.scram_credentials: dict[str, dict[str, str]] = {}
 
     @classmethod
     def load(cls, log_dir: Path, node_id: int, cluster_id: str | None = None) -> "ClusterMetadata":
@@ -123,6 +127,8 @@ class ClusterMetadata:
                 metadata.next_producer_id_block = stored.get("next_producer_id_block", 0)
                 metadata.broker_configs = {name: dict(configs)
                                            for name, configs in stored.get("broker_configs", {}).items()}
+                metadata.scram_credentials = {user: dict(by_mechanism) for user, by_mechanism
+                                              in stored.get("scram_credentials", {}).items()}
                 for data in stored["topics"]:
                     topic = TopicMetadata.from_json(data)
                     metadata.topics[topic.name] = topic
@@ -155,7 +161,8 @@ class ClusterMetadata:
 
     def save(self) -> None:
         body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "broker_configs": self.broker_configs, "topics": [t.to_json() for t in self._persisted_topics()]}
+                "broker_configs": self.broker_configs, "scram_credentials": self.scram_credentials,
+                "topics": [t.to_json() for t in self._persisted_topics()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def _persisted_topics(self):
@@ -272,6 +279,22 @@ class ClusterMetadata:
             self.broker_configs[resource_name] = dict(configs)
         else:
             self.broker_configs.pop(resource_name, None)
+        self.save()
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self.scram_credentials.get(user, {}).get(mechanism)
+        return ScramCredential.from_text(text) if text is not None else None
+
+    def set_scram_credentials(self, changes: list[tuple[str, str, ScramCredential | None]]) -> None:
+        """Upsert (a credential) or delete (None) each (user, mechanism), then persist once."""
+        for user, mechanism, credential in changes:
+            by_mechanism = self.scram_credentials.setdefault(user, {})
+            if credential is None:
+                by_mechanism.pop(mechanism, None)
+            else:
+                by_mechanism[mechanism] = credential.to_text()
+            if not by_mechanism:
+                del self.scram_credentials[user]
         self.save()
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:

@@ -29,6 +29,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo, ClusterMembershipError
 from odradek.cluster.metadata import new_cluster_id
+from odradek.config import Listener
 
 log = logging.getLogger("odradek.zookeeper")
 
@@ -56,30 +57,41 @@ def split_connect_string(connect: str) -> tuple[str, str]:
 
 
 def encode_broker(endpoint: BrokerEndpoint, timestamp_ms: int, jmx_port: int = -1) -> bytes:
-    """/brokers/ids/[id], as Kafka's BrokerIdZNode.encode writes version 5 for one PLAINTEXT listener."""
-    listener = f"PLAINTEXT://{endpoint.host}:{endpoint.port}"
+    """/brokers/ids/[id], as Kafka's BrokerIdZNode.encode writes version 5: every listener in endpoints
+    (`NAME://host:port`) with its security protocol in listener_security_protocol_map; the legacy host and port
+    are the PLAINTEXT listener's, or null and -1 without one (old clients cannot connect then)."""
+    listeners = endpoint.listeners
+    plaintext = next((entry for entry in listeners if entry.security_protocol == "PLAINTEXT"), None)
     body: dict[str, object] = {
-        "features": {}, "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"}, "endpoints": [listener],
-        "jmx_port": jmx_port, "port": endpoint.port, "host": endpoint.host, "version": BROKER_ZNODE_VERSION,
-        "timestamp": str(timestamp_ms),
+        "features": {},
+        "listener_security_protocol_map": {entry.name: entry.security_protocol for entry in listeners},
+        "endpoints": [f"{entry.name}://{_bracketed(entry.host)}:{entry.port}" for entry in listeners],
+        "jmx_port": jmx_port, "port": plaintext.port if plaintext else -1, "host": plaintext.host if plaintext else None,
+        "version": BROKER_ZNODE_VERSION, "timestamp": str(timestamp_ms),
     }
     if endpoint.rack is not None:
         body["rack"] = endpoint.rack
     return json.dumps(body, separators=(",", ":")).encode()
 
 
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def decode_broker(node_id: int, data: bytes) -> BrokerEndpoint:
-    """A registration by any Kafka version: the first endpoint (host:port of `PROTOCOL://host:port`), else the
-    legacy host and port fields."""
+    """A registration by any Kafka version: every endpoint (`NAME://host:port`, its protocol from
+    listener_security_protocol_map, or the name itself before that map existed), else the legacy host and port as
+    one PLAINTEXT listener."""
     body = json.loads(data)
-    endpoints = body.get("endpoints") or []
-    if endpoints:
-        address = endpoints[0].split("://", 1)[-1]
+    protocols = body.get("listener_security_protocol_map") or {}
+    listeners = []
+    for text in body.get("endpoints") or []:
+        name, _, address = text.rpartition("://")
         host, _, port = address.rpartition(":")
-        host, port = host.strip("[]"), int(port)
-    else:
-        host, port = body["host"], int(body["port"])
-    return BrokerEndpoint(node_id, host, port, body.get("rack"))
+        listeners.append(Listener(name, protocols.get(name, name), host.strip("[]"), int(port)))
+    if not listeners:
+        listeners.append(Listener("PLAINTEXT", "PLAINTEXT", body["host"], int(body["port"])))
+    return BrokerEndpoint.of(node_id, body.get("rack"), tuple(listeners))
 
 
 def encode_controller(broker_id: int, timestamp_ms: int) -> bytes:

@@ -95,6 +95,8 @@ _ADVERTISED = [
     (m.AlterPartitionReassignmentsRequest, m.AlterPartitionReassignmentsResponse, 0, 0),
     (m.ListPartitionReassignmentsRequest, m.ListPartitionReassignmentsResponse, 0, 0),
     (m.OffsetDeleteRequest, m.OffsetDeleteResponse, 0, 0),
+    (m.DescribeUserScramCredentialsRequest, m.DescribeUserScramCredentialsResponse, 0, 0),
+    (m.AlterUserScramCredentialsRequest, m.AlterUserScramCredentialsResponse, 0, 0),
     (m.DescribeClusterRequest, m.DescribeClusterResponse, 0, 2),
     (m.DescribeProducersRequest, m.DescribeProducersResponse, 0, 0),
     (m.DescribeTransactionsRequest, m.DescribeTransactionsResponse, 0, 0),

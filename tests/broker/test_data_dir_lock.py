@@ -76,7 +76,9 @@ def test_two_embedded_brokers_in_one_process_do_not_share_a_directory(tmp_path):
         pass
 
 
-def test_a_start_on_a_port_in_use_leaves_the_directory_as_it_was(tmp_path):
+@pytest.mark.parametrize("taken_listener", ["first", "second"])
+def test_a_start_on_a_port_in_use_leaves_the_directory_as_it_was(tmp_path, taken_listener):
+    """Every listener is bound before the logs open: a taken port of any of them fails the start untouched."""
     data_dir = tmp_path / "data"
     with BrokerProcess(data_dir) as process:
         producer = Producer({"bootstrap.servers": process.bootstrap_servers})
@@ -87,11 +89,15 @@ def test_a_start_on_a_port_in_use_leaves_the_directory_as_it_was(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        result = serve(data_dir, taken.getsockname()[1])
+        port = taken.getsockname()[1]
+        if taken_listener == "first":
+            result = serve(data_dir, port)
+        else:
+            result = serve(data_dir, 0, f"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{port}")
     assert result.returncode == 1
     assert snapshot(data_dir) == before
     assert (data_dir / CLEAN_SHUTDOWN_FILE).exists()
-    assert "cannot listen on 127.0.0.1:" in result.stderr and "in use" in result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "in use" in result.stderr
 
 
 def test_an_embedded_broker_whose_start_failed_gives_the_directory_back(tmp_path):

@@ -72,12 +72,10 @@ def handlers(broker) -> dict:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc), nowhere
             state_topic = broker.metadata.topics.get(topic)
             leader = state_topic.partitions[partition_for(key, count)].leader if state_topic is not None else -1
-            if leader == broker.node_id:
-                return ErrorCode.NONE, None, (leader, broker.advertised_host, broker.advertised_port)
-            found = next((b for b in broker.membership.live_brokers() if b.node_id == leader), None)
+            found = next((node[:3] for node in broker.live_brokers_at(connection.listener) if node[0] == leader), None)
             if found is None:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", nowhere
-            return ErrorCode.NONE, None, (found.node_id, found.host, found.port)
+            return ErrorCode.NONE, None, found
 
         if version >= 4:
             coordinators = []

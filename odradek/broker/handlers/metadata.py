@@ -1,8 +1,10 @@
 """Metadata and DescribeCluster: who the brokers are and where every partition's leader is.
 
 Topics are named by name and by a stable UUID (kept in the cluster metadata), because Fetch v13+ addresses topics
-by id. A Metadata request for an unknown topic creates it when auto.create.topics.enable allows and the request
-asks for it, as Kafka does; clients rely on that to produce to a new topic.
+by id. Each client is given every live broker's address for the listener it came in on (advertised.listeners by
+name; in a cluster, the endpoint each broker registered under that listener name). A Metadata request for an
+unknown topic creates it when auto.create.topics.enable allows and the request asks for it, as Kafka does; clients
+rely on that to produce to a new topic.
 
 Topic ids in requests follow Kafka's KafkaApis: versions 10 and 11 carry the field but may not use it (a null name
 or a non-zero id answers every topic INVALID_REQUEST, the name null given as "" since those versions cannot encode
@@ -93,8 +95,8 @@ def handlers(broker) -> dict:
                     topics.append(topic_entry(name, topic, topic_operations))
         return MetadataResponse(
             throttle_time_ms=0,
-            brokers=[MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                     for b in broker.membership.live_brokers()],
+            brokers=[MetadataResponse.MetadataResponseBroker(node_id=node, host=host, port=port, rack=rack)
+                     for node, host, port, rack in broker.live_brokers_at(connection.listener)],
             cluster_id=catalogue.cluster_id, controller_id=broker.membership.controller_id, topics=topics,
             cluster_authorized_operations=cluster_operations, error_code=ErrorCode.NONE)
 
@@ -102,9 +104,8 @@ def handlers(broker) -> dict:
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,
             cluster_id=broker.metadata.cluster_id, controller_id=broker.membership.controller_id,
-            brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
-                                                                   rack=b.rack)
-                     for b in broker.membership.live_brokers()],
+            brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=node, host=host, port=port, rack=rack)
+                     for node, host, port, rack in broker.live_brokers_at(connection.listener)],
             cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER,
                                                                 request.include_cluster_authorized_operations))
 

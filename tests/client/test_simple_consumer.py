@@ -77,9 +77,10 @@ def test_raw_list_offsets_v0_answers_old_style_offsets(broker, topic_name):
         answer = connection.call("ListOffsets", replica_id=-1, topics=[
             request.ListOffsetsTopic(name=topic_name, partitions=[
                 request.ListOffsetsPartition(partition_index=0, timestamp=LATEST_TIME, max_num_offsets=5),
-                request.ListOffsetsPartition(partition_index=1, timestamp=LATEST_TIME, max_num_offsets=5)])])
+                request.ListOffsetsPartition(partition_index=1, timestamp=LATEST_TIME, max_num_offsets=5),
+                request.ListOffsetsPartition(partition_index=0, timestamp=-3, max_num_offsets=5)])])
     finally:
         connection.close()
     [topic] = answer.topics
     assert [(p.partition_index, p.error_code, list(p.old_style_offsets)) for p in topic.partitions] == [
-        (0, 0, [3, 2, 1, 0]), (1, 3, [])]
+        (0, 0, [3, 2, 1, 0]), (1, 3, []), (0, 35, [])]  # UNKNOWN_TOPIC_OR_PARTITION; UNSUPPORTED_VERSION for -3

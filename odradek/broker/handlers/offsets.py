@@ -72,19 +72,20 @@ def handlers(broker) -> dict:
                     partition_index=query.partition_index, error_code=ErrorCode.NONE, timestamp=-1, offset=-1,
                     leader_epoch=-1, old_style_offsets=[])
                 try:
+                    if version == 0 and query.timestamp < EARLIEST:
+                        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)  # v0 knows only -1 and -2 among them
                     partition = broker.partition(wanted.name, query.partition_index)
                     partition.check_leader_epoch(query.current_leader_epoch if version >= 4 else -1)
-                    offset, timestamp = lookup(partition, query.timestamp, isolation)
-                except KafkaError as exc:
-                    answer.error_code = exc.code
-                else:
-                    answer.offset, answer.timestamp = offset, timestamp
-                    answer.leader_epoch = partition.leader_epoch
                     if version == 0:
                         answer.old_style_offsets = old_style_offsets(
                             partition.log.offset_times(time.time_ns() // 1_000_000), query.timestamp,
                             query.max_num_offsets,
                             partition.high_watermark if request.replica_id == CONSUMER_REPLICA_ID else None)
+                    else:
+                        answer.offset, answer.timestamp = lookup(partition, query.timestamp, isolation)
+                        answer.leader_epoch = partition.leader_epoch
+                except KafkaError as exc:
+                    answer.error_code = exc.code
                 partitions.append(answer)
             topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=wanted.name, partitions=partitions))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

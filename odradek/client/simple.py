@@ -20,7 +20,7 @@ import confluent_kafka
 
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import Decoder, Message, identity
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
 from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.arrow import batches_to_columns
@@ -127,16 +127,23 @@ class SimpleConsumer:
         return found.offset if found.offset >= 0 else self.latest_offset()
 
     def multifetch(self, requests: list[FetchRequest]) -> list[FetchedMessages]:
-        """One Fetch request to the broker for every request (each partition once); the answers in the requests'
-        order. A partition the broker cannot serve has its error alone, the others their messages."""
+        """One Fetch request to the broker for every request; the answers in the requests' order. A partition the
+        broker cannot serve has its error alone, the others their messages. A Fetch names each partition once, so
+        one partition asked twice differently is a ValueError."""
+        if not requests:
+            return []
+        by_partition: dict[tuple[str, int], FetchRequest] = {}
+        for request in requests:
+            if by_partition.setdefault((request.topic, request.partition), request) != request:
+                raise ValueError(f"{request.topic}-{request.partition} is asked for twice, differently")
         fetch = api("Fetch").request
         topics: dict[str, list] = {}
-        for request in dict.fromkeys(requests):
+        for request in by_partition.values():
             topics.setdefault(request.topic, []).append(fetch.FetchPartition(
                 partition=request.partition, fetch_offset=request.offset, partition_max_bytes=request.max_bytes))
         answer = self._call(
             "Fetch", replica_id=-1, max_wait_ms=FETCH_MAX_WAIT_MS, min_bytes=1,
-            max_bytes=sum(request.max_bytes for request in requests), isolation_level=0, session_id=0,
+            max_bytes=sum(request.max_bytes for request in by_partition.values()), isolation_level=0, session_id=0,
             session_epoch=-1, topics=[fetch.FetchTopic(topic=topic, partitions=partitions)
                                       for topic, partitions in topics.items()],
             forgotten_topics_data=[], rack_id="")
@@ -211,8 +218,4 @@ class SimpleConsumer:
 def _broker_error(code: int, topic: str, partition: int) -> ClientError | None:
     if code == ErrorCode.NONE:
         return None
-    try:
-        name = ErrorCode(code).name
-    except ValueError:
-        name = f"error code {code}"
-    return ClientError(f"{name}: {topic}-{partition}", name)
+    return ClientError(f"{error_name(code)}: {topic}-{partition}", error_name(code))

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
 from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.arrow import HEADERS_TYPE, RecordColumns, batches_to_columns
@@ -121,12 +121,12 @@ class PartitionReader:
                 offset = earliest
                 continue
             if error in LEADER_MOVED:
-                self.retry_later(offset, _error_name(error))
+                self.retry_later(offset, error_name(error))
                 continue
             if error in UNKNOWN_PARTITION:
-                raise TopicNotFoundError(f"{self._where(offset)}: {_error_name(error)}")
+                raise TopicNotFoundError(f"{self._where(offset)}: {error_name(error)}")
             if error != ErrorCode.NONE:
-                raise BrokerUnavailableError(f"reading {self._where(offset)}: {_error_name(error)}")
+                raise BrokerUnavailableError(f"reading {self._where(offset)}: {error_name(error)}")
             batches = self.in_context(offset, whole_batches, answer.records or b"")
             if not batches:
                 readable_end = answer.last_stable_offset if self.isolation_level else answer.high_watermark
@@ -208,10 +208,10 @@ class PartitionReader:
             if error == ErrorCode.NONE:
                 return answer.offset
             if error in UNKNOWN_PARTITION:
-                raise TopicNotFoundError(f"{self._where(offset)}: {_error_name(error)}")
+                raise TopicNotFoundError(f"{self._where(offset)}: {error_name(error)}")
             if error not in LEADER_MOVED:
-                raise BrokerUnavailableError(f"reading offsets of {self._where(offset)}: {_error_name(error)}")
-            self.retry_later(offset, _error_name(error))
+                raise BrokerUnavailableError(f"reading offsets of {self._where(offset)}: {error_name(error)}")
+            self.retry_later(offset, error_name(error))
 
     def leader(self) -> Connection:
         """The connection to the partition's leader, found through the bootstrap servers if there is none."""
@@ -267,7 +267,7 @@ class PartitionReader:
         broker = next((b for b in answer.brokers if partition is not None and b.node_id == partition.leader_id), None)
         if broker is None:
             raise Unreachable(f"no leader for {self.range.topic}-{self.range.partition} "
-                              f"({_error_name(error) if error != ErrorCode.NONE else 'leader not known'})")
+                              f"({error_name(error) if error != ErrorCode.NONE else 'leader not known'})")
         return broker.host, broker.port
 
     def _only_partition(self, topics):
@@ -299,13 +299,6 @@ def to_arrow(columns: RecordColumns, topic: str, partition: int, include_headers
     if include_headers:
         return pa.RecordBatch.from_arrays(arrays + [columns.headers], schema=RECORD_SCHEMA_WITH_HEADERS)
     return pa.RecordBatch.from_arrays(arrays, schema=RECORD_SCHEMA)
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error code {code}"
 
 
 def _data_loss(fail_on_data_loss: bool, what: str) -> None:

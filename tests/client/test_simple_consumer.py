@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from odradek.client import Admin, Producer, SimpleConsumer
 from odradek.client.simple import EARLIEST_TIME, LATEST_TIME, FetchRequest
 from odradek.protocol import api
@@ -38,6 +40,9 @@ def test_multifetch_reads_several_partitions_of_two_topics_in_one_request(broker
         assert [answer.high_watermark for answer in answers[:3]] == [10, 10, 10]
         unknown = answers[3]
         assert (unknown.messages, unknown.error.name) == ([], "UNKNOWN_TOPIC_OR_PARTITION")
+        assert consumer.multifetch([]) == []
+        with pytest.raises(ValueError):
+            consumer.multifetch([FetchRequest(second, 0, 1), FetchRequest(second, 0, 2)])
         [message] = consumer.fetch(FetchRequest(second, 0, 9))
         assert (message.key, message.headers, message.timestamp_ms is not None) == (b"k9", [("i", b"9")], True)
         assert [m.offset for m in consumer.fetch(3, max_messages=2)] == [3, 4]  # the old signature still works

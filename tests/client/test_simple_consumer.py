@@ -1,17 +1,18 @@
 """The seeds' low-level SimpleConsumer against a real broker: multifetch (several partitions of several topics in one
 Fetch request, each answered alone), fetch(FetchRequest), and getOffsetsBefore's old-style offsets (ListOffsets v0),
-raw and through the client."""
+raw (kafka-python's own v0 encoding) and through the client."""
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 
 import pytest
 
 from odradek.client import Admin, Producer, SimpleConsumer
 from odradek.client.simple import EARLIEST_TIME, LATEST_TIME, FetchRequest
-from odradek.protocol import api
-from odradek.protocol.connection import Connection, server_address
+from odradek.protocol.connection import server_address
 
 
 def _fill(broker, topic: str, partitions: int, per_partition: int) -> None:
@@ -74,18 +75,28 @@ def test_offsets_before_a_time_are_segment_base_offsets_descending(broker, topic
         assert [m.offset for m in consumer.fetch(FetchRequest(topic_name, 0, 2))] == [2]  # one segment per answer
 
 
+def _list_offsets_v0_by_kafka_python(bootstrap_servers: str, topic: str, queries: list[tuple[int, int, int]]):
+    """kafka-python's own ListOffsets v0 encoding and decoding over a plain socket: [(partition, error code,
+    old-style offsets)] for [(partition, time, max_num_offsets)]."""
+    from kafka.protocol.old.list_offsets import ListOffsetsRequest_v0, ListOffsetsResponse_v0
+
+    body = ListOffsetsRequest_v0(replica_id=-1, topics=[(topic, queries)]).encode()
+    client_id = b"kafka-python"
+    header = struct.pack(">hhih", 2, 0, 7, len(client_id)) + client_id
+    with socket.create_connection(server_address(bootstrap_servers), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        reader = sock.makefile("rb")
+        (size,) = struct.unpack(">i", reader.read(4))
+        frame = reader.read(size)
+    assert struct.unpack(">i", frame[:4]) == (7,)
+    [(name, partitions)] = ListOffsetsResponse_v0.decode(frame[4:]).topics
+    assert name == topic
+    return [tuple(partition) for partition in partitions]
+
+
 def test_raw_list_offsets_v0_answers_old_style_offsets(broker, topic_name):
     _one_record_segments(broker, topic_name, 3)
-    connection = Connection(server_address(broker.bootstrap_servers), 10, "test", {"ListOffsets": (0, 0)})
-    request = api("ListOffsets").request
-    try:
-        answer = connection.call("ListOffsets", replica_id=-1, topics=[
-            request.ListOffsetsTopic(name=topic_name, partitions=[
-                request.ListOffsetsPartition(partition_index=0, timestamp=LATEST_TIME, max_num_offsets=5),
-                request.ListOffsetsPartition(partition_index=1, timestamp=LATEST_TIME, max_num_offsets=5),
-                request.ListOffsetsPartition(partition_index=0, timestamp=-3, max_num_offsets=5)])])
-    finally:
-        connection.close()
-    [topic] = answer.topics
-    assert [(p.partition_index, p.error_code, list(p.old_style_offsets)) for p in topic.partitions] == [
-        (0, 0, [3, 2, 1, 0]), (1, 3, []), (0, 35, [])]  # UNKNOWN_TOPIC_OR_PARTITION; UNSUPPORTED_VERSION for -3
+    assert _list_offsets_v0_by_kafka_python(broker.bootstrap_servers, topic_name, [
+        (0, LATEST_TIME, 5), (0, EARLIEST_TIME, 5), (0, LATEST_TIME, 1), (1, LATEST_TIME, 5), (0, -3, 5)]) == [
+        (0, 0, [3, 2, 1, 0]), (0, 0, [0]), (0, 0, [3]),
+        (1, 3, []), (0, 35, [])]  # UNKNOWN_TOPIC_OR_PARTITION; UNSUPPORTED_VERSION below -2 in v0

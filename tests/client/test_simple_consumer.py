@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from odradek.broker.handlers.offsets import old_style_offsets
 from odradek.client import Admin, Producer, SimpleConsumer
 from odradek.client.simple import EARLIEST_TIME, LATEST_TIME, FetchRequest
 from odradek.protocol.connection import server_address
@@ -100,3 +101,14 @@ def test_raw_list_offsets_v0_answers_old_style_offsets(broker, topic_name):
         (0, LATEST_TIME, 5), (0, EARLIEST_TIME, 5), (0, LATEST_TIME, 1), (1, LATEST_TIME, 5), (0, -3, 5)]) == [
         (0, 0, [3, 2, 1, 0]), (0, 0, [0]), (0, 0, [3]),
         (1, 3, []), (0, 35, [])]  # UNKNOWN_TOPIC_OR_PARTITION; UNSUPPORTED_VERSION below -2 in v0
+
+
+def test_old_style_offsets_stop_at_the_high_watermark_for_consumers():
+    """Kafka's ReplicaManager: offsets above the high watermark are replaced by it for a consumer, not a replica."""
+    points = [(0, 1000), (10, 2000), (20, 3000), (30, 4000)]  # base offsets 0, 10, 20; log end 30
+    assert old_style_offsets(points, LATEST_TIME, 10, high_watermark=None) == [30, 20, 10, 0]
+    assert old_style_offsets(points, LATEST_TIME, 10, high_watermark=25) == [25, 20, 10, 0]
+    assert old_style_offsets(points, LATEST_TIME, 3, high_watermark=15) == [15, 10]
+    assert old_style_offsets(points, 2500, 10, high_watermark=30) == [10, 0]
+    assert old_style_offsets(points, 999, 10, high_watermark=30) == []
+    assert old_style_offsets(points, EARLIEST_TIME, 10, high_watermark=30) == [0]

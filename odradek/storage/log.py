@@ -148,6 +148,15 @@ class Log:
     def segments(self) -> tuple[Segment, ...]:
         return self._segments
 
+    def offset_times(self, now_ms: int) -> list[tuple[int, int]]:
+        """(offset, last modified ms) of each segment's first offset still in the log, then of the log end when the
+        active segment holds data (written up to now): the points Kafka's old-style offsets answer with."""
+        segments, start = self._segments, self._log_start_offset
+        points = [(max(segment.base_offset, start), segment.last_modified_ms) for segment in segments]
+        if segments[-1].size > 0:
+            points.append((max(self._log_end_offset, start), now_ms))
+        return points
+
     @property
     def size_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)

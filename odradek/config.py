@@ -272,6 +272,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "Longest wait for the first ZooKeeper connection (0: zookeeper.session.timeout.ms)", minimum=0),
         ConfigKey("num.partitions", _T.INT, 1, "Partitions of an auto-created topic", minimum=1),
         ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
+        ConfigKey("replica.lag.time.max.ms", _T.LONG, 30000, "A follower that has not caught up this long leaves "
+                  "the ISR", minimum=0),
+        ConfigKey("replica.fetch.wait.max.ms", _T.INT, 500, "Longest wait of a follower's fetch", minimum=0),
+        ConfigKey("replica.fetch.min.bytes", _T.INT, 1, "Bytes a follower's fetch waits for", minimum=1),
+        ConfigKey("replica.fetch.max.bytes", _T.INT, 1048576, "Bytes a follower fetches per partition", minimum=0),
+        ConfigKey("replica.fetch.response.max.bytes", _T.INT, 10485760, "Bytes a follower fetches per request",
+                  minimum=0),
+        ConfigKey("replica.socket.timeout.ms", _T.INT, 30000, "A follower's wait for an answer beyond its fetch "
+                  "wait", minimum=1),
         ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),
         ConfigKey("delete.topic.enable", _T.BOOLEAN, True, "Allow DeleteTopics"),
         ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),

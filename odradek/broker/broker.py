@@ -55,6 +55,7 @@ class Broker:
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
         self.membership = self._membership(static_config)  # connects only below, after the lock and the bind
         self.controller = None  # odradek.cluster.controller.Controller in a ZooKeeper cluster
+        self.replica_fetchers = None  # odradek.broker.replica_fetcher.ReplicaFetchers in a ZooKeeper cluster
         self._dir_locks: list[int] = []
         self._listener = None
         try:
@@ -65,6 +66,8 @@ class Broker:
             self.metadata = self._catalogue(static_config)
             self.props = self._layered_props()  # the settings in force: static under the dynamic ones
             self.config = resolve_broker_config(self.props)
+            if self.controller is not None:
+                self.controller.unclean_default = LogConfig.resolve(None, self.props).unclean_leader_election_enable
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
             self.cleaner = LogCleaner(self.logs, self.config)
             self.partitions: dict[tuple[str, int], Partition] = {}
@@ -219,9 +222,10 @@ class Broker:
             for index, assignment in enumerate(topic.partitions):
                 partition = self.partitions.get((topic.name, index))
                 if partition is not None:
-                    partition.assignment = assignment
+                    partition.update_assignment(assignment, now_ms())
             if self._applied_topic_configs.get(topic.name) != topic.configs:
                 self._reconfigure_logs(topic)
+        self.replica_fetchers.follow()
         self.group_coordinator.follow_leadership()
         self.transaction_coordinator.follow_leadership()
 
@@ -333,6 +337,9 @@ class Broker:
         await asyncio.to_thread(self.membership.register, BrokerEndpoint(
             self.node_id, self.advertised_host, self.advertised_port, self.config["broker.rack"] or None))
         if self.controller is not None:
+            from odradek.broker.replica_fetcher import ReplicaFetchers
+
+            self.replica_fetchers = ReplicaFetchers(self)
             loop = asyncio.get_running_loop()
             self.metadata.listeners.append(lambda: self._catalogue_changed(loop))
             self._follow_catalogue()
@@ -353,6 +360,11 @@ class Broker:
             loop.create_task(every(self.config["log.retention.check.interval.ms"], self._expire_producers,
                                    "producer id expiration")),
         ]
+        if self.controller is not None:
+            from odradek.broker.replica_fetcher import ISR_CHECK_INTERVAL_MS
+
+            self._tasks.append(loop.create_task(every(ISR_CHECK_INTERVAL_MS, self.replica_fetchers.check_isr,
+                                                      "ISR check")))
         self.cleaner.start()
         return self.host, self.port
 
@@ -376,6 +388,8 @@ class Broker:
             await self.server.close()
             await self.group_coordinator.stop()
             await self.transaction_coordinator.stop()
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

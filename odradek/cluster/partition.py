@@ -75,6 +75,8 @@ class Partition:
         self.high_watermark = log.log_end_offset if self.isr_is_self else log.recovery_point
         self._waiters: list[Callable[[], None]] = []
         self.followers: dict[int, FollowerState] = {}  # as leader: every other replica
+        if not self.is_leader and self.high_watermark < log.log_end_offset:
+            log.truncate_to(self.high_watermark)  # a follower's tail past what it knows was committed
 
     def update_assignment(self, assignment: PartitionAssignment, now_ms: int) -> None:
         """Take the catalogue's replicas, leader, epoch and ISR. A new epoch starts the leader's view of its

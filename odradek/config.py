@@ -302,6 +302,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("log.cleaner.io.max.bytes.per.second", _T.DOUBLE, 1.7976931348623157e308, "Cleaner I/O cap"),
         ConfigKey("log.cleaner.backoff.ms", _T.LONG, 15000, "Sleep when no log is cleanable", minimum=0),
         ConfigKey("offsets.topic.num.partitions", _T.INT, 50, "Partitions of __consumer_offsets", minimum=1),
+        ConfigKey("offsets.topic.replication.factor", _T.SHORT, 3, "Replication factor of __consumer_offsets in a "
+                  "ZooKeeper cluster (a single node: 1)", minimum=1),
+        ConfigKey("transaction.state.log.replication.factor", _T.SHORT, 3, "Replication factor of "
+                  "__transaction_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
         ConfigKey("offsets.retention.minutes", _T.INT, 10080, "Keep an empty group's offsets this long", minimum=1),
         ConfigKey("offsets.retention.check.interval.ms", _T.LONG, 600000, "How often offsets expire", minimum=1),
@@ -484,7 +488,6 @@ _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
     "inter.broker.listener.name", "listener.security.protocol.map", "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",
 })

@@ -156,12 +156,20 @@ class Broker:
             log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
         return topic
 
-    def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str]) -> None:
-        """Create a coordinator's topic on first use; in a cluster another broker may have just made it."""
+    def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str],
+                              replication_factor_key: str) -> None:
+        """Create a coordinator's topic on first use; in a cluster another broker may have just made it. In a
+        ZooKeeper cluster it is replicated by `replication_factor_key` (offsets.topic.replication.factor...), and
+        as Kafka, refused with COORDINATOR_NOT_AVAILABLE while fewer brokers are live; a single node has one."""
         if name not in self.metadata.topics:
+            replication_factor = 1 if self.controller is None else self.config[replication_factor_key]
             try:
-                self.create_topic(name, num_partitions, 1, configs)
+                self.create_topic(name, num_partitions, replication_factor, configs)
             except KafkaError as exc:
+                if exc.code == ErrorCode.INVALID_REPLICATION_FACTOR:
+                    raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                     f"{exc.message} The replication factor of {name} is {replication_factor_key}; "
+                                     f"the topic is created once enough brokers are live.") from exc
                 if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                     raise
 

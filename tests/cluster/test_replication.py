@@ -166,3 +166,42 @@ def test_a_killed_leader_is_replaced_from_the_isr_and_its_unacknowledged_tail_is
     on_leader = segment_bytes(new_leader, topic)
     assert wait_until(lambda: segment_bytes(old_leader, topic) == on_leader, timeout=10)
     assert read_all(cluster.bootstrap_servers, topic) == acknowledged + [b"after"]
+
+
+def test_committed_offsets_survive_the_loss_of_the_coordinator_s_broker(cluster, zk):
+    from odradek.coordinator.offsets_topic import partition_for
+
+    topic = f"group-{uuid.uuid4().hex[:6]}"
+    create(cluster, topic)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "log_level": 0,
+                         "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 42)], asynchronous=False)
+    consumer.close()
+    offsets_partitions = json.loads(zk.get("/brokers/topics/__consumer_offsets")[0])["partitions"]
+    assert all(len(replicas) == 3 for replicas in offsets_partitions.values())  # offsets.topic.replication.factor
+    index = partition_for(group, len(offsets_partitions))
+    assert wait_until(lambda: sorted(
+        json.loads(zk.get(f"/brokers/topics/__consumer_offsets/partitions/{index}/state")[0])["isr"]) == [1, 2, 3],
+        timeout=15)
+    offsets_state = json.loads(zk.get(f"/brokers/topics/__consumer_offsets/partitions/{index}/state")[0])
+    coordinator = cluster.broker(offsets_state["leader"])
+    coordinator.kill()
+    try:
+        survivors = ",".join(b.bootstrap_servers for b in cluster.brokers if b is not coordinator)
+        consumer = Consumer({"bootstrap.servers": survivors, "group.id": group, "log_level": 0,
+                             "enable.auto.commit": False})
+        try:
+            committed = None
+            deadline = time.monotonic() + SESSION_TIMEOUT_S + 30
+            while time.monotonic() < deadline:
+                try:
+                    committed = consumer.committed([TopicPartition(topic, 0)], timeout=5)[0].offset
+                    break
+                except KafkaException:
+                    time.sleep(0.5)
+            assert committed == 42
+        finally:
+            consumer.close()
+    finally:
+        coordinator.start(timeout=SESSION_TIMEOUT_S + 30)

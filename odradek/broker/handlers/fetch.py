@@ -19,9 +19,9 @@ fetch.max.bytes. (Kafka's v0-2 answers cut even that first batch short; we send 
 
 from __future__ import annotations
 
-import asyncio
 import time
 
+from odradek.broker.append_waits import next_change
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
 from odradek.clock import now_ms
 from odradek.errors import ErrorCode, KafkaError
@@ -169,27 +169,12 @@ def handlers(broker) -> dict:
 
     async def long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown,
                         replica_id):
-        loop = asyncio.get_running_loop()
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
                    if key in broker.partitions]
         answers: list = []
         while True:
-            woken = loop.create_future()
-
-            def wake(woken=woken):
-                if not woken.done():
-                    woken.set_result(None)
-
-            for partition in watched:
-                partition.on_next_append(wake)
-            try:
-                await asyncio.wait_for(woken, max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                pass
-            finally:
-                for partition in watched:
-                    partition.cancel_wait(wake)
+            await next_change(watched, deadline - time.monotonic())
             answers, total, saw_error = read(targets, max_bytes, isolation, incremental, replica_id)
             if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
                 return respond(answers, version, session, unknown)

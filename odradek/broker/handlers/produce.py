@@ -29,6 +29,7 @@ import asyncio
 import logging
 import time
 
+from odradek.broker.append_waits import next_change
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
@@ -154,7 +155,6 @@ def handlers(broker) -> dict:
         """acks=all: the append once the ISR has it (the high watermark passed it), as Kafka's DelayedProduce;
         REQUEST_TIMED_OUT at the request's timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
         min.insync.replicas meanwhile."""
-        loop = asyncio.get_running_loop()
         while True:
             partition = broker.partitions.get((name, index))
             if partition is None or not partition.is_leader:
@@ -165,19 +165,8 @@ def handlers(broker) -> dict:
                 except KafkaError as exc:
                     return KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, exc.message)
                 return outcome
-            woken = loop.create_future()
-
-            def wake(woken=woken):
-                if not woken.done():
-                    woken.set_result(None)
-
-            partition.on_next_append(wake)
-            try:
-                await asyncio.wait_for(woken, max(0.0, deadline - loop.time()))
-            except asyncio.TimeoutError:
+            if not await next_change([partition], deadline - time.monotonic()):
                 return KafkaError(ErrorCode.REQUEST_TIMED_OUT, "The ISR did not have the records in time")
-            finally:
-                partition.cancel_wait(wake)
 
     async def await_outcomes(acks: int, outcomes: list, timeout_ms: int = 0):
         futures = [outcome for _, partitions in outcomes for _, outcome in partitions
@@ -192,7 +181,7 @@ def handlers(broker) -> dict:
                         raise error
                     partitions[position] = (index, error if error is not None else outcome.result())
         if acks == -1:
-            deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+            deadline = time.monotonic() + timeout_ms / 1000
             for name, partitions in outcomes:
                 for position, (index, outcome) in enumerate(partitions):
                     if not isinstance(outcome, BaseException):

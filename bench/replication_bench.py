@@ -3,8 +3,8 @@ in the same run, and a single-node broker for reference.
 
 One confluent-kafka client (bench/client.py's producer: 100-byte records, produce_batch), one topic of 6
 partitions per case (two led by each broker), min.insync.replicas=2 on the RF 3 topics. All brokers and ZooKeeper
-share the machine's cores, so the cluster first takes a quarter of the records unmeasured (its first run was
-0.3-0.6x its later ones: brokers just started), and followers copying every batch compete with the leaders for CPU: the figures show what
+share the machine's cores, so each broker set first takes a quarter of the records unmeasured (a first run was
+0.3-0.6x the later ones: brokers just started), and followers copying every batch compete with the leaders for CPU: the figures show what
 replication costs here, not on three machines.
 Run: `python -m bench.replication_bench [--records 300000]`.
 """
@@ -34,9 +34,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="odradek-replication-bench-") as scratch:
         with BrokerProcess(Path(scratch) / "single") as single:
+            rate(single.bootstrap_servers, "warm-up", args.records // 4, 1, "all")
             single_rate = rate(single.bootstrap_servers, "single", args.records, 1, "all")
         with Cluster(3, data_dir=Path(scratch) / "cluster") as cluster:
-            rate(cluster.bootstrap_servers, "warm-up", args.records // 4, 3, "all")  # the first run is slow
+            rate(cluster.bootstrap_servers, "warm-up", args.records // 4, 3, "all")
             figures = [(f"3 brokers, RF {rf}, acks={acks}:", rate(cluster.bootstrap_servers, f"rf{rf}-{acks}",
                                                                   args.records, rf, acks))
                        for rf, acks in ((3, "all"), (3, "1"), (1, "all"))]

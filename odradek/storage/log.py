@@ -472,6 +472,11 @@ class Log:
             self._truncations += 1
             self.producer_state.load(kept, self._log_start_offset, offset)
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it at `offset` (a follower behind its leader's log start)."""
+        with self._lock:
+            self._truncate_fully_and_start_at(offset)
+
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         removed = self._segments
         self._schedule_deletion(removed, self._clock())

@@ -5,7 +5,9 @@ records are walked and checked as Kafka's LogValidator does (`records.validation
 deltas, keys on compacted topics, CreateTime timestamps) and the log stamps offsets (and LogAppendTime) in place.
 Produce v0-v2 carry the old message formats, which are converted to one v2 batch first. Errors are per partition,
 with Kafka's codes (and `record_errors` naming the records at fault), so one bad partition never fails the rest of
-the request. With acks=0 the client expects no answer at all.
+the request. With acks=0 the client expects no answer at all; acks=1 is answered after the leader's append, acks=all
+(-1) once the in-sync replicas have the records (the partition's high watermark passed them; at once while the ISR
+is the leader alone), and refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than min.insync.replicas.
 
 Walking records costs time in proportion to what they decompress to, and a few KB of zstd can inflate to millions
 of records, so only small batches (INLINE_RECORD_BYTES, before and after decompression; a decompression that goes
@@ -27,6 +29,7 @@ import asyncio
 import logging
 import time
 
+from odradek.broker.append_waits import next_change
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
@@ -137,10 +140,39 @@ def handlers(broker) -> dict:
                 partition_answer(name, index, outcome) for index, outcome in partitions])
             for name, partitions in outcomes], throttle_time_ms=0)
 
-    async def await_outcomes(acks: int, outcomes: list):
+    def unreplicated(outcomes: list) -> bool:
+        """Whether an append of an acks=all request is not below its partition's high watermark yet."""
+        for name, partitions in outcomes:
+            for index, outcome in partitions:
+                partition = broker.partitions.get((name, index))
+                if isinstance(outcome, asyncio.Future) or (
+                        partition is not None and not isinstance(outcome, BaseException)
+                        and partition.high_watermark <= outcome.last_offset):
+                    return True
+        return False
+
+    async def replicated(name: str, index: int, outcome, deadline: float):
+        """acks=all: the append once the ISR has it (the high watermark passed it), as Kafka's DelayedProduce;
+        REQUEST_TIMED_OUT at the request's timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+        min.insync.replicas meanwhile."""
+        while True:
+            partition = broker.partitions.get((name, index))
+            if partition is None or not partition.is_leader:
+                return KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "Leadership moved before the ISR had the records")
+            if partition.high_watermark > outcome.last_offset:
+                try:
+                    partition.check_min_insync()
+                except KafkaError as exc:
+                    return KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, exc.message)
+                return outcome
+            if not await next_change([partition], deadline - time.monotonic()):
+                return KafkaError(ErrorCode.REQUEST_TIMED_OUT, "The ISR did not have the records in time")
+
+    async def await_outcomes(acks: int, outcomes: list, timeout_ms: int = 0):
         futures = [outcome for _, partitions in outcomes for _, outcome in partitions
                    if isinstance(outcome, asyncio.Future)]
-        await asyncio.wait(futures)  # not gather: a closed connection must not cancel appends already queued
+        if futures:
+            await asyncio.wait(futures)  # not gather: a closed connection must not cancel appends already queued
         for _, partitions in outcomes:
             for position, (index, outcome) in enumerate(partitions):
                 if isinstance(outcome, asyncio.Future):
@@ -148,6 +180,12 @@ def handlers(broker) -> dict:
                     if error is not None and not isinstance(error, (KafkaError, OSError)):
                         raise error
                     partitions[position] = (index, error if error is not None else outcome.result())
+        if acks == -1:
+            deadline = time.monotonic() + timeout_ms / 1000
+            for name, partitions in outcomes:
+                for position, (index, outcome) in enumerate(partitions):
+                    if not isinstance(outcome, BaseException):
+                        partitions[position] = (index, await replicated(name, index, outcome, deadline))
         return response(acks, outcomes)
 
     def answer_produce(connection, header, request):
@@ -163,14 +201,16 @@ def handlers(broker) -> dict:
                 try:
                     if acks not in (0, 1, -1):
                         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                    if acks == -1:
+                        broker.partition(name, data.index).check_min_insync()
                     outcome = start_append(name, data.index, data.records, version)
                 except (KafkaError, OSError) as exc:
                     outcome = exc
                 waiting = waiting or isinstance(outcome, asyncio.Future)
                 partitions.append((data.index, outcome))
             outcomes.append((name, partitions))
-        if waiting:
-            return await_outcomes(acks, outcomes)
+        if waiting or (acks == -1 and unreplicated(outcomes)):
+            return await_outcomes(acks, outcomes, request.timeout_ms)
         return response(acks, outcomes)
 
     return {PRODUCE.key: answer_produce}

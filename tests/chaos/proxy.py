@@ -38,21 +38,15 @@ class Proxy:
         self._closed = False
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
-        self.cuts = 0
         threading.Thread(target=self._accept, name=f"{name}-accept", daemon=True).start()
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    @property
-    def cut_mode(self) -> str | None:
-        return "drop" if self._dropping else None if self._flowing.is_set() else "blackhole"
-
     def cut(self, mode: str = "blackhole") -> None:
         if mode not in ("blackhole", "drop"):
             raise ValueError(f"no such cut: {mode}")
-        self.cuts += 1
         self._flowing.clear()
         if mode == "drop":
             self._dropping = True

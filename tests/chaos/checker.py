@@ -9,7 +9,8 @@ every fault was healed. Every sent value is unique, so a value names one send.
 Plain code over plain data, so that tests drive it with synthetic histories and the chaos runs with real ones.
 Classes, as Jepsen's Kafka workload names them:
 
-- lost-write: a send acknowledged `ok` whose value no read (polls nor the final read) ever saw.
+- lost-write: a send acknowledged `ok`, or a value of a transaction committed `ok`, that no read (polls nor the
+  final read) ever saw.
 - duplicate: one value at two or more offsets.
 - inconsistent-offsets: one (partition, offset) holding two values, across reads and acknowledgements (an ack that
   names an offset where the log holds another value).
@@ -26,7 +27,7 @@ written. `unacknowledged-seen` counts them when read, for the report.
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 ANOMALIES = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-poll", "poll-skip", "aborted-read")
@@ -64,6 +65,7 @@ class Report:
     polled_records: int = 0
     final_records: int = 0
     unacknowledged_seen: int = 0
+    transactions: dict[str, int] = field(default_factory=dict)  # ended ok (committed), fail (aborted), info
 
     @property
     def valid(self) -> bool:
@@ -100,8 +102,10 @@ def check(history: list[Op]) -> Report:
     for value, position in acked.items():
         values_at[position].add(value)
 
-    report.anomalies["lost-write"] = sorted((value, position) for value, position in acked.items()
-                                            if value not in positions_of)
+    committed = {value: None for op in history if op.f == "txn" and op.type == "ok" for value in op.values}
+    report.acknowledged += len(committed)
+    report.anomalies["lost-write"] = sorted(((value, position) for value, position in {**committed, **acked}.items()
+                                             if value not in positions_of), key=lambda lost: lost[0])
     report.anomalies["duplicate"] = sorted((value, sorted(where)) for value, where in positions_of.items()
                                            if len(where) > 1)
     report.anomalies["inconsistent-offsets"] = sorted((position, sorted(values)) for position, values
@@ -116,6 +120,7 @@ def check(history: list[Op]) -> Report:
     report.anomalies["poll-skip"] = _skips(reads, known_offsets)
     report.anomalies["nonmonotonic-poll"] = _nonmonotonic(history)
 
+    report.transactions = dict(Counter(op.type for op in history if op.f == "txn" and op.type != "invoke"))
     aborted = {value for op in history if op.f == "txn" and op.type == "fail" for value in op.values}
     report.anomalies["aborted-read"] = [(op.process, record) for op in reads if op.read_committed
                                         for record in op.records if record[2] in aborted]

@@ -97,3 +97,9 @@ def test_aborted_read_only_under_read_committed():
 
 def test_every_class_is_reported_in_the_counts():
     assert set(check([]).counts()) == set(ANOMALIES)
+
+
+def test_a_committed_transaction_s_value_never_read_is_lost():
+    history = [Op("t", "txn", "invoke", values=(b"a", b"b")), Op("t", "txn", "ok", values=(b"a", b"b")),
+               final((0, 0, b"a"))]
+    assert only(check(history), "lost-write") == [(b"b", None)]

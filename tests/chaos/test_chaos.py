@@ -35,7 +35,7 @@ def test_a_short_chaos_run_has_no_anomaly(cluster):
     print("\n" + table([outcome]))
     assert len(outcome.faults) >= 4, outcome.faults
     assert outcome.report.acknowledged > 1000
-    assert outcome.report.valid, outcome.report.summary()
+    assert outcome.valid, outcome.summary()
 
 
 def test_a_rolling_restart_under_load_loses_nothing_and_clients_keep_going(cluster):
@@ -45,7 +45,7 @@ def test_a_rolling_restart_under_load_loses_nothing_and_clients_keep_going(clust
                                     calm_seconds=(3.0, 3.0), **topic_settings()))
     print("\n" + table([outcome]))
     assert sorted({node for _, _, node, _ in outcome.faults}) == [1, 2, 3], outcome.faults
-    assert outcome.report.valid, outcome.report.summary()
+    assert outcome.valid, outcome.summary()
     assert outcome.longest_ack_gap < 5, outcome.longest_ack_gap
 
 
@@ -61,5 +61,4 @@ def test_long_chaos(cluster):
         outcomes.append(run(cluster, Settings(seconds=min(120, left), seed=seed + len(outcomes), **topic_settings())))
         print(table(outcomes[-1:]), flush=True)
     print("\n" + table(outcomes))
-    assert all(outcome.report.valid for outcome in outcomes), [o.report.summary() for o in outcomes
-                                                              if not o.report.valid]
+    assert all(outcome.valid for outcome in outcomes), [o.summary() for o in outcomes if not o.valid]

@@ -111,6 +111,7 @@ class Outcome:
     faults: list[tuple[float, str, int, str]]  # (time, fault, broker id, detail)
     longest_ack_gap: float                      # seconds without any acknowledged send, after the first one
     longest_partition_stall: float              # the same on one partition
+    producer_fatal_errors: list[str]            # an idempotent producer told its sequence broke: data loss, often
 
     def row(self) -> dict[str, object]:
         kinds = Counter(fault for _, fault, _, _ in self.faults)
@@ -120,7 +121,14 @@ class Outcome:
                 "txns ok/aborted/?": "/".join(str(self.report.transactions.get(end, 0)) for end in ("ok", "fail", "info")),
                 "polled": self.report.polled_records, "final": self.report.final_records,
                 "ack-gap": f"{self.longest_ack_gap:.1f}s", "partition-stall": f"{self.longest_partition_stall:.1f}s",
-                **self.report.counts()}
+                "producer-fatal": len(self.producer_fatal_errors), **self.report.counts()}
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and not self.producer_fatal_errors
+
+    def summary(self) -> str:
+        return f"seed {self.settings.seed}: {self.report.summary()}; producer fatal errors {self.producer_fatal_errors}"
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -154,10 +162,14 @@ class ProducerClient(_Client):
     def __init__(self, name, history, stop, bootstrap: str, topic: str, rate: int, partitions: int | None):
         super().__init__(name, history, stop)
         self.bootstrap, self.topic, self.rate, self.partitions = bootstrap, topic, rate, partitions
+        self.fatal_errors: list[str] = []
+
+    def _producer(self) -> Producer:
+        return Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                         "linger.ms": 5, "message.timeout.ms": 15000, "log_level": 0})
 
     def work(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                             "linger.ms": 5, "message.timeout.ms": 15000, "log_level": 0})
+        producer = self._producer()
 
         def delivered(error, message):
             value = message.value()
@@ -176,11 +188,18 @@ class ProducerClient(_Client):
                     producer.produce(self.topic, value=value, on_delivery=delivered)
                 else:
                     producer.produce(self.topic, value=value, partition=n % self.partitions, on_delivery=delivered)
+                producer.poll(1 / self.rate)
             except BufferError:
                 self.history.add(self.name, "send", "fail", value=value, error="queue full")
+            except KafkaException as exc:  # fatal (the broker broke the idempotence contract): a new producer
+                self.history.add(self.name, "send", "info", value=value, error=exc.args[0].name())
+                self.fatal_errors.append(exc.args[0].str())
+                producer = self._producer()  # the old one's queue stays indeterminate
             n += 1
-            producer.poll(1 / self.rate)
-        producer.flush(30)  # what is still not delivered then stays indeterminate (invoke only)
+        try:
+            producer.flush(30)  # what is still not delivered then stays indeterminate (invoke only)
+        except KafkaException as exc:
+            self.fatal_errors.append(exc.args[0].str())
 
 
 class TransactionalClient(_Client):
@@ -380,7 +399,7 @@ def run(cluster: ProxiedCluster, settings: Settings) -> Outcome:
     acks = [op for op in history.ops if op.f == "send" and op.type == "ok"]
     return Outcome(settings, check(history.ops), nemesis.faults, _longest_gap(acks),
                    max((_longest_gap([op for op in acks if op.partition == p]) for p in range(settings.partitions)),
-                       default=0.0))
+                       default=0.0), [error for client in clients for error in getattr(client, "fatal_errors", ())])
 
 
 def _longest_gap(ops: list[Op]) -> float:

@@ -33,7 +33,7 @@ def cluster(odradek_zookeeper, tmp_path_factory):
 def test_a_short_chaos_run_has_no_anomaly(cluster):
     outcome = run(cluster, Settings(seconds=45, seed=1, **topic_settings()))
     print("\n" + table([outcome]))
-    assert len(outcome.faults) >= 4, outcome.faults
+    assert len(outcome.faults) >= 3, outcome.faults
     assert outcome.report.acknowledged > 1000
     assert outcome.valid, outcome.summary()
 
@@ -42,7 +42,7 @@ def test_a_rolling_restart_under_load_loses_nothing_and_clients_keep_going(clust
     """Each broker stopped cleanly and started again in turn: no acknowledged record lost, and acknowledgements
     never stop for more than a few seconds (the other brokers' partitions keep taking writes)."""
     outcome = run(cluster, Settings(seconds=40, seed=2, faults=("restart",), fault_seconds=(1.0, 1.0),
-                                    calm_seconds=(3.0, 3.0), **topic_settings()))
+                                    calm_seconds=(3.0, 3.0), in_turn=True, **topic_settings()))
     print("\n" + table([outcome]))
     assert sorted({node for _, _, node, _ in outcome.faults}) == [1, 2, 3], outcome.faults
     assert outcome.valid, outcome.summary()

@@ -102,6 +102,7 @@ class Settings:
     faults: tuple[str, ...] = FAULTS
     fault_seconds: tuple[float, float] = (2.0, 9.0)  # how long a fault is held; ZooKeeper's session is 6 s
     calm_seconds: tuple[float, float] = (1.0, 4.0)   # between a heal and the next fault
+    in_turn: bool = False  # brokers 1, 2, 3, 1, ... (a rolling restart) rather than at random
 
 
 @dataclass
@@ -286,7 +287,9 @@ class Nemesis(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stop.wait(self.random.uniform(*self.settings.calm_seconds)):
-                broker = self.random.choice(self.cluster.brokers)
+                brokers = self.cluster.brokers
+                broker = brokers[len(self.faults) % len(brokers)] if self.settings.in_turn \
+                    else self.random.choice(brokers)
                 fault = self.random.choice(self.settings.faults)
                 held = self.random.uniform(*self.settings.fault_seconds)
                 heal = self.inject(fault, broker, held)

@@ -205,8 +205,9 @@ class ProducerClient(_Client):
 
 class TransactionalClient(_Client):
     """Transactions of 5 values each, committed or aborted at random (seeded): a committed one's values must be
-    read, an aborted one's never by read_committed consumers. A transaction whose end raised is indeterminate
-    (`info`); then the producer aborts if it can and starts over (a new producer, fencing the old, if fatal)."""
+    read, an aborted one's never by read_committed consumers. A transaction whose end still failed after retries is
+    indeterminate (`info`); then the producer aborts if librdkafka says it must, else starts over (a new producer
+    with the same transactional id, fencing the old)."""
 
     def __init__(self, name, history, stop, bootstrap: str, topic: str, partitions: int, seed: int):
         super().__init__(name, history, stop)
@@ -231,13 +232,25 @@ class TransactionalClient(_Client):
                 producer.begin_transaction()
                 for value in values:
                     producer.produce(self.topic, value=value, partition=self.random.randrange(self.partitions))
-                (producer.commit_transaction if commit else producer.abort_transaction)(15)
+                self._end(producer.commit_transaction if commit else producer.abort_transaction)
                 self.history.add(self.name, "txn", "ok" if commit else "fail", values=values)
             except KafkaException as exc:
-                self.history.add(self.name, "txn", "info", values=values, error=exc.args[0].name())
-                producer = None if exc.args[0].fatal() else self._abort(producer)
+                error = exc.args[0]
+                self.history.add(self.name, "txn", "info", values=values, error=error.name())
+                producer = self._abort(producer) if producer and error.txn_requires_abort() else None
                 self.stop.wait(0.5)
             self.stop.wait(0.05)
+
+    @staticmethod
+    def _end(end) -> None:
+        """Commit or abort, again while the error is retriable (librdkafka's rule: an abort after a commit that
+        timed out would be INVALID_TXN_STATE, fatal, if the commit was in fact prepared)."""
+        for attempt in range(4):
+            try:
+                return end(15)
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or attempt == 3:
+                    raise
 
     @staticmethod
     def _abort(producer: Producer) -> Producer | None:

@@ -172,8 +172,8 @@ class ClientLog(logging.Logger):
 
 
 def test_idempotent_producer_with_mixed_batches_keeps_every_record_in_order(broker, topic_name):
-    """confluent-kafka, enable.idempotence with max.in.flight=5, zstd (every batch checked in a worker process):
-    bursts of 10,000 records in 100 KB batches, each followed by one record alone, to one partition; no
+    """confluent-kafka, enable.idempotence with max.in.flight=5, zstd: bursts of 10,000 records in 100 KB batches,
+    each followed by one record alone, to one partition; no
     OUT_OF_ORDER_SEQUENCE, every record once and in order. (librdkafka did not pipeline these tightly enough to
     catch appends out of order here; test_pipelined_appends_to_one_partition_keep_their_order does.)"""
     create(broker, topic_name)
@@ -211,6 +211,41 @@ def test_idempotent_producer_with_mixed_batches_keeps_every_record_in_order(brok
         received += [m.value() for m in consumer.consume(10_000, 1.0) if m.error() is None]
     consumer.close()
     assert received == sent
+
+
+def worker_cpu_seconds(broker) -> dict[int, float]:
+    """CPU seconds used so far by each of the broker's running child processes (its validation workers)."""
+    pid = broker.process.pid
+    used = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        for child in open(f"/proc/{pid}/task/{task}/children").read().split():
+            fields = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()
+            used[int(child)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def test_client_sized_batches_are_checked_without_a_worker(broker, client, topic_name):
+    """A client's 1 MB batches (8,000 keyed 100-byte records, plain and zstd) are checked by the broker itself: a
+    hop to a worker process cost more CPU (pickling and piping every byte) than the check. The workers, started at
+    the first Produce, use no CPU for them; their records are still checked (one keyless record is refused)."""
+    create(broker, topic_name, {"cleanup.policy": "compact"})
+    plain = encode_batch([Record(i, TS, b"key-%05d" % i, b"v" * 100) for i in range(8_000)])
+    packed = encode_batch([Record(i, TS, b"key-%05d" % i, b"v" * 100) for i in range(8_000)], compression=ZSTD)
+    assert 900_000 < len(plain) < 1_000_000 and produce(client, topic_name, plain).error_code == 0
+    deadline = time.monotonic() + 10
+    before = worker_cpu_seconds(broker)
+    while time.monotonic() < deadline:  # until the workers have started (interpreter, numpy) and sit idle
+        time.sleep(0.3)
+        before, settled = worker_cpu_seconds(broker), before
+        if before and before == settled:
+            break
+    for _ in range(40):
+        assert produce(client, topic_name, plain).error_code == 0
+        assert produce(client, topic_name, packed).error_code == 0
+    after = worker_cpu_seconds(broker)
+    assert sum(after.values()) - sum(before.values()) < 0.03, (before, after)
+    keyless = encode_batch([Record(i, TS, None if i == 7_999 else b"k", b"v" * 100) for i in range(8_000)])
+    assert produce(client, topic_name, keyless).error_code == INVALID_RECORD
 
 
 def test_a_worker_that_died_while_idle_is_replaced(broker, client, topic_name):

@@ -80,7 +80,7 @@ def handlers(broker) -> dict:
         """Check the records in a worker (unless `checked` already), wait for the partition's previous append, and
         append."""
         check = None if checked else asyncio.ensure_future(
-            workers.check(records, headers, topic_partition, keys_required, time_range))
+            workers.check(records, topic_partition, keys_required, time_range))
         if previous is not None:
             await asyncio.wait([previous])  # its outcome is its own request's
         if check is not None:

@@ -2,7 +2,8 @@
 costs and what a change to it wins back.
 
 `python -m bench.validation_cost before=/path/to/old/tree after=.` starts a fresh broker from each tree in turn
-(PYTHONPATH set to the tree, so the broker and its validation workers run that code), interleaved round by round,
+(PYTHONPATH set to the tree and the tree as the current directory, which `python -m` puts first on the path, so the
+broker and its validation workers run that code), interleaved round by round,
 and produces keyed records from one confluent-kafka producer (acks=1, linger 5 ms, 1 MB batches), 100-byte and
 1 KiB values, codecs none, lz4 and zstd, on an ordinary and on a compacted topic. It prints records/s and the
 broker's CPU per record (its threads and its worker processes, bench.peers' accounting), medians of the rounds.
@@ -23,7 +24,7 @@ from bench import client
 from bench.peers import Broker
 from odradek.embedded import BrokerProcess
 
-RECORDS = {100: 200_000, 1024: 50_000}
+RECORDS = {100: 1_000_000, 1024: 200_000}
 CODECS = ("none", "lz4", "zstd")
 POLICIES = ("delete", "compact")
 
@@ -54,12 +55,13 @@ def main() -> None:
     parser.add_argument("trees", nargs="+", help="label=path of an Odradek source tree")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    trees = [tree.split("=", 1) for tree in args.trees]
+    trees = [(label, os.path.abspath(path)) for label, path in (tree.split("=", 1) for tree in args.trees)]
     cases = list(itertools.product(RECORDS, CODECS, POLICIES))
     figures: dict[tuple, list[tuple[float, float]]] = {}
     for round_number in range(args.rounds):
         for label, path in trees:
             os.environ["PYTHONPATH"] = os.path.abspath(path)
+            os.chdir(path)
             with tempfile.TemporaryDirectory(prefix="bench-validation-") as data_dir:
                 broker = BrokerProcess(data_dir).start()
                 try:

@@ -8,15 +8,15 @@ with Kafka's codes (and `record_errors` naming the records at fault), so one bad
 the request. With acks=0 the client expects no answer at all.
 
 Walking records costs time in proportion to how many there are, and a header says how many before any work (the
-count is checked against the bytes first, and the walk never goes past it). So a partition's batches holding at most
-INLINE_RECORDS records are checked on the event loop, compressed ones too if they decompress to at most
-INLINE_DECOMPRESSED_BYTES (a decompression that goes past it stops there), which a client's batch (batch.size, 1 MB
-at most by default) does. Measured: 16k records of scattered sizes, the walk's worst case, 5 ms; a 1 MB batch of
-10,000 100-byte records 0.8 ms. Sending such a batch to a worker cost more CPU than checking it (a pickle and two
-pipe copies of every byte). Every other batch (a few KB of zstd can inflate to millions of records) is checked in
-one of VALIDATION_PROCESSES worker processes (broker/validation_workers.py; processes, not threads: cramjam holds
-the GIL while it decompresses), which also bounds the memory such checks take; the event loop keeps serving every
-other connection meanwhile.
+count is checked against the bytes first, and the walk never goes past it). So the batches of a request holding at
+most INLINE_RECORDS records in all are checked on the event loop (partition by partition, as long as the request's
+allowance lasts), compressed ones too if they decompress to at most INLINE_DECOMPRESSED_BYTES (a decompression that
+goes past it stops there), which a client's batch (batch.size, 1 MB at most by default) does. Measured: 16k records
+of scattered sizes, the walk's worst case, 5 ms; a 1 MB batch of 10,000 100-byte records 0.8 ms. Sending such a
+batch to a worker cost more CPU than checking it (a pickle and two pipe copies of every byte). Every other batch (a
+few KB of zstd can inflate to millions of records) is checked in one of VALIDATION_PROCESSES worker processes
+(broker/validation_workers.py; processes, not threads: cramjam holds the GIL while it decompresses), which also
+bounds the memory such checks take; the event loop keeps serving every other connection meanwhile.
 
 Appends to one partition still happen in the order the requests arrived, even when a small request's records are
 checked before a large one's that came earlier: an idempotent producer pipelines requests to a partition and
@@ -42,7 +42,7 @@ from odradek.records.validation import validate_records
 
 PRODUCE = api("Produce")
 ProduceResponse = PRODUCE.response
-INLINE_RECORDS = 16 * 1024  # requests for a partition with up to this many records are checked on the loop
+INLINE_RECORDS = 16 * 1024  # records of one request checked on the loop, at most
 INLINE_DECOMPRESSED_BYTES = 4 << 20  # if their compressed batches decompress to no more than this
 VALIDATION_PROCESSES = 2
 
@@ -87,16 +87,19 @@ def handlers(broker) -> dict:
             await check
         return append(partition, records, headers)
 
-    def start_append(topic: str, index: int, records, version: int):
+    def start_append(topic: str, index: int, records, version: int, inline_allowance: list[int]):
         """The partition's append result, or a future of it when it has to wait for record checks off the loop or
-        for an earlier append to the same partition."""
+        for an earlier append to the same partition. Its records are checked inline if they fit in what is left of
+        the request's `inline_allowance` (a one-item list: records), which they use up."""
         partition, records, headers = checked_batches(topic, index, records, version)
         topic_partition = f"{topic}-{index}"
         config = partition.log.config
         keys_required = config.compact
         time_range = None if config.log_append_time else config.create_time_range(time.time_ns() // 1_000_000)
         checked = False
-        if sum(header.record_count for header in headers) <= INLINE_RECORDS:
+        count = sum(header.record_count for header in headers)
+        if count <= inline_allowance[0]:
+            inline_allowance[0] -= count
             try:
                 validate_records(records, headers, topic_partition=topic_partition, keys_required=keys_required,
                                  create_time_range=time_range, decompressed_limit=INLINE_DECOMPRESSED_BYTES)
@@ -160,6 +163,7 @@ def handlers(broker) -> dict:
         acks = request.acks
         outcomes = []
         waiting = False
+        inline_allowance = [INLINE_RECORDS]
         for topic_data in request.topic_data:
             name = topic_data.name
             partitions = []
@@ -167,7 +171,7 @@ def handlers(broker) -> dict:
                 try:
                     if acks not in (0, 1, -1):
                         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                    outcome = start_append(name, data.index, data.records, version)
+                    outcome = start_append(name, data.index, data.records, version, inline_allowance)
                 except (KafkaError, OSError) as exc:
                     outcome = exc
                 waiting = waiting or isinstance(outcome, asyncio.Future)

@@ -7,6 +7,7 @@ broker and its validation workers run that code), interleaved round by round,
 and produces keyed records from one confluent-kafka producer (acks=1, linger 5 ms, 1 MB batches), 100-byte and
 1 KiB values, codecs none, lz4 and zstd, on an ordinary and on a compacted topic. It prints records/s and the
 broker's CPU per record (its threads and its worker processes, bench.peers' accounting), medians of the rounds.
+On a shared, loaded two-core machine the figures move by 20-30% from run to run; compare trees within one run.
 """
 
 from __future__ import annotations

@@ -75,7 +75,8 @@ class Log:
         self.producer_state = ProducerStateManager(directory)
         self.leader_epochs = LeaderEpochCache.load(
             directory, ((header.partition_leader_epoch, header.base_offset) for header, _ in self.iter_batches()))
-        self.leader_epochs.truncate_from_end(self._log_end_offset)
+        # entries for records recovery cut go; one starting at the log end (a leader's epoch with no batch yet) stays
+        self.leader_epochs.truncate_from_end(self._log_end_offset + 1)
         self.leader_epochs.truncate_from_start(self._log_start_offset)
         self.cleaner_lock = threading.Lock()  # held by the log cleaner while it copies this log
         self.is_deleted = False

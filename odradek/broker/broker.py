@@ -156,7 +156,8 @@ class Broker:
                 continue
             partition_log = self.logs.create(topic.name, index, config)
             self.partitions[(topic.name, index)] = Partition(
-                topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id)
+                topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id,
+                self.logs.checkpointed_high_watermarks.get((topic.name, index), 0))
 
     def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                      configs: Mapping[str, str] | None = None, *, replicas: list[list[int]] | None = None,
@@ -400,6 +401,8 @@ class Broker:
                                    self.logs.flush_due, "flush.ms check")),
             loop.create_task(every(self.config["log.flush.offset.checkpoint.interval.ms"],
                                    lambda now: self.logs.checkpoint(), "recovery point checkpoint")),
+            loop.create_task(every(self.config["replica.high.watermark.checkpoint.interval.ms"],
+                                   lambda now: self.checkpoint_high_watermarks(), "high watermark checkpoint")),
             loop.create_task(every(self.config["log.retention.check.interval.ms"], self._expire_producers,
                                    "producer id expiration")),
         ]
@@ -422,6 +425,11 @@ class Broker:
         mechanisms, users = enabled_mechanisms(listener, self.props), plain_users(listener, self.props)
         lifetime_ms = int(listener.setting(self.props, "connections.max.reauth.ms", 0))
         return tls_context, lambda: SaslSession(mechanisms, users, self.metadata.scram_credential, lifetime_ms)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """replication-offset-checkpoint: every partition's high watermark (Kafka's checkpointHighWatermarks)."""
+        self.logs.checkpoint_high_watermarks({key: partition.high_watermark
+                                              for key, partition in list(self.partitions.items())})
 
     def _retention(self, now: int) -> None:
         removed = self.logs.run_retention(now)
@@ -452,6 +460,7 @@ class Broker:
         self.cleaner.stop()
         if self.metrics is not None:
             self.metrics.close()
+        self.checkpoint_high_watermarks()
         self.logs.close()
         self._release()
         log.info("broker %d stopped cleanly", self.node_id)

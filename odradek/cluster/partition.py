@@ -69,14 +69,15 @@ class Partition:
                  "followers", "needs_truncation")
 
     def __init__(self, topic: str, index: int, topic_id: uuid.UUID, log: Log,
-                 assignment: PartitionAssignment, node_id: int):
+                 assignment: PartitionAssignment, node_id: int, high_watermark: int = 0):
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
         self.log = log
         self.assignment = assignment
         self.node_id = node_id
-        self.high_watermark = log.log_end_offset if self.isr_is_self else log.recovery_point
+        # the high watermark saved in replication-offset-checkpoint, which never passes what the log holds
+        self.high_watermark = log.log_end_offset if self.isr_is_self else min(high_watermark, log.log_end_offset)
         self._waiters: list[Callable[[], None]] = []
         self.followers: dict[int, FollowerState] = {}  # as leader: every other replica
         self.needs_truncation = not self.is_leader  # a follower's tail may not be its leader's

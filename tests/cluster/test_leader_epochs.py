@@ -1,6 +1,6 @@
 """Truncation by leader epoch (KIP-101/279) on a three-broker cluster: acknowledged records survive a sequence of
 failures in which cutting a follower's log to its high watermark loses them, and each partition directory keeps its
-`leader-epoch-checkpoint`, read back (or rebuilt from the log's batches when missing) across restarts."""
+`leader-epoch-checkpoint`; each log directory's `replication-offset-checkpoint` holds the high watermarks."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms
 def cluster(odradek_zookeeper, tmp_path_factory):
     chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
     with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("epochs"),
-                 settings={"replica.lag.time.max.ms": 5000}) as c:
+                 settings={"replica.lag.time.max.ms": 5000, "replica.high.watermark.checkpoint.interval.ms": 200}) as c:
         yield c
 
 
@@ -73,3 +73,29 @@ def test_acknowledged_records_survive_restarts_as_followers_that_then_lead(clust
     # epoch 0 from offset 0, then the epoch B took over in, from its log end, where nothing came yet
     assert checkpoint_text(second, topic).splitlines() == ["0", "2", "0 0", f"{epoch} 100"]
     assert checkpoint_text(first, topic).splitlines() == ["0", "1", "0 0"]
+
+
+def high_watermarks(broker) -> dict:
+    """replication-offset-checkpoint as (topic, partition) -> offset."""
+    from odradek.storage.checkpoint import read_checkpoint
+
+    return read_checkpoint(broker.data_dir / "replication-offset-checkpoint")
+
+
+def test_high_watermarks_are_checkpointed_periodically_and_at_a_clean_stop(cluster, zk):
+    first, second = non_controllers(cluster, zk)
+    topic = f"hw-{uuid.uuid4().hex[:6]}"
+    create_on(cluster, topic, [first.node_id, second.node_id])
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == sorted([first.node_id, second.node_id]),
+                      timeout=15)
+    assert produce(cluster.bootstrap_servers, topic, [b"x"] * 30, acks="all") == [None] * 30
+    # every 200 ms (replica.high.watermark.checkpoint.interval.ms) on the leader and on the follower
+    assert wait_until(lambda: all(high_watermarks(b).get((topic, 0)) == 30 for b in (first, second)), timeout=5)
+    assert produce(cluster.bootstrap_servers, topic, [b"y"] * 5, acks="all") == [None] * 5
+    assert wait_until(lambda: all(high_watermarks(b).get((topic, 0)) == 35 for b in (first, second)), timeout=5)
+    (second.data_dir / "replication-offset-checkpoint").unlink()
+    second.stop()
+    assert high_watermarks(second)[(topic, 0)] == 35  # written again at the clean stop at the latest
+    second.start(timeout=SESSION_TIMEOUT_S + 30)
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == sorted([first.node_id, second.node_id]),
+                      timeout=30)

@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import logging
 import socket
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
 log = logging.getLogger("odradek.broker")
+CONTROLLED_SHUTDOWN_POLL_S = 0.02  # how often a stopping broker checks whether leadership has moved
 
 
 class Broker:
@@ -442,8 +444,34 @@ class Broker:
         for partition in list(self.partitions.values()):
             partition.log.producer_state.remove_expired(now, expiration_ms)
 
+    async def _controlled_shutdown(self) -> None:
+        """controlled.shutdown.enable in a cluster: ask the controller to move leadership away
+        (odradek/cluster/controller.py) and wait, up to controlled.shutdown.max.retries x retry.backoff.ms, until
+        this broker leads no partition that another live in-sync replica could lead."""
+        from odradek.cluster.controller import request_controlled_shutdown
+
+        started = time.monotonic()
+        await asyncio.to_thread(request_controlled_shutdown, self.membership.client, self.node_id)
+        deadline = started + self.config["controlled.shutdown.max.retries"] * \
+            self.config["controlled.shutdown.retry.backoff.ms"] / 1000
+        while True:
+            live = {broker.node_id for broker in self.membership.live_brokers()} - {self.node_id}
+            remaining = [key for key, partition in self.partitions.items()
+                         if partition.is_leader and live.intersection(partition.assignment.isr)]
+            if not remaining or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_POLL_S)
+        log.info("controlled shutdown: leadership moved in %.0f ms%s", (time.monotonic() - started) * 1000,
+                 f"; still leading {remaining}" if remaining else "")
+
     async def stop(self) -> None:
-        """Clean shutdown: stop serving, then flush and checkpoint every log and leave the clean-shutdown marker."""
+        """Clean shutdown: move leadership away (controlled shutdown), stop serving, then flush and checkpoint every
+        log and leave the clean-shutdown marker."""
+        if self.controller is not None and self.server is not None and self.config["controlled.shutdown.enable"]:
+            try:
+                await self._controlled_shutdown()
+            except Exception as exc:  # ZooKeeper unreachable: stop anyway, as Kafka does after its retries
+                log.warning("controlled shutdown failed (%r); stopping anyway", exc)
         if self.controller is not None:
             self.controller.close()
         self.membership.close()  # first, so that another broker takes over as controller at once

@@ -5,9 +5,12 @@ failures in which cutting a follower's log to its high watermark loses them, and
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import Cluster, wait_until
@@ -99,3 +102,47 @@ def test_high_watermarks_are_checkpointed_periodically_and_at_a_clean_stop(clust
     second.start(timeout=SESSION_TIMEOUT_S + 30)
     assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == sorted([first.node_id, second.node_id]),
                       timeout=30)
+
+
+def test_sigterm_of_the_leader_under_an_idempotent_producer(cluster, zk):
+    """Controlled shutdown: the leader SIGTERMed while an idempotent acks=all producer writes; leadership moves to
+    another ISR member before it stops, the producer sees no error (only retriable ones, retried), every record is
+    written once, in order, and the longest pause between acknowledgements stays under a second."""
+    topic = f"cs-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == [1, 2, 3], timeout=15)
+    leader = cluster.broker(state(zk, topic)["leader"])
+    epoch = state(zk, topic)["leader_epoch"]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 2, "message.timeout.ms": 30000})
+    acknowledged, errors = [], []
+
+    def delivered(err, msg):
+        if err is None:
+            acknowledged.append((time.monotonic(), msg.value()))
+        else:
+            errors.append(err)
+
+    sent, stopped_at = 0, None
+    stopping = threading.Thread(target=leader.stop, daemon=True)  # SIGTERM, then wait for the exit
+    started = time.monotonic()
+    while time.monotonic() - started < 4.0:
+        producer.produce(topic, value=b"%06d" % sent, partition=0, on_delivery=delivered)
+        sent += 1
+        producer.poll(0.005)
+        if stopped_at is None and time.monotonic() - started > 1.0:
+            stopped_at = time.monotonic()
+            stopping.start()
+    assert producer.flush(30) == 0
+    assert errors == []
+    assert [value for _, value in acknowledged] == [b"%06d" % n for n in range(sent)]
+    times = [at for at, _ in acknowledged]
+    pause_s = max(later - earlier for earlier, later in zip(times, times[1:]) if later >= stopped_at)
+    print(f"leader SIGTERMed: longest pause between acknowledgements {pause_s * 1000:.0f} ms; {sent} records")
+    assert pause_s < 1.0
+    new_state = state(zk, topic)
+    assert new_state["leader"] != leader.node_id and new_state["leader_epoch"] > epoch
+    stopping.join(30)
+    leader.start(timeout=SESSION_TIMEOUT_S + 30)
+    assert read_all(cluster.bootstrap_servers, topic) == [b"%06d" % n for n in range(sent)]

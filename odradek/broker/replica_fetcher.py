@@ -12,7 +12,7 @@ OffsetForLeaderEpoch (v4, with replica_id, KIP-279) for the partition's latest l
 leader's answer says it parts from the leader's (`Partition.truncate_to_epoch_end`), asking again while the answer
 names an epoch it ends elsewhere; that partition is fetched from the next round on. Only an answer of
 UNSUPPORTED_VERSION (a leader without epochs) falls back to the high watermark, as Kafka's fetcher does. A fetch that
-meets OFFSET_OUT_OF_RANGE or a diverging epoch goes back to the same question.
+meets OFFSET_OUT_OF_RANGE past the leader's end goes back to the same question.
 
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a

@@ -277,6 +277,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
         ConfigKey("replica.lag.time.max.ms", _T.LONG, 30000, "A follower that has not caught up this long leaves "
                   "the ISR", minimum=0),
+        ConfigKey("replica.high.watermark.checkpoint.interval.ms", _T.LONG, 5000, "How often the partitions' high "
+                  "watermarks are saved to replication-offset-checkpoint", minimum=1),
+        ConfigKey("controlled.shutdown.enable", _T.BOOLEAN, True, "At a clean stop, move leadership away first"),
+        ConfigKey("controlled.shutdown.max.retries", _T.INT, 3, "Attempts of a controlled shutdown", minimum=1),
+        ConfigKey("controlled.shutdown.retry.backoff.ms", _T.LONG, 5000, "Pause between attempts of a controlled "
+                  "shutdown", minimum=0),
         ConfigKey("replica.fetch.wait.max.ms", _T.INT, 500, "Longest wait of a follower's fetch", minimum=0),
         ConfigKey("replica.fetch.min.bytes", _T.INT, 1, "Bytes a follower's fetch waits for", minimum=1),
         ConfigKey("replica.fetch.max.bytes", _T.INT, 1048576, "Bytes a follower fetches per partition", minimum=0),

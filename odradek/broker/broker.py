@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import logging
 import socket
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
 log = logging.getLogger("odradek.broker")
+CONTROLLED_SHUTDOWN_POLL_S = 0.02  # how often a stopping broker checks whether leadership has moved
 
 
 class Broker:
@@ -156,7 +158,8 @@ class Broker:
                 continue
             partition_log = self.logs.create(topic.name, index, config)
             self.partitions[(topic.name, index)] = Partition(
-                topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id)
+                topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id,
+                self.logs.checkpointed_high_watermarks.get((topic.name, index), 0))
 
     def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                      configs: Mapping[str, str] | None = None, *, replicas: list[list[int]] | None = None,
@@ -400,6 +403,8 @@ class Broker:
                                    self.logs.flush_due, "flush.ms check")),
             loop.create_task(every(self.config["log.flush.offset.checkpoint.interval.ms"],
                                    lambda now: self.logs.checkpoint(), "recovery point checkpoint")),
+            loop.create_task(every(self.config["replica.high.watermark.checkpoint.interval.ms"],
+                                   lambda now: self.checkpoint_high_watermarks(), "high watermark checkpoint")),
             loop.create_task(every(self.config["log.retention.check.interval.ms"], self._expire_producers,
                                    "producer id expiration")),
         ]
@@ -423,6 +428,11 @@ class Broker:
         lifetime_ms = int(listener.setting(self.props, "connections.max.reauth.ms", 0))
         return tls_context, lambda: SaslSession(mechanisms, users, self.metadata.scram_credential, lifetime_ms)
 
+    def checkpoint_high_watermarks(self) -> None:
+        """replication-offset-checkpoint: every partition's high watermark (Kafka's checkpointHighWatermarks)."""
+        self.logs.checkpoint_high_watermarks({key: partition.high_watermark
+                                              for key, partition in list(self.partitions.items())})
+
     def _retention(self, now: int) -> None:
         removed = self.logs.run_retention(now)
         if removed:
@@ -434,8 +444,34 @@ class Broker:
         for partition in list(self.partitions.values()):
             partition.log.producer_state.remove_expired(now, expiration_ms)
 
+    async def _controlled_shutdown(self) -> None:
+        """controlled.shutdown.enable in a cluster: ask the controller to move leadership away
+        (odradek/cluster/controller.py) and wait, up to controlled.shutdown.max.retries x retry.backoff.ms, until
+        this broker leads no partition that another live in-sync replica could lead."""
+        from odradek.cluster.controller import request_controlled_shutdown
+
+        started = time.monotonic()
+        await asyncio.to_thread(request_controlled_shutdown, self.membership.client, self.node_id)
+        deadline = started + self.config["controlled.shutdown.max.retries"] * \
+            self.config["controlled.shutdown.retry.backoff.ms"] / 1000
+        while True:
+            live = {broker.node_id for broker in self.membership.live_brokers()} - {self.node_id}
+            remaining = [key for key, partition in self.partitions.items()
+                         if partition.is_leader and live.intersection(partition.assignment.isr)]
+            if not remaining or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_POLL_S)
+        log.info("controlled shutdown: leadership moved in %.0f ms%s", (time.monotonic() - started) * 1000,
+                 f"; still leading {remaining}" if remaining else "")
+
     async def stop(self) -> None:
-        """Clean shutdown: stop serving, then flush and checkpoint every log and leave the clean-shutdown marker."""
+        """Clean shutdown: move leadership away (controlled shutdown), stop serving, then flush and checkpoint every
+        log and leave the clean-shutdown marker."""
+        if self.controller is not None and self.server is not None and self.config["controlled.shutdown.enable"]:
+            try:
+                await self._controlled_shutdown()
+            except Exception as exc:  # ZooKeeper unreachable: stop anyway, as Kafka does after its retries
+                log.warning("controlled shutdown failed (%r); stopping anyway", exc)
         if self.controller is not None:
             self.controller.close()
         self.membership.close()  # first, so that another broker takes over as controller at once
@@ -452,6 +488,7 @@ class Broker:
         self.cleaner.stop()
         if self.metrics is not None:
             self.metrics.close()
+        self.checkpoint_high_watermarks()
         self.logs.close()
         self._release()
         log.info("broker %d stopped cleanly", self.node_id)

@@ -7,6 +7,13 @@ with the leader's high watermark. The leader answers from its segment files as i
 holding the request open until an append (replica.fetch.wait.max.ms), so a follower is one round trip behind.
 `follow()` is called after every catalogue change and starts or ends tasks to match who leads what.
 
+Before fetching a partition that has just become a follower (`Partition.needs_truncation`), the task asks the leader
+OffsetForLeaderEpoch (v4, with replica_id, KIP-279) for the partition's latest leader epoch and cuts the log where the
+leader's answer says it parts from the leader's (`Partition.truncate_to_epoch_end`), asking again while the answer
+names an epoch it ends elsewhere; that partition is fetched from the next round on. Only an answer of
+UNSUPPORTED_VERSION (a leader without epochs) falls back to the high watermark, as Kafka's fetcher does. A fetch that
+meets OFFSET_OUT_OF_RANGE past the leader's end goes back to the same question.
+
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
 change to the state znode (ZooKeeperCatalogue.write_isr), off the event loop.
@@ -26,6 +33,8 @@ log = logging.getLogger("odradek.replication")
 
 FETCH = api("Fetch")
 FETCH_VERSION = 12  # topics by name, flexible; what a 2.8 broker sends
+OFFSET_FOR_LEADER_EPOCH = api("OffsetForLeaderEpoch")
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4  # replica_id (v3+), flexible
 RETRY_BACKOFF_S = 0.5  # replica.fetch.backoff.ms: after an error or a lost connection
 ISR_CHECK_INTERVAL_MS = 250
 
@@ -85,7 +94,14 @@ class ReplicaFetchers:
 
     async def _fetch_once(self, leader_id: int, reader, writer) -> bool:
         """One Fetch round trip; False when an answer calls for a pause (an epoch the leader does not know yet)."""
-        partitions = {(p.topic, p.index): p for p in self.followed(leader_id)}
+        followed = self.followed(leader_id)
+        healthy = True
+        diverged = [p for p in followed if p.needs_truncation]
+        if diverged:
+            healthy = await self._truncate(leader_id, diverged, reader, writer)
+        partitions = {(p.topic, p.index): p for p in followed if not p.needs_truncation}
+        if not partitions:
+            return healthy
         config = self.broker.config
         topics: dict[str, list] = {}
         for (topic, index), partition in partitions.items():
@@ -100,22 +116,65 @@ class ReplicaFetchers:
             isolation_level=0, session_id=0, session_epoch=-1,
             topics=[FETCH.request.FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
             forgotten_topics_data=[], rack_id="")
-        header = RequestHeader(api_key=FETCH.key, api_version=FETCH_VERSION, correlation_id=1,
-                               client_id=f"broker-{self.broker.node_id}-fetcher-{leader_id}")
-        writer.write(encode_request(header, request))
-        await writer.drain()
-        timeout = config["replica.fetch.wait.max.ms"] / 1000 + config["replica.socket.timeout.ms"] / 1000
-        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout))
-        response = decode_response(FETCH.key, FETCH_VERSION, await asyncio.wait_for(reader.readexactly(size), timeout))[1]
-        healthy = True
+        response = await self._round_trip(leader_id, reader, writer, FETCH, FETCH_VERSION, request,
+                                          config["replica.fetch.wait.max.ms"] / 1000)
         for topic in response.responses:
             for data in topic.partitions:
                 partition = partitions.get((topic.topic, data.partition_index))
-                if partition is None or self.broker.partitions.get((topic.topic, data.partition_index)) is not partition \
-                        or partition.is_leader or partition.assignment.leader != leader_id:
+                if partition is None or not self._still_followed(partition, leader_id):
                     continue  # the catalogue moved on meanwhile
                 healthy &= self._take(partition, data)
         return healthy
+
+    async def _round_trip(self, leader_id: int, reader, writer, spec, version: int, request, wait_s: float = 0.0):
+        header = RequestHeader(api_key=spec.key, api_version=version, correlation_id=1,
+                               client_id=f"broker-{self.broker.node_id}-fetcher-{leader_id}")
+        writer.write(encode_request(header, request))
+        await writer.drain()
+        timeout = wait_s + self.broker.config["replica.socket.timeout.ms"] / 1000
+        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout))
+        return decode_response(spec.key, version, await asyncio.wait_for(reader.readexactly(size), timeout))[1]
+
+    async def _truncate(self, leader_id: int, partitions: list, reader, writer) -> bool:
+        """One OffsetForLeaderEpoch round trip for `partitions` and the truncation each answer calls for; False when
+        an answer calls for a pause."""
+        by_key = {(p.topic, p.index): p for p in partitions}
+        topics: dict[str, list] = {}
+        for partition in partitions:
+            topics.setdefault(partition.topic, []).append(OFFSET_FOR_LEADER_EPOCH.request.OffsetForLeaderPartition(
+                partition=partition.index, current_leader_epoch=partition.leader_epoch,
+                leader_epoch=partition.log.leader_epochs.latest_epoch))
+        request = OFFSET_FOR_LEADER_EPOCH.request(
+            replica_id=self.broker.node_id,
+            topics=[OFFSET_FOR_LEADER_EPOCH.request.OffsetForLeaderTopic(topic=name, partitions=parts)
+                    for name, parts in topics.items()])
+        response = await self._round_trip(leader_id, reader, writer, OFFSET_FOR_LEADER_EPOCH,
+                                          OFFSET_FOR_LEADER_EPOCH_VERSION, request)
+        healthy = True
+        for topic in response.topics:
+            for answer in topic.partitions:
+                partition = by_key.get((topic.topic, answer.partition))
+                if partition is None or not self._still_followed(partition, leader_id):
+                    continue
+                code = answer.error_code
+                if code == ErrorCode.NONE or code == ErrorCode.UNSUPPORTED_VERSION:
+                    end_offset = answer.end_offset if code == ErrorCode.NONE else -1
+                    log_end = partition.log.log_end_offset
+                    partition.truncate_to_epoch_end(answer.leader_epoch, end_offset)
+                    if partition.log.log_end_offset < log_end:
+                        log.warning("%s-%d: truncated from %d to %d by leader epoch (leader's epoch %d ends at %d)",
+                                    partition.topic, partition.index, log_end, partition.log.log_end_offset,
+                                    answer.leader_epoch, answer.end_offset)
+                else:
+                    log.debug("%s-%d: OffsetForLeaderEpoch answered %s", partition.topic, partition.index,
+                              ErrorCode(code).name)
+                    healthy = False
+        return healthy
+
+    def _still_followed(self, partition, leader_id: int) -> bool:
+        """Whether the catalogue still has this partition object following `leader_id` (it may have moved on)."""
+        return (self.broker.partitions.get((partition.topic, partition.index)) is partition
+                and not partition.is_leader and partition.assignment.leader == leader_id)
 
     def _take(self, partition, data) -> bool:
         code = data.error_code
@@ -126,10 +185,8 @@ class ReplicaFetchers:
             return True
         if code == ErrorCode.OFFSET_OUT_OF_RANGE and data.high_watermark >= 0:
             log_end = partition.log.log_end_offset
-            if log_end > data.high_watermark:  # ahead of the leader: our tail is not the leader's
-                log.warning("%s-%d: truncating from %d to the leader's high watermark %d", partition.topic,
-                            partition.index, log_end, data.high_watermark)
-                partition.log.truncate_to(data.high_watermark)
+            if log_end > data.high_watermark:  # ahead of the leader: find by epoch where our tail parts from its
+                partition.needs_truncation = True
             elif log_end < data.log_start_offset:  # the leader no longer has what we lack
                 partition.log.truncate_fully_and_start_at(data.log_start_offset)
             return True

@@ -14,6 +14,14 @@ The writes are conditional, as Kafka's: each one is a ZooKeeper transaction that
 thread of its own, woken by the catalogue's and the membership's watches and one on /admin/delete_topics; each pass
 re-reads the whole view, so events that come together are handled once and a failed write is retried by the next.
 
+Controlled shutdown (controlled.shutdown.enable), in our ZooKeeper mode without Kafka's ControlledShutdown request: a
+broker stopping cleanly creates the ephemeral /admin/controlled_shutdown/[id] (`request_controlled_shutdown`) and
+waits until it leads nothing another live in-sync replica could lead. The controller watches those children and
+takes their brokers for gone where it decides leaders and ISRs (Kafka's shuttingDownBrokerIds): their partitions
+move to another ISR member (epoch bumped) and they leave the ISRs; a partition with no other in-sync replica keeps
+its leader until it really stops. The znode is ephemeral, so it goes with the broker's session and a restarted
+broker is a normal one again.
+
 The ISR otherwise belongs to each partition's leader, which writes the same znode (conditionally on its version)
 when followers fall behind or catch up (odradek/broker/replica_fetcher.py); the controller only takes brokers that
 left out of it.
@@ -24,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
 
 from odradek.cluster.zk_catalogue import (DELETE_TOPICS, NO_LEADER, TOPIC_CONFIGS, PartitionState, state_path,
@@ -33,6 +41,7 @@ from odradek.cluster.zookeeper import CONTROLLER_EPOCH
 
 log = logging.getLogger("odradek.controller")
 
+CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 RETRY_AFTER_FAILURE_S = 0.5
 LOST_RACE_PAUSE_S = 0.05  # a conditional write lost: the watches bring the newer view meanwhile
 
@@ -63,6 +72,14 @@ def next_state(replicas: list[int], current: PartitionState | None, live: set[in
     return PartitionState(leader, current.leader_epoch + 1, isr, controller_epoch)
 
 
+def request_controlled_shutdown(client, node_id: int) -> None:
+    """As a broker stopping cleanly: tell the controller to move leadership away (see the module's docstring)."""
+    try:
+        client.create(f"{CONTROLLED_SHUTDOWN}/{node_id}", b"", ephemeral=True, makepath=True)
+    except NodeExistsError:
+        pass
+
+
 class Controller:
     def __init__(self, membership, catalogue, unclean_default: bool = False):
         self.membership = membership
@@ -76,6 +93,8 @@ class Controller:
         self.membership.listeners.append(self.poke)
         self.catalogue.listeners.append(self.poke)
         ChildrenWatch(self.membership.client, DELETE_TOPICS, lambda children: self.poke())
+        self.membership.client.ensure_path(CONTROLLED_SHUTDOWN)
+        ChildrenWatch(self.membership.client, CONTROLLED_SHUTDOWN, lambda children: self.poke())
         self._thread.start()
         self.poke()
 
@@ -110,13 +129,20 @@ class Controller:
         for name in client.get_children(DELETE_TOPICS):
             self._delete(client, name)
         live = {broker.node_id for broker in self.membership.live_brokers()}
+        available = live - {int(name) for name in client.get_children(CONTROLLED_SHUTDOWN)}
         retry = False
         for topic in list(self.catalogue.topics.values()):
             for index, assignment in enumerate(topic.partitions):
                 known = self.catalogue.state_version(topic.name, index)
                 current, version = known if known else (None, None)
                 unclean = topic.configs.get("unclean.leader.election.enable", str(self.unclean_default))
-                wanted = next_state(assignment.replicas, current, live, epoch, unclean.lower() == "true")
+                unclean = unclean.lower() == "true"
+                if current is not None and current.leader in live:  # alive, perhaps shutting down: never unclean
+                    wanted = next_state(assignment.replicas, current, available, epoch)
+                    if wanted is not None and wanted.leader == NO_LEADER:  # no one else in sync: it leads until it stops
+                        wanted = next_state(assignment.replicas, current, live, epoch)
+                else:
+                    wanted = next_state(assignment.replicas, current, available, epoch, unclean)
                 if wanted is not None:
                     retry |= not self._write_state(client, topic.name, index, wanted, version, epoch_stat.version)
         if retry:

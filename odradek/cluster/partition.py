@@ -8,8 +8,12 @@ Otherwise, as Kafka's Partition.scala: the leader keeps each follower's log end 
 and `wanted_isr` says how the ISR should change (a follower that has not caught up for replica.lag.time.max.ms
 leaves; one that reached the high watermark joins); the broker writes that to ZooKeeper and the new ISR comes back
 through the catalogue. A follower appends the leader's batches as they are (`append_replicated`) and takes the
-leader's high watermark, capped at its own log end. A replica that becomes a follower at a new leader epoch cuts its
-log to its high watermark (Kafka's pre-KIP-101 rule) and fetches the rest from the leader.
+leader's high watermark, capped at its own log end. A replica that becomes a follower (at start, or at a new leader
+epoch) first finds where its log parts from the leader's by leader epoch (KIP-101, KIP-279): `needs_truncation` is
+set until the replica fetcher has asked the leader OffsetForLeaderEpoch and `truncate_to_epoch_end` has cut the log
+there. The high watermark is never the cut point: it lags the leader's by a round trip, so cutting to it could drop
+a record the leader had acknowledged, which is lost for good if this replica then leads. A leader starts its epoch in
+the log's leader epoch cache at its log end when it takes over (Kafka's makeLeader).
 
 Idempotent and transactional appends pass the log's producer state first (odradek/storage/producer_state.py): a
 client's retry of a recent batch is answered with that batch's offsets and not written again, and the first offset of
@@ -62,38 +66,71 @@ class FollowerState:
 
 class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "assignment", "node_id", "high_watermark", "_waiters",
-                 "followers")
+                 "followers", "needs_truncation")
 
     def __init__(self, topic: str, index: int, topic_id: uuid.UUID, log: Log,
-                 assignment: PartitionAssignment, node_id: int):
+                 assignment: PartitionAssignment, node_id: int, high_watermark: int = 0):
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
         self.log = log
         self.assignment = assignment
         self.node_id = node_id
-        self.high_watermark = log.log_end_offset if self.isr_is_self else log.recovery_point
+        # the high watermark saved in replication-offset-checkpoint, which never passes what the log holds
+        self.high_watermark = log.log_end_offset if self.isr_is_self else min(high_watermark, log.log_end_offset)
         self._waiters: list[Callable[[], None]] = []
         self.followers: dict[int, FollowerState] = {}  # as leader: every other replica
-        if not self.is_leader and self.high_watermark < log.log_end_offset:
-            log.truncate_to(self.high_watermark)  # a follower's tail past what it knows was committed
+        self.needs_truncation = not self.is_leader  # a follower's tail may not be its leader's
+        if self.is_leader:
+            log.leader_epochs.assign(assignment.leader_epoch, log.log_end_offset)
 
     def update_assignment(self, assignment: PartitionAssignment, now_ms: int) -> None:
         """Take the catalogue's replicas, leader, epoch and ISR. A new epoch starts the leader's view of its
-        followers afresh (each one counts as caught up now, as Kafka's makeLeader), or, on a follower, cuts the log
-        to the high watermark."""
+        followers afresh (each one counts as caught up now, as Kafka's makeLeader) and starts the epoch at the log
+        end, or, on a follower, has it find by leader epoch where its log parts from the new leader's."""
         previous = self.assignment
         self.assignment = assignment
         new_epoch = (assignment.leader_epoch, assignment.leader) != (previous.leader_epoch, previous.leader)
         if self.is_leader:
+            self.needs_truncation = False
+            if new_epoch:
+                self.log.leader_epochs.assign(assignment.leader_epoch, self.log.log_end_offset)
             if new_epoch or set(self.followers) != set(assignment.replicas) - {self.node_id}:
                 self.followers = {r: FollowerState(now_ms) for r in assignment.replicas if r != self.node_id}
             self._advance_high_watermark()
         else:
             self.followers = {}
-            if new_epoch and self.high_watermark < self.log.log_end_offset:
-                self.log.truncate_to(self.high_watermark)
+            if new_epoch:
+                self.needs_truncation = True
             self.wake()
+
+    def last_offset_for_leader_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (the largest epoch at or below `leader_epoch`, where it ends) from the log's
+        leader epoch cache; (-1, -1) when it has none."""
+        return self.log.leader_epochs.end_offset_for(leader_epoch, self.log.log_end_offset)
+
+    def truncate_to_epoch_end(self, leader_epoch: int, leader_end_offset: int) -> bool:
+        """As follower, take the leader's OffsetForLeaderEpoch answer for our latest epoch (Kafka's
+        AbstractFetcherThread.getOffsetTruncationState, KIP-279) and cut the log; True when the log now agrees with
+        the leader's, False when the leader named an epoch we end elsewhere (cut there, then ask again with the
+        epoch we have at the new end). An answer without an end offset leaves the high watermark as the only safe
+        point, as Kafka's fallback."""
+        log = self.log
+        if leader_end_offset < 0:
+            log.truncate_to(self.high_watermark)
+            self.needs_truncation = False
+            return True
+        own_epoch, own_end = log.leader_epochs.end_offset_for(leader_epoch, log.log_end_offset)
+        if leader_epoch < 0 or own_epoch < 0:
+            log.truncate_to(leader_end_offset)
+        elif own_epoch != leader_epoch:
+            log.truncate_to(own_end)
+            return False
+        else:
+            log.truncate_to(min(own_end, leader_end_offset))
+        self.needs_truncation = False
+        self.high_watermark = min(self.high_watermark, log.log_end_offset)
+        return True
 
     def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
         """A follower's fetch from `fetch_offset`: everything below it is on that follower's log."""

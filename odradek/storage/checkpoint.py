@@ -1,4 +1,5 @@
-"""Kafka's offset checkpoint files (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`).
+"""Kafka's offset checkpoint files (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+`replication-offset-checkpoint`).
 
 Text, one item per line: the version `0`, the entry count, then `topic partition offset` lines. Written to
 `<name>.tmp`, fsynced and renamed over the old file (then the directory is fsynced), so a crash leaves either the old

@@ -33,6 +33,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import NO_TIMESTAMP, BatchHeader
 from odradek.records.batch import assign_offsets as assign_batch_offsets
 from odradek.records.region import FileRegion
+from odradek.storage.leader_epochs import LeaderEpochCache
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
@@ -72,6 +73,11 @@ class Log:
         self._truncations = 0
         self._pending_deletes: list[tuple[int, Segment]] = []
         self.producer_state = ProducerStateManager(directory)
+        self.leader_epochs = LeaderEpochCache.load(
+            directory, ((header.partition_leader_epoch, header.base_offset) for header, _ in self.iter_batches()))
+        # entries for records recovery cut go; one starting at the log end (a leader's epoch with no batch yet) stays
+        self.leader_epochs.truncate_from_end(self._log_end_offset + 1)
+        self.leader_epochs.truncate_from_start(self._log_start_offset)
         self.cleaner_lock = threading.Lock()  # held by the log cleaner while it copies this log
         self.is_deleted = False
 
@@ -221,6 +227,9 @@ class Log:
                                        max(header.max_timestamp for header in headers), now)
             segment.append(data, headers)
             self._log_end_offset = last_offset + 1
+            if headers[-1].partition_leader_epoch > self.leader_epochs.latest_epoch:
+                for header in headers:
+                    self.leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
             self._unflushed_messages += sum(header.record_count for header in headers)
             flush_now = self._unflushed_messages >= config.flush_messages
             result = AppendResult(first_offset, last_offset, append_time, self._log_start_offset)
@@ -396,6 +405,7 @@ class Log:
             if offset <= self._log_start_offset:
                 return self._log_start_offset
             self._log_start_offset = offset
+            self.leader_epochs.truncate_from_start(offset)
             segments = self._segments
             count = 0
             while count < len(segments) - 1 and segments[count + 1].base_offset <= offset:
@@ -407,6 +417,7 @@ class Log:
     def _remove_oldest(self, count: int, now_ms: int) -> None:
         removed, self._segments = self._segments[:count], self._segments[count:]
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self.leader_epochs.truncate_from_start(self._log_start_offset)
         self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
         self._schedule_deletion(removed, now_ms)
 
@@ -470,6 +481,7 @@ class Log:
             self._recovery_point = min(self._recovery_point, offset)
             self._log_start_offset = min(self._log_start_offset, offset)
             self._truncations += 1
+            self.leader_epochs.truncate_from_end(offset)
             self.producer_state.load(kept, self._log_start_offset, offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -484,6 +496,7 @@ class Log:
         self._log_end_offset = self._log_start_offset = self._recovery_point = offset
         self._directory_dirty = True
         self._truncations += 1
+        self.leader_epochs.clear()
         self.producer_state.clear()
 
     # -- shutdown ----------------------------------------------------------------------------------------------

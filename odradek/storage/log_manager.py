@@ -1,8 +1,9 @@
 """All partition logs of one log directory: loading at start, creation, deletion, checkpoints, periodic work.
 
 Layout (Kafka's): one directory `<topic>-<partition>` per partition (topic names may hold '.', '_' and '-', so the
-partition is what follows the LAST '-'); `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`
-beside them; `.kafka_cleanshutdown` present only while the broker is cleanly stopped; `.lock`, which a running
+partition is what follows the LAST '-'); `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
+`replication-offset-checkpoint` (the high watermarks, written by the broker through `checkpoint_high_watermarks`
+every replica.high.watermark.checkpoint.interval.ms and at a clean stop, read at start) beside them; `.kafka_cleanshutdown` present only while the broker is cleanly stopped; `.lock`, which a running
 broker holds with flock (`lock_log_dir`, taken before anything else in the directory is read or written) so that a
 second broker, in another process or this one, refuses the directory instead of corrupting it. At start the marker decides
 whether every log runs recovery, and it is removed once the logs are open, so a crash from then on is unclean.
@@ -34,6 +35,7 @@ from odradek.storage.segment import DELETED_DIR_SUFFIX, STRAY_DIR_SUFFIX, fsync_
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LOCK_FILE = ".lock"
 
@@ -88,6 +90,7 @@ class LogManager:
         clean_shutdown = marker.exists()
         recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
         log_start_offsets = read_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+        self.checkpointed_high_watermarks = read_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT)
         for path in sorted(self.log_dir.iterdir()):
             if path.name.endswith(DELETED_DIR_SUFFIX) and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
@@ -135,6 +138,10 @@ class LogManager:
                          {partition: log.recovery_point for partition, log in logs})
         write_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT,
                          {partition: log.log_start_offset for partition, log in logs})
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """Write `replication-offset-checkpoint` (the partitions' high watermarks, which the broker keeps)."""
+        write_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
 
     def run_retention(self, now_ms: int) -> int:
         """Apply retention to every log and remove `*.deleted` files whose delay passed; segments removed."""

@@ -3,7 +3,9 @@
 ListOffsets answers the special timestamps Kafka defines (-1 latest, -2 earliest, -3 the record with the largest
 timestamp, -4 earliest local, -5 latest tiered) and otherwise the first offset whose timestamp is at or after the
 one asked, using the logs' time indexes. Version 0 asks instead for up to max_num_offsets "old-style offsets" by
-segment: see `old_style_offsets`.
+segment: see `old_style_offsets`. OffsetForLeaderEpoch is answered from the partition's leader epoch cache
+(odradek/storage/leader_epochs.py), for clients (KIP-320) and for followers finding where to truncate (KIP-101/279);
+as Kafka (fetchOnlyFromLeader), only the leader answers.
 """
 
 from __future__ import annotations
@@ -110,7 +112,6 @@ def handlers(broker) -> dict:
         return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
     def answer_offset_for_leader_epoch(connection, header, request):
-        """Every partition has had one leader epoch so far on a single node: its end is the log end."""
         topics = []
         for wanted in request.topics:
             partitions = []
@@ -120,9 +121,7 @@ def handlers(broker) -> dict:
                 try:
                     partition = broker.partition(wanted.topic, query.partition)
                     partition.check_leader_epoch(query.current_leader_epoch)
-                    if query.leader_epoch <= partition.leader_epoch:
-                        answer.leader_epoch = partition.leader_epoch
-                        answer.end_offset = partition.log.log_end_offset
+                    answer.leader_epoch, answer.end_offset = partition.last_offset_for_leader_epoch(query.leader_epoch)
                 except KafkaError as exc:
                     answer.error_code = exc.code
                 partitions.append(answer)

@@ -121,7 +121,7 @@ class ReplicaFetchers:
         code = data.error_code
         if code == ErrorCode.NONE:
             records = data.records or b""
-            headers = validate_batches(records) if records else []
+            headers = validate_batches(records, from_leader=True) if records else []
             partition.append_replicated(records, headers, data.high_watermark)
             return True
         if code == ErrorCode.OFFSET_OUT_OF_RANGE and data.high_watermark >= 0:

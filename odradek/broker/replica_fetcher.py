@@ -18,7 +18,7 @@ import asyncio
 import logging
 import struct
 
-from odradek.errors import ErrorCode
+from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
 from odradek.records.batch import validate_batches
 
@@ -114,7 +114,11 @@ class ReplicaFetchers:
                 if partition is None or self.broker.partitions.get((topic.topic, data.partition_index)) is not partition \
                         or partition.is_leader or partition.assignment.leader != leader_id:
                     continue  # the catalogue moved on meanwhile
-                healthy &= self._take(partition, data)
+                try:
+                    healthy &= self._take(partition, data)
+                except KafkaError as exc:  # this partition's answer refused: the others' go on, it is tried again
+                    log.error("%s-%d: the leader's records not appended (%s)", partition.topic, partition.index, exc)
+                    healthy = False
         return healthy
 
     def _take(self, partition, data) -> bool:

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import struct
 
-from odradek.errors import ErrorCode
+from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
 from odradek.records.batch import validate_batches
 
@@ -123,7 +123,11 @@ class ReplicaFetchers:
                 partition = partitions.get((topic.topic, data.partition_index))
                 if partition is None or not self._still_followed(partition, leader_id):
                     continue  # the catalogue moved on meanwhile
-                healthy &= self._take(partition, data)
+                try:
+                    healthy &= self._take(partition, data)
+                except KafkaError as exc:  # this partition's answer refused: the others' go on, it is tried again
+                    log.error("%s-%d: the leader's records not appended (%s)", partition.topic, partition.index, exc)
+                    healthy = False
         return healthy
 
     async def _round_trip(self, leader_id: int, reader, writer, spec, version: int, request, wait_s: float = 0.0):
@@ -180,7 +184,7 @@ class ReplicaFetchers:
         code = data.error_code
         if code == ErrorCode.NONE:
             records = data.records or b""
-            headers = validate_batches(records) if records else []
+            headers = validate_batches(records, from_leader=True) if records else []
             partition.append_replicated(records, headers, data.high_watermark)
             return True
         if code == ErrorCode.OFFSET_OUT_OF_RANGE and data.high_watermark >= 0:

@@ -142,12 +142,15 @@ def batch_crc(buf, pos: int, size: int) -> int:
         return google_crc32c.value(bytes(view[pos + ATTRIBUTES_OFFSET:pos + size]))
 
 
-def validate_batches(data) -> list[BatchHeader]:
+def validate_batches(data, *, from_leader: bool = False) -> list[BatchHeader]:
     """Headers of the concatenated v2 batches a client produced, after Kafka's per-batch checks.
 
     Framing and CRC failures raise CORRUPT_MESSAGE, an older magic UNSUPPORTED_FOR_MESSAGE_FORMAT (the caller
     converts v0/v1 message sets with `records.legacy`), inconsistent offsets/counts, control batches and idempotent
     batches without a sequence INVALID_RECORD (Kafka's LogValidator). Records are not decompressed.
+    `from_leader`: a follower's copy of its leader's log (Kafka's appendAsFollower checks framing and CRC only): it
+    holds what no client may write (the coordinators' markers and sequence-less batches, the cleaner's empty batches),
+    so the record count and client-only checks are skipped.
     """
     view = memoryview(data)
     end = len(view)
@@ -177,18 +180,20 @@ def validate_batches(data) -> list[BatchHeader]:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {header.compression}")
         if header.last_offset_delta < 0:
             raise KafkaError(ErrorCode.INVALID_RECORD, f"Batch has an invalid offset range: [0, {header.last_offset_delta}]")
-        if header.record_count <= 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: {header.record_count}")
-        if header.record_count != header.last_offset_delta + 1:
-            raise KafkaError(ErrorCode.INVALID_RECORD,
-                             f"Inconsistent batch offset range [0, {header.last_offset_delta}] "
-                             f"and count of records {header.record_count}")
-        if header.is_control:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
-        if header.producer_id >= 0 and header.base_sequence < 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD,
-                             f"Invalid sequence number {header.base_sequence} in record batch "
-                             f"with producerId {header.producer_id}")
+        if not from_leader:
+            if header.record_count <= 0:
+                raise KafkaError(ErrorCode.INVALID_RECORD,
+                                 f"Invalid reported count for record batch: {header.record_count}")
+            if header.record_count != header.last_offset_delta + 1:
+                raise KafkaError(ErrorCode.INVALID_RECORD,
+                                 f"Inconsistent batch offset range [0, {header.last_offset_delta}] "
+                                 f"and count of records {header.record_count}")
+            if header.is_control:
+                raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
+            if header.producer_id >= 0 and header.base_sequence < 0:
+                raise KafkaError(ErrorCode.INVALID_RECORD,
+                                 f"Invalid sequence number {header.base_sequence} in record batch "
+                                 f"with producerId {header.producer_id}")
         headers.append(header)
         pos += size
     return headers

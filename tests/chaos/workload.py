@@ -337,6 +337,8 @@ class Nemesis(threading.Thread):
 def create_topic(bootstrap: str, settings: Settings) -> str:
     topic = f"chaos-{settings.seed}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    # the brokers register in ZooKeeper a moment after they listen: wait until every replica has one
+    wait_until(lambda: len(admin.list_topics(timeout=10).brokers) >= settings.replication_factor, timeout=30)
     admin.create_topics([NewTopic(topic, settings.partitions, settings.replication_factor,
                                   config=settings.topic_config)])[topic].result(30)
     return topic

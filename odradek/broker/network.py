@@ -359,6 +359,8 @@ class Connection:
                                   header.api_key, self.peer)
                     self.task.cancel()
                     return
+                if self.closed:  # the connection ended meanwhile and dropped its queue; the answer has nowhere to go
+                    return
             pending.popleft()
             self._slot_freed.set()
             if answer is None:

@@ -23,6 +23,7 @@ from odradek.cluster.partition import Partition
 from odradek.config import (LogConfig, layered_broker_props, parse_listener, resolve_broker_config,
                             warn_about_unknown_broker_keys)
 from odradek.errors import ErrorCode, KafkaError
+from odradek.security.acl import RequestAuthorizer, make_authorizer
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager
 
@@ -43,6 +44,7 @@ class Broker:
         self.config = resolve_broker_config(self.props)
         self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
         self.cleaner = LogCleaner(self.logs, self.config)
+        self.authorizer = make_authorizer(self.config, self.metadata.acls)
         self.partitions: dict[tuple[str, int], Partition] = {}
         for topic in self.metadata.topics.values():
             self._open_partitions(topic)
@@ -159,6 +161,10 @@ class Broker:
         if partition is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         return partition
+
+    def access(self, connection) -> RequestAuthorizer:
+        """What this connection's principal may do, asked per request (everything with no authorizer)."""
+        return RequestAuthorizer(self.authorizer, connection)
 
     def auto_create_allowed(self) -> bool:
         return self.config["auto.create.topics.enable"]

@@ -16,7 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
-from odradek.cli import consume, dump_log, groups, mirror, perf, produce, topics
+from odradek.cli import acls, consume, dump_log, groups, mirror, perf, produce, topics
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
 from odradek.errors import KafkaError
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
-    for module in (topics, produce, consume, groups, perf, dump_log, mirror):
+    for module in (topics, produce, consume, groups, acls, perf, dump_log, mirror):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser

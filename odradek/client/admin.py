@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 import confluent_kafka
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
-                                   NewTopic, OffsetSpec)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AdminClient, AlterConfigOpType, ConfigEntry,
+                                   ConfigResource, NewPartitions, NewTopic, OffsetSpec)
 
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 
@@ -194,3 +194,18 @@ class Admin:
 
     def delete_group(self, group_id: str) -> None:
         _wait(self._client.delete_consumer_groups([group_id], request_timeout=self.timeout)[group_id], self.timeout)
+
+    # ---------------------------------------------------------------------------------------------- ACLs
+    def create_acls(self, bindings: list[AclBinding]) -> None:
+        for future in self._client.create_acls(bindings, request_timeout=self.timeout).values():
+            _wait(future, self.timeout)
+
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        return _wait(self._client.describe_acls(acl_filter, request_timeout=self.timeout), self.timeout)
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[AclBinding]:
+        """The bindings the filters matched, now removed."""
+        deleted = []
+        for future in self._client.delete_acls(filters, request_timeout=self.timeout).values():
+            deleted.extend(_wait(future, self.timeout))
+        return deleted

@@ -19,6 +19,7 @@ from typing import Any
 
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
+from odradek.security.acl import AclBinding, AclFilter
 from odradek.storage.segment import write_atomically
 
 METADATA_FILE = "odradek-metadata.json"
@@ -108,6 +109,7 @@ class ClusterMetadata:
         # dynamic broker configs by resource name: "" the cluster default, "<node id>" one broker (Kafka's
         # ConfigRecords for a BROKER resource)
         self.broker_configs: dict[str, dict[str, str]] = {}
+        self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order
 
     @classmethod
     def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
@@ -121,6 +123,7 @@ class ClusterMetadata:
                 metadata.next_producer_id_block = stored.get("next_producer_id_block", 0)
                 metadata.broker_configs = {name: dict(configs)
                                            for name, configs in stored.get("broker_configs", {}).items()}
+                metadata.acls = [AclBinding.from_json(acl) for acl in stored.get("acls", [])]
                 for data in stored["topics"]:
                     topic = TopicMetadata.from_json(data)
                     metadata.topics[topic.name] = topic
@@ -147,7 +150,7 @@ class ClusterMetadata:
 
     def save(self) -> None:
         body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "broker_configs": self.broker_configs, "topics": [t.to_json() for t in self.topics.values()]}
+                "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls], "topics": [t.to_json() for t in self.topics.values()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -237,6 +240,22 @@ class ClusterMetadata:
         else:
             self.broker_configs.pop(resource_name, None)
         self.save()
+
+    def add_acls(self, acls: list[AclBinding]) -> None:
+        """Store new bindings; one already stored is not stored twice (Kafka's ACLs are a set)."""
+        for acl in acls:
+            if acl not in self.acls:
+                self.acls.append(acl)
+        self.save()
+
+    def remove_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """Remove every binding some filter matches; per filter, the bindings it matched."""
+        matched = [[acl for acl in self.acls if acl_filter.matches(acl)] for acl_filter in filters]
+        gone = {acl for acls in matched for acl in acls}
+        if gone:
+            self.acls[:] = [acl for acl in self.acls if acl not in gone]  # in place: the authorizer holds it
+            self.save()
+        return matched
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         validate_topic_configs(configs)

@@ -8,15 +8,15 @@ ApiVersions advertises exactly the APIs that have a handler here.
 
 from __future__ import annotations
 
-from odradek.broker.handlers import (admin, api_versions, configs, fetch, groups, log_dirs, metadata, offsets,
+from odradek.broker.handlers import (acls, admin, api_versions, configs, fetch, groups, log_dirs, metadata, offsets,
                                      partition_admin, produce, security, transactions)
 
 
 def build_handlers(broker) -> tuple[dict, object]:
     """(api key -> handler, the answer to an unsupported version of a request)."""
     handlers: dict = {}
-    for module in (metadata, produce, fetch, offsets, admin, partition_admin, configs, log_dirs, security, transactions,
-                   groups):
+    for module in (acls, metadata, produce, fetch, offsets, admin, partition_admin, configs, log_dirs, security,
+                   transactions, groups):
         handlers.update(module.handlers(broker))
     answer_api_versions, unsupported_version_answer = api_versions.make(set(handlers))
     handlers[api_versions.API_VERSIONS.key] = answer_api_versions

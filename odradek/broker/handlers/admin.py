@@ -9,6 +9,8 @@ else INVALID_REPLICA_ASSIGNMENT.
 One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
 partitions.
+With an authorizer, as KafkaApis: creating needs CREATE on the cluster or the topic, deleting DELETE on the topic,
+adding partitions ALTER on it (TOPIC_AUTHORIZATION_FAILED per topic).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from odradek.config import ConfigSource
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
 
 CREATE_TOPICS = api("CreateTopics")
@@ -37,12 +40,16 @@ def handlers(broker) -> dict:
                         else default_count if wanted.num_partitions == -1 else max(wanted.num_partitions, 0)
                         for wanted in request.topics)
         too_many = requested > MAX_PARTITIONS_PER_REQUEST
+        access = broker.access(connection)
+        may_create_any = access.allows_cluster(AclOperation.CREATE)
         results = []
         for wanted in request.topics:
             result = CreateTopicsResponse.CreatableTopicResult(
                 name=wanted.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
                 num_partitions=-1, replication_factor=-1, configs=[])
             try:
+                if not may_create_any:
+                    access.require(AclOperation.CREATE, ResourceType.TOPIC, wanted.name)
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
                 count, factor = wanted.num_partitions, wanted.replication_factor
@@ -85,6 +92,7 @@ def handlers(broker) -> dict:
             wanted = [(t.name, t.topic_id) for t in request.topics]
         else:
             wanted = [(name, None) for name in request.topic_names]
+        access = broker.access(connection)
         results = []
         for name, topic_id in wanted:
             result = DeleteTopicsResponse.DeletableTopicResult(
@@ -95,6 +103,7 @@ def handlers(broker) -> dict:
                     if topic is None:
                         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
                     name = result.name = topic.name
+                access.require(AclOperation.DELETE, ResourceType.TOPIC, name)
                 if name in broker.metadata.topics and broker.metadata.topics[name].internal:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Internal topic {name} cannot be deleted.")
                 deleted = broker.delete_topic(name)
@@ -110,11 +119,13 @@ def handlers(broker) -> dict:
                   for wanted in request.topics}  # for a topic we do not know, add_partitions says so
         too_many = sum(max(growth[wanted.name], 0) for wanted in request.topics
                        if wanted.name in topics) > MAX_PARTITIONS_PER_REQUEST
+        access = broker.access(connection)
         results = []
         for wanted in request.topics:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
             try:
+                access.require(AclOperation.ALTER, ResourceType.TOPIC, wanted.name)
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
                 if wanted.assignments:

@@ -23,6 +23,7 @@ import time
 
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol import api
 from odradek.protocol.schema import ZERO_UUID
 
@@ -66,15 +67,19 @@ def handlers(broker) -> dict:
             forgotten.extend((name, index) for index in gone.partitions)
         return targets, forgotten, unknown
 
-    def read(targets: list[FetchTarget], max_bytes: int, isolation_level: int, incremental: bool):
-        """One pass over the targets: (partition answers by target, bytes of records gathered, any error seen)."""
+    def read(targets: list[FetchTarget], max_bytes: int, isolation_level: int, incremental: bool,
+             denied: frozenset):
+        """One pass over the targets: (partition answers by target, bytes of records gathered, any error seen).
+        Topics in `denied` (no READ for this principal) answer TOPIC_AUTHORIZATION_FAILED."""
         answers = []
         total = 0
         saw_error = False
         for target in targets:
             partition = broker.partitions.get((target.topic, target.partition))
-            if partition is None:
-                answers.append((target, _partition_error(target, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+            if partition is None or target.topic in denied:
+                answers.append((target, _partition_error(target, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                                                         if target.topic in denied
+                                                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
                 saw_error = True
                 continue
             log = partition.log
@@ -151,12 +156,15 @@ def handlers(broker) -> dict:
             return respond([], version, None, [], exc.code)
         max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
         isolation = request.isolation_level if version >= 4 else 0
-        answers, total, saw_error = read(targets, max_bytes, isolation, incremental)
+        access = broker.access(connection)
+        denied = frozenset(target.topic for target in targets
+                           if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
+        answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied)
         if total >= request.min_bytes or request.max_wait_ms <= 0 or saw_error or unknown:
             return respond(answers, version, session, unknown)
-        return long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown)
+        return long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown, denied)
 
-    async def long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown):
+    async def long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown, denied):
         loop = asyncio.get_running_loop()
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
@@ -178,7 +186,7 @@ def handlers(broker) -> dict:
             finally:
                 for partition in watched:
                     partition.cancel_wait(wake)
-            answers, total, saw_error = read(targets, max_bytes, isolation, incremental)
+            answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied)
             if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
                 return respond(answers, version, session, unknown)
 

@@ -2,14 +2,18 @@
 
 Topics are named by name and by a stable UUID (kept in the cluster metadata), because Fetch v13+ addresses topics
 by id. A Metadata request for an unknown topic creates it when auto.create.topics.enable allows and the request
-asks for it, as Kafka does; clients rely on that to produce to a new topic.
+asks for it, as Kafka does; clients rely on that to produce to a new topic. With an authorizer (KafkaApis'
+checks): the topic list leaves out topics the principal may not DESCRIBE, a named one of those is
+TOPIC_AUTHORIZATION_FAILED whether it exists or not, auto-creation needs CREATE on the cluster or the topic, and
+the authorized operations are the principal's own.
 """
 
 from __future__ import annotations
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
-from odradek.protocol.acl import ResourceType, authorized_operations
+from odradek.protocol.acl import AclOperation, ResourceType, authorized_operations
+from odradek.security.acl import CLUSTER_NAME
 from odradek.protocol.schema import ZERO_UUID
 
 METADATA = api("Metadata")
@@ -39,11 +43,19 @@ def handlers(broker) -> dict:
     def answer_metadata(connection, header, request):
         version = header.api_version
         catalogue = broker.metadata
+        access = broker.access(connection)
         # the flags read False at versions without them (v0-7; the cluster one also from v11)
-        topic_operations = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
-        cluster_operations = authorized_operations(ResourceType.CLUSTER, request.include_cluster_authorized_operations)
+        with_operations = request.include_topic_authorized_operations
+
+        def described(name: str, topic) -> object:
+            return topic_entry(name, topic, access.operations(ResourceType.TOPIC, name, with_operations))
+
+        def may_describe(name: str) -> bool:
+            return access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+
         if request.topics is None or (version == 0 and not request.topics):
-            topics = [topic_entry(name, topic, topic_operations) for name, topic in catalogue.topics.items()]
+            # every topic the principal may describe; the others are not disclosed at all
+            topics = [described(name, topic) for name, topic in catalogue.topics.items() if may_describe(name)]
         else:
             allow_create = broker.auto_create_allowed() and (version < 4 or request.allow_auto_topic_creation)
             topics = []
@@ -51,11 +63,18 @@ def handlers(broker) -> dict:
                 name = wanted.name
                 if name is None:
                     topic = catalogue.topics_by_id.get(wanted.topic_id)
-                    topics.append(topic_entry(topic.name, topic, topic_operations) if topic is not None
+                    topics.append(described(topic.name, topic) if topic is not None and may_describe(topic.name)
                                   else error_entry(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                    continue
+                if not may_describe(name):  # whether it exists is not disclosed
+                    topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                     continue
                 topic = catalogue.topics.get(name)
                 if topic is None and allow_create:
+                    if not (access.allows_cluster(AclOperation.CREATE)
+                            or access.allows(AclOperation.CREATE, ResourceType.TOPIC, name)):
+                        topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                        continue
                     try:
                         topic = broker.create_topic(name)
                     except KafkaError as exc:
@@ -67,7 +86,9 @@ def handlers(broker) -> dict:
                 if topic is None:
                     topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 else:
-                    topics.append(topic_entry(name, topic, topic_operations))
+                    topics.append(described(name, topic))
+        cluster_operations = access.operations(ResourceType.CLUSTER, CLUSTER_NAME,
+                                               request.include_cluster_authorized_operations)
         return MetadataResponse(
             throttle_time_ms=0,
             brokers=[MetadataResponse.MetadataResponseBroker(
@@ -81,7 +102,7 @@ def handlers(broker) -> dict:
             cluster_id=broker.metadata.cluster_id, controller_id=broker.node_id,
             brokers=[DescribeClusterResponse.DescribeClusterBroker(
                 broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
-            cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER,
-                                                                request.include_cluster_authorized_operations))
+            cluster_authorized_operations=broker.access(connection).operations(
+                ResourceType.CLUSTER, CLUSTER_NAME, request.include_cluster_authorized_operations))
 
     return {METADATA.key: answer_metadata, DESCRIBE_CLUSTER.key: answer_describe_cluster}

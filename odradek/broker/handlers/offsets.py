@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 
 LIST_OFFSETS = api("ListOffsets")
 DELETE_RECORDS = api("DeleteRecords")
@@ -40,6 +41,7 @@ def handlers(broker) -> dict:
     def answer_list_offsets(connection, header, request):
         version = header.api_version
         isolation = request.isolation_level if version >= 2 else 0
+        access = broker.access(connection)
         topics = []
         for wanted in request.topics:
             partitions = []
@@ -48,6 +50,7 @@ def handlers(broker) -> dict:
                     partition_index=query.partition_index, error_code=ErrorCode.NONE, timestamp=-1, offset=-1,
                     leader_epoch=-1, old_style_offsets=[])
                 try:
+                    access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.name)
                     partition = broker.partition(wanted.name, query.partition_index)
                     partition.check_leader_epoch(query.current_leader_epoch if version >= 4 else -1)
                     offset, timestamp = lookup(partition, query.timestamp, isolation)
@@ -63,6 +66,7 @@ def handlers(broker) -> dict:
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
     def answer_delete_records(connection, header, request):
+        access = broker.access(connection)
         topics = []
         for wanted in request.topics:
             partitions = []
@@ -70,6 +74,7 @@ def handlers(broker) -> dict:
                 answer = DeleteRecordsResponse.DeleteRecordsPartitionResult(
                     partition_index=query.partition_index, low_watermark=-1, error_code=ErrorCode.NONE)
                 try:
+                    access.require(AclOperation.DELETE, ResourceType.TOPIC, wanted.name)
                     partition = broker.partition(wanted.name, query.partition_index)
                     offset = partition.high_watermark if query.offset == -1 else query.offset
                     if offset < 0 or offset > partition.high_watermark:
@@ -83,6 +88,7 @@ def handlers(broker) -> dict:
 
     def answer_offset_for_leader_epoch(connection, header, request):
         """Every partition has had one leader epoch so far on a single node: its end is the log end."""
+        access = broker.access(connection)
         topics = []
         for wanted in request.topics:
             partitions = []
@@ -90,6 +96,7 @@ def handlers(broker) -> dict:
                 answer = OffsetForLeaderEpochResponse.EpochEndOffset(
                     error_code=ErrorCode.NONE, partition=query.partition, leader_epoch=-1, end_offset=-1)
                 try:
+                    access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.topic)
                     partition = broker.partition(wanted.topic, query.partition)
                     partition.check_leader_epoch(query.current_leader_epoch)
                     if query.leader_epoch <= partition.leader_epoch:

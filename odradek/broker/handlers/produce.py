@@ -3,7 +3,9 @@
 A batch stays opaque bytes: we check its header and CRC and let the log stamp offsets (and LogAppendTime) in place;
 records are decoded only for a compacted topic, whose records must all have keys. Produce v0-v2 carry the old
 message formats, which are converted to one v2 batch first. Errors are per partition, with Kafka's codes, so one
-bad partition never fails the rest of the request. With acks=0 the client expects no answer at all.
+bad partition never fails the rest of the request. With an authorizer, each topic needs WRITE
+(TOPIC_AUTHORIZATION_FAILED) and a transactional produce WRITE on its transactional id (every partition
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as KafkaApis.handleProduceRequest checks. With acks=0 the client expects no answer at all.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.records.batch import validate_batches
 from odradek.records.keys import batches_all_keyed
 from odradek.records.legacy import convert_message_set
@@ -47,6 +50,12 @@ def handlers(broker) -> dict:
     def answer_produce(connection, header, request):
         version = header.api_version
         acks = request.acks
+        access = broker.access(connection)
+        transactional_id = request.transactional_id if version >= 3 else None
+        refusal = None  # Kafka refuses the whole request when the transactional id may not write
+        if transactional_id is not None and not access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                              transactional_id):
+            refusal = KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         topic_answers = []
         for topic_data in request.topic_data:
             name = topic_data.name
@@ -54,6 +63,9 @@ def handlers(broker) -> dict:
             for data in topic_data.partition_data:
                 index = data.index
                 try:
+                    if refusal is not None:
+                        raise refusal
+                    access.require(AclOperation.WRITE, ResourceType.TOPIC, name)
                     if acks not in (0, 1, -1):
                         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
                     result = append_partition(name, index, data.records, version)

@@ -1,0 +1,217 @@
+"""Kafka's authorizer through a real broker and real clients: authorizer.class.name on,
+allow.everyone.if.no.acl.found=false, and User:ANONYMOUS (every connection, until SASL lands) holding only the
+cluster ALTER it needs to manage ACLs, seeded into the catalogue before the broker starts as an operator would.
+Each test names its own topics, groups and transactional ids, so the ACLs of one never reach another."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   NewTopic, ResourcePatternType, ResourceType)
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.errors import TopicAuthorizationFailedError
+
+from odradek.cluster.metadata import ClusterMetadata
+from odradek.embedded import BrokerProcess
+from odradek.protocol.acl import AclOperation as Operation
+from odradek.protocol.acl import ResourceType as Resource
+from odradek.security.acl import AclBinding as StoredAcl
+from odradek.security.acl import PatternType, Permission
+from tests.cli.run import odradek
+
+ANONYMOUS = "User:ANONYMOUS"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("acl-broker") / "data"
+    catalogue = ClusterMetadata.load(data_dir, 1)
+    catalogue.add_acls([StoredAcl(Resource.CLUSTER, "kafka-cluster", PatternType.LITERAL, ANONYMOUS, "*",
+                                  Operation.ALTER, Permission.ALLOW)])
+    process = BrokerProcess(data_dir, settings={
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "false", "group.initial.rebalance.delay.ms": 0})
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def name() -> str:
+    return f"acl-{uuid.uuid4().hex[:8]}"
+
+
+_ADMINS: dict = {}
+
+
+def admin(broker) -> AdminClient:
+    """One admin client per broker, kept alive for its futures."""
+    if broker.bootstrap_servers not in _ADMINS:
+        _ADMINS[broker.bootstrap_servers] = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    return _ADMINS[broker.bootstrap_servers]
+
+
+def allow(broker, resource_type, resource_name, *operations, pattern=ResourcePatternType.LITERAL,
+          permission=AclPermissionType.ALLOW, principal=ANONYMOUS):
+    bindings = [AclBinding(resource_type, resource_name, pattern, principal, "*", op, permission)
+                for op in operations]
+    for future in admin(broker).create_acls(bindings).values():
+        future.result(10)
+
+
+def make_topic(broker, topic: str, partitions: int = 1) -> None:
+    """Created with a CREATE ACL on the topic, which is then removed again."""
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.CREATE)
+    admin(broker).create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
+    for future in admin(broker).delete_acls([AclBindingFilter(
+            ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, ANONYMOUS, "*", AclOperation.CREATE,
+            AclPermissionType.ALLOW)]).values():
+        future.result(10)
+
+
+def produce_error(broker, topic: str, **config) -> KafkaError | None:
+    """The delivery error of one record (None when it was written)."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "message.timeout.ms": 5000, **config})
+    errors = []
+    producer.produce(topic, b"value", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(15)
+    return errors[0]
+
+
+def test_produce_needs_write_and_the_cli_grants_it(secured, name):
+    make_topic(secured, name)
+    assert produce_error(secured, name).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    added = odradek(secured, "acls", "add", "--allow-principal", ANONYMOUS, "--operation", "Write", "--topic", name)
+    assert added.returncode == 0, added.stderr
+    assert produce_error(secured, name) is None
+    listed = odradek(secured, "acls", "list", "--topic", name)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split() for line in listed.stdout.splitlines()[1:]] == [
+        ["TOPIC", name, "LITERAL", ANONYMOUS, "*", "WRITE", "ALLOW"]]
+    removed = odradek(secured, "acls", "remove", "--topic", name, "--force")
+    assert removed.returncode == 0, removed.stderr
+    assert produce_error(secured, name).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_kafka_python_produce_without_write_is_refused(secured, name):
+    make_topic(secured, name)
+    allow(secured, ResourceType.TOPIC, name, AclOperation.DESCRIBE)
+    producer = KafkaProducer(bootstrap_servers=secured.bootstrap_servers)
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send(name, b"value").get(timeout=15)
+    finally:
+        producer.close()
+
+
+def test_create_topics_needs_create(secured, name):
+    with pytest.raises(KafkaException) as raised:
+        admin(secured).create_topics([NewTopic(name, 1, 1)])[name].result(10)
+    assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(secured, ResourceType.TOPIC, f"{name}-", AclOperation.CREATE, pattern=ResourcePatternType.PREFIXED)
+    admin(secured).create_topics([NewTopic(f"{name}-x", 1, 1)])[f"{name}-x"].result(10)
+
+
+def test_metadata_hides_topics_the_principal_may_not_describe(secured, name):
+    make_topic(secured, f"{name}-seen")
+    make_topic(secured, f"{name}-hidden")
+    allow(secured, ResourceType.TOPIC, f"{name}-se", AclOperation.READ, pattern=ResourcePatternType.PREFIXED)
+    listed = admin(secured).list_topics(timeout=10).topics
+    assert f"{name}-seen" in listed and f"{name}-hidden" not in listed
+    asked = admin(secured).list_topics(f"{name}-hidden", timeout=10).topics[f"{name}-hidden"]
+    assert asked.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_deny_wins_over_allow(secured, name):
+    make_topic(secured, name)
+    allow(secured, ResourceType.TOPIC, "*", AclOperation.ALL, principal=f"User:{name}")  # someone else's wildcard
+    allow(secured, ResourceType.TOPIC, name[:6], AclOperation.WRITE, pattern=ResourcePatternType.PREFIXED)
+    assert produce_error(secured, name) is None
+    allow(secured, ResourceType.TOPIC, name, AclOperation.WRITE, permission=AclPermissionType.DENY)
+    assert produce_error(secured, name).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def consume_error(broker, topic: str, group: str) -> int:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+    consumer.subscribe([topic])
+    try:
+        for _ in range(30):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None and message.error().code() in (
+                    KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED):
+                return message.error().code()
+            if message is not None and message.error() is None:
+                return KafkaError.NO_ERROR
+    finally:
+        consumer.close()
+    raise AssertionError("neither a record nor an authorization error")
+
+
+def test_consume_needs_read_on_the_group_and_the_topic(secured, name):
+    make_topic(secured, name)
+    allow(secured, ResourceType.TOPIC, name, AclOperation.WRITE)
+    assert produce_error(secured, name) is None
+    assert consume_error(secured, name, name) == KafkaError.GROUP_AUTHORIZATION_FAILED
+    allow(secured, ResourceType.GROUP, name, AclOperation.READ)
+    assert consume_error(secured, name, name) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(secured, ResourceType.TOPIC, name, AclOperation.READ)
+    assert consume_error(secured, name, name) == KafkaError.NO_ERROR
+
+
+def test_kafka_python_fetch_without_read_is_refused(secured, name):
+    make_topic(secured, name)
+    allow(secured, ResourceType.TOPIC, name, AclOperation.DESCRIBE)
+    consumer = KafkaConsumer(bootstrap_servers=secured.bootstrap_servers,
+                             auto_offset_reset="earliest")
+    try:
+        from kafka import TopicPartition
+        consumer.assign([TopicPartition(name, 0)])
+        with pytest.raises(TopicAuthorizationFailedError):
+            for _ in range(20):
+                consumer.poll(500)
+    finally:
+        consumer.close()
+
+
+def test_transactions_need_write_on_the_transactional_id(secured, name):
+    make_topic(secured, name)
+    allow(secured, ResourceType.TOPIC, name, AclOperation.WRITE)
+    producer = Producer({"bootstrap.servers": secured.bootstrap_servers, "transactional.id": name})
+    with pytest.raises(KafkaException) as raised:
+        producer.init_transactions(10)
+    assert raised.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    allow(secured, ResourceType.TRANSACTIONAL_ID, name, AclOperation.WRITE)
+    producer = Producer({"bootstrap.servers": secured.bootstrap_servers, "transactional.id": name})
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce(name, b"in a transaction")
+    producer.commit_transaction(10)
+
+
+def test_idempotent_producer_needs_idempotent_write_or_write_on_some_topic(secured, name):
+    admin_client = KafkaAdminClient(bootstrap_servers=secured.bootstrap_servers)
+    admin_client.close()
+    make_topic(secured, name)
+    error = produce_error(secured, name, **{"enable.idempotence": True})
+    assert error.code() in (KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    allow(secured, ResourceType.TOPIC, name, AclOperation.WRITE)
+    assert produce_error(secured, name, **{"enable.idempotence": True}) is None
+
+
+def test_acl_apis_describe_and_delete_by_filter(secured, name):
+    allow(secured, ResourceType.GROUP, f"{name}-", AclOperation.READ, pattern=ResourcePatternType.PREFIXED)
+    allow(secured, ResourceType.GROUP, f"{name}-a", AclOperation.DESCRIBE, permission=AclPermissionType.DENY)
+    found = admin(secured).describe_acls(AclBindingFilter(
+        ResourceType.GROUP, f"{name}-a", ResourcePatternType.MATCH, None, None, AclOperation.ANY,
+        AclPermissionType.ANY)).result(10)
+    assert {(b.name, b.resource_pattern_type, b.operation, b.permission_type) for b in found} == {
+        (f"{name}-", ResourcePatternType.PREFIXED, AclOperation.READ, AclPermissionType.ALLOW),
+        (f"{name}-a", ResourcePatternType.LITERAL, AclOperation.DESCRIBE, AclPermissionType.DENY)}
+    deleted = [b for future in admin(secured).delete_acls([AclBindingFilter(
+        ResourceType.GROUP, None, ResourcePatternType.PREFIXED, None, None, AclOperation.ANY,
+        AclPermissionType.ANY)]).values() for b in future.result(10)]
+    assert [(b.name, b.operation) for b in deleted if b.name.startswith(name)] == [(f"{name}-", AclOperation.READ)]

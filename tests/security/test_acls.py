@@ -10,7 +10,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                   NewTopic, ResourcePatternType, ResourceType)
+                                   ConfigResource, NewTopic, ResourcePatternType, ResourceType)
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import TopicAuthorizationFailedError
 
@@ -220,3 +220,17 @@ def test_acl_apis_describe_and_delete_by_filter(secured, name):
         ResourceType.GROUP, None, ResourcePatternType.PREFIXED, None, None, AclOperation.ANY,
         AclPermissionType.ANY)]).values() for b in future.result(10)]
     assert [(b.name, b.operation) for b in deleted if b.name.startswith(name)] == [(f"{name}-", AclOperation.READ)]
+
+
+def test_configs_need_describe_configs_and_alter_configs(secured, name):
+    make_topic(secured, name)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+    with pytest.raises(KafkaException) as raised:
+        admin(secured).describe_configs([resource])[resource].result(10)
+    assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(secured, ResourceType.TOPIC, name, AclOperation.ALTER_CONFIGS)  # implies DESCRIBE_CONFIGS
+    assert "retention.ms" in admin(secured).describe_configs([resource])[resource].result(10)
+    cluster = ConfigResource(ConfigResource.Type.BROKER, "1")
+    with pytest.raises(KafkaException) as raised:
+        admin(secured).describe_configs([cluster])[cluster].result(10)
+    assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED

@@ -300,6 +300,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "StandardAuthorizer class name)"),
         ConfigKey("super.users", _T.STRING, "", "Principals the authorizer always allows, ';'-separated"),
         ConfigKey("allow.everyone.if.no.acl.found", _T.BOOLEAN, False, "Allow access to a resource without ACLs"),
+        ConfigKey("quota.window.num", _T.INT, 11, "Samples a client quota's rate is measured over", minimum=1),
+        ConfigKey("quota.window.size.seconds", _T.INT, 1, "Length of each client quota sample", minimum=1),
     ]
 }
 

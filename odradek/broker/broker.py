@@ -24,6 +24,7 @@ from odradek.config import (LogConfig, layered_broker_props, parse_listener, res
                             warn_about_unknown_broker_keys)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import RequestAuthorizer, make_authorizer
+from odradek.security.quotas import ClientQuotas
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager
 
@@ -45,6 +46,8 @@ class Broker:
         self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
         self.cleaner = LogCleaner(self.logs, self.config)
         self.authorizer = make_authorizer(self.config, self.metadata.acls)
+        self.quotas = ClientQuotas(self.metadata.client_quotas, self.config["quota.window.num"],
+                                   self.config["quota.window.size.seconds"] * 1000)
         self.partitions: dict[tuple[str, int], Partition] = {}
         for topic in self.metadata.topics.values():
             self._open_partitions(topic)

@@ -45,7 +45,7 @@ class CloseConnection(Exception):
 
 class Connection:
     __slots__ = ("server", "sock", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
-                 "_answer_ready", "fetch_sessions")
+                 "_answer_ready", "fetch_sessions", "muted_until")
 
     def __init__(self, server: "NetworkServer", sock: socket.socket, peer: str):
         self.server = server
@@ -58,6 +58,7 @@ class Connection:
         self._slot_freed = asyncio.Event()
         self._answer_ready = asyncio.Event()
         self.fetch_sessions: dict = {}
+        self.muted_until = 0.0  # time.monotonic() before which no request is read (a client quota's throttle)
 
     async def run(self) -> None:
         writer = asyncio.ensure_future(self._write_answers())
@@ -117,6 +118,8 @@ class Connection:
                     start = end
                 else:
                     break
+                if self.muted_until > time.monotonic():  # KIP-219: a throttled client's channel is muted
+                    await asyncio.sleep(self.muted_until - time.monotonic())
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()

@@ -20,6 +20,7 @@ from typing import Any
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import AclBinding, AclFilter
+from odradek.security.quotas import Entity, entity_of
 from odradek.storage.segment import write_atomically
 
 METADATA_FILE = "odradek-metadata.json"
@@ -110,6 +111,7 @@ class ClusterMetadata:
         # ConfigRecords for a BROKER resource)
         self.broker_configs: dict[str, dict[str, str]] = {}
         self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order
+        self.client_quotas: dict[Entity, dict[str, float]] = {}  # quota entity -> {quota key: value}
 
     @classmethod
     def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
@@ -124,6 +126,8 @@ class ClusterMetadata:
                 metadata.broker_configs = {name: dict(configs)
                                            for name, configs in stored.get("broker_configs", {}).items()}
                 metadata.acls = [AclBinding.from_json(acl) for acl in stored.get("acls", [])]
+                metadata.client_quotas = {entity_of(entry["entity"].items()): dict(entry["values"])
+                                          for entry in stored.get("client_quotas", [])}
                 for data in stored["topics"]:
                     topic = TopicMetadata.from_json(data)
                     metadata.topics[topic.name] = topic
@@ -150,7 +154,10 @@ class ClusterMetadata:
 
     def save(self) -> None:
         body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls], "topics": [t.to_json() for t in self.topics.values()]}
+                "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
+                "client_quotas": [{"entity": dict(entity), "values": values}
+                                  for entity, values in self.client_quotas.items()],
+                "topics": [t.to_json() for t in self.topics.values()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -256,6 +263,14 @@ class ClusterMetadata:
             self.acls[:] = [acl for acl in self.acls if acl not in gone]  # in place: the authorizer holds it
             self.save()
         return matched
+
+    def set_client_quotas(self, entity: Entity, values: dict[str, float]) -> None:
+        """Replace one entity's quotas (validated by the caller); none left removes the entity."""
+        if values:
+            self.client_quotas[entity] = dict(values)
+        else:
+            self.client_quotas.pop(entity, None)
+        self.save()
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         validate_topic_configs(configs)

@@ -101,6 +101,8 @@ _ADVERTISED = [
     (m.DescribeProducersRequest, m.DescribeProducersResponse, 0, 0),
     (m.DescribeTransactionsRequest, m.DescribeTransactionsResponse, 0, 0),
     (m.ListTransactionsRequest, m.ListTransactionsResponse, 0, 1),
+    (m.DescribeClientQuotasRequest, m.DescribeClientQuotasResponse, 0, 1),
+    (m.AlterClientQuotasRequest, m.AlterClientQuotasResponse, 0, 1),
     (m.ConsumerGroupHeartbeatRequest, m.ConsumerGroupHeartbeatResponse, 0, 1),
     (m.ConsumerGroupDescribeRequest, m.ConsumerGroupDescribeResponse, 0, 1),
     (m.ListConfigResourcesRequest, m.ListConfigResourcesResponse, 0, 0),

@@ -9,14 +9,14 @@ ApiVersions advertises exactly the APIs that have a handler here.
 from __future__ import annotations
 
 from odradek.broker.handlers import (acls, admin, api_versions, configs, fetch, groups, log_dirs, metadata, offsets,
-                                     partition_admin, produce, security, transactions)
+                                     partition_admin, produce, quotas, security, transactions)
 
 
 def build_handlers(broker) -> tuple[dict, object]:
     """(api key -> handler, the answer to an unsupported version of a request)."""
     handlers: dict = {}
     for module in (acls, metadata, produce, fetch, offsets, admin, partition_admin, configs, log_dirs, security,
-                   transactions, groups):
+                   transactions, groups, quotas):
         handlers.update(module.handlers(broker))
     answer_api_versions, unsupported_version_answer = api_versions.make(set(handlers))
     handlers[api_versions.API_VERSIONS.key] = answer_api_versions

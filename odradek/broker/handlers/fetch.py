@@ -23,9 +23,11 @@ import time
 
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
 from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
+from odradek.records.region import FileRegion
+from odradek.security.quotas import CONSUMER_BYTE_RATE, throttle_connection
 
 FETCH = api("Fetch")
 FetchResponse = FETCH.response
@@ -122,9 +124,12 @@ def handlers(broker) -> dict:
                 preferred_read_replica=-1, records=records)))
         return answers, total, saw_error
 
-    def respond(answers, version: int, session, unknown_topics, error=ErrorCode.NONE):
+    def respond(connection, header, answers, session, unknown_topics, error=ErrorCode.NONE):
         by_topic: dict = {}
+        sent_bytes = 0
         for target, data in answers:
+            records = data.records
+            sent_bytes += records.length if isinstance(records, FileRegion) else len(records or b"")
             target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
             if session is not None and data.records is not EMPTY_RECORDS:
                 session.served_last(target)
@@ -142,7 +147,8 @@ def handlers(broker) -> dict:
                     _partition_error(FetchTarget("", p.partition, fetch_topic.topic_id, p.fetch_offset, 0),
                                      ErrorCode.UNKNOWN_TOPIC_ID)
                     for p in fetch_topic.partitions]))
-        return FetchResponse(throttle_time_ms=0, error_code=error,
+        throttle_ms = throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
+        return FetchResponse(throttle_time_ms=throttle_ms, error_code=error,
                              session_id=session.session_id if session is not None else 0, responses=responses)
 
     def answer_fetch(connection, header, request):
@@ -153,7 +159,7 @@ def handlers(broker) -> dict:
         try:
             session, targets, incremental = sessions.begin(session_id, epoch, targets, forgotten)
         except KafkaError as exc:
-            return respond([], version, None, [], exc.code)
+            return respond(connection, header, [], None, [], exc.code)
         max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
         isolation = request.isolation_level if version >= 4 else 0
         access = broker.access(connection)
@@ -161,10 +167,12 @@ def handlers(broker) -> dict:
                            if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
         answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied)
         if total >= request.min_bytes or request.max_wait_ms <= 0 or saw_error or unknown:
-            return respond(answers, version, session, unknown)
-        return long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown, denied)
+            return respond(connection, header, answers, session, unknown)
+        return long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
+                         denied)
 
-    async def long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown, denied):
+    async def long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
+                        denied):
         loop = asyncio.get_running_loop()
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
@@ -188,7 +196,7 @@ def handlers(broker) -> dict:
                     partition.cancel_wait(wake)
             answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied)
             if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
-                return respond(answers, version, session, unknown)
+                return respond(connection, header, answers, session, unknown)
 
     return {FETCH.key: answer_fetch}
 

@@ -5,7 +5,8 @@ records are decoded only for a compacted topic, whose records must all have keys
 message formats, which are converted to one v2 batch first. Errors are per partition, with Kafka's codes, so one
 bad partition never fails the rest of the request. With an authorizer, each topic needs WRITE
 (TOPIC_AUTHORIZATION_FAILED) and a transactional produce WRITE on its transactional id (every partition
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as KafkaApis.handleProduceRequest checks. With acks=0 the client expects no answer at all.
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as KafkaApis.handleProduceRequest checks. The batches' bytes count
+against the client's producer_byte_rate quota (odradek/security/quotas.py). With acks=0 the client expects no answer at all.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.records.batch import validate_batches
 from odradek.records.keys import batches_all_keyed
 from odradek.records.legacy import convert_message_set
+from odradek.security.quotas import PRODUCER_BYTE_RATE, throttle_connection
 
 PRODUCE = api("Produce")
 ProduceResponse = PRODUCE.response
@@ -82,8 +84,11 @@ def handlers(broker) -> dict:
                         log_append_time_ms=result.log_append_time_ms, log_start_offset=result.log_start_offset))
             topic_answers.append(ProduceResponse.TopicProduceResponse(name=name,
                                                                       partition_responses=partition_answers))
+        throttle_ms = throttle_connection(broker.quotas, connection, header, PRODUCER_BYTE_RATE,
+                                          sum(len(data.records or b"") for topic_data in request.topic_data
+                                              for data in topic_data.partition_data))
         if acks == 0:
             return None
-        return ProduceResponse(responses=topic_answers, throttle_time_ms=0)
+        return ProduceResponse(responses=topic_answers, throttle_time_ms=throttle_ms)
 
     return {PRODUCE.key: answer_produce}

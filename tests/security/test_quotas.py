@@ -1,0 +1,97 @@
+"""Client quotas through a real broker: AlterClientQuotas/DescribeClientQuotas over the wire, kept in the catalogue,
+and a confluent-kafka producer held to its producer_byte_rate (measured, within 10%) by throttle_time_ms and the
+muted channel."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from odradek.embedded import BrokerProcess
+from odradek.errors import ErrorCode
+from tests.broker.raw_client import RawClient
+
+QUOTA_BYTES_PER_SECOND = 400_000
+
+
+@pytest.fixture(scope="module")
+def quota_broker(tmp_path_factory):
+    process = BrokerProcess(tmp_path_factory.mktemp("quota-broker") / "data",
+                            settings={"quota.window.num": 3, "quota.window.size.seconds": 1})
+    process.start()
+    yield process
+    process.stop()
+
+
+def call(broker, api_name: str, version: int, **fields):
+    client = RawClient(broker.port)
+    try:
+        return client.call(api_name, version, **fields)
+    finally:
+        client.close()
+
+
+def alter(broker, entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]], validate_only=False):
+    from odradek.protocol import api
+    Request = api("AlterClientQuotas").request
+    answer = call(broker, "AlterClientQuotas", 1, validate_only=validate_only, entries=[Request.EntryData(
+        entity=[Request.EntityData(entity_type=kind, entity_name=name) for kind, name in entity],
+        ops=[Request.OpData(key=key, value=value, remove=remove) for key, value, remove in ops])])
+    return answer.entries[0]
+
+
+def describe(broker, components=(), strict=False):
+    from odradek.protocol import api
+    Request = api("DescribeClientQuotas").request
+    answer = call(broker, "DescribeClientQuotas", 1, strict=strict, components=[
+        Request.ComponentData(entity_type=kind, match_type=match_type, match=match)
+        for kind, match_type, match in components])
+    assert answer.error_code == ErrorCode.NONE, answer.error_message
+    return {tuple((e.entity_type, e.entity_name) for e in entry.entity): {v.key: v.value for v in entry.values}
+            for entry in answer.entries}
+
+
+def test_alter_and_describe_client_quotas(quota_broker):
+    assert alter(quota_broker, [("user", "alice"), ("client-id", None)],
+                 [("consumer_byte_rate", 2048.0, False), ("request_percentage", 50.0, False)]).error_code == 0
+    assert alter(quota_broker, [("user", "alice"), ("client-id", None)],
+                 [("request_percentage", 0.0, True)]).error_code == 0
+    assert alter(quota_broker, [("user", "bob")], [("producer_byte_rate", 1.0, False)],
+                 validate_only=True).error_code == 0
+    assert alter(quota_broker, [("user", "bob")], [("no_such_quota", 1.0, False)]).error_code == \
+        ErrorCode.INVALID_REQUEST
+    assert alter(quota_broker, [("ip", "1.2.3.4")], [("producer_byte_rate", 1.0, False)]).error_code == \
+        ErrorCode.INVALID_REQUEST
+    assert describe(quota_broker, [("user", 0, "alice")]) == {
+        (("client-id", None), ("user", "alice")): {"consumer_byte_rate": 2048.0}}
+    assert describe(quota_broker, [("user", 0, "alice")], strict=True) == {}
+    assert describe(quota_broker, [("user", 0, "bob")]) == {}  # validate_only stored nothing
+
+
+def test_a_producer_is_slowed_to_its_byte_rate(quota_broker):
+    client_id = "throttled-producer"
+    assert alter(quota_broker, [("client-id", client_id)],
+                 [("producer_byte_rate", float(QUOTA_BYTES_PER_SECOND), False)]).error_code == 0
+    producer = Producer({"bootstrap.servers": quota_broker.bootstrap_servers, "client.id": client_id,
+                         "linger.ms": 5, "queue.buffering.max.kbytes": 256, "compression.type": "none"})
+    value = b"x" * 10_000
+    acked: list[float] = []
+
+    def delivered(err, msg):
+        assert err is None, err
+        acked.append(time.monotonic())
+
+    start = time.monotonic()
+    while time.monotonic() - start < 9:
+        try:
+            producer.produce("quota-topic", value, on_delivery=delivered)
+        except BufferError:
+            producer.poll(0.01)
+    producer.flush(30)
+    # the rate after the first seconds (the sampled window's burst), over six seconds
+    steady = [t for t in acked if start + 3 <= t < start + 9]
+    rate = len(steady) * len(value) / 6
+    assert abs(rate - QUOTA_BYTES_PER_SECOND) / QUOTA_BYTES_PER_SECOND < 0.10, rate
+    print(f"throttled producer: {rate:.0f} B/s against a quota of {QUOTA_BYTES_PER_SECOND} B/s")

@@ -56,32 +56,37 @@ def _levels(user: str, client_id: str) -> list[Entity]:
 
 
 class Rate:
-    """Kafka's Rate over `samples` windows of `window_ms`: per-second rate of what was recorded."""
+    """Kafka's Rate over a SampledStat of `samples` windows of `window_ms`: the per-second rate of what was
+    recorded. As Kafka, one window more than `samples` is kept (the one overlapping the start of the span), and a
+    window leaves when its last event is a whole span old."""
 
     __slots__ = ("samples", "window_ms", "_windows")
 
     def __init__(self, samples: int, window_ms: int):
         self.samples = samples
         self.window_ms = window_ms
-        self._windows: list[list] = []  # [start ms, total], oldest first
+        self._windows: list[list] = []  # [start ms, last event ms, total], oldest first
 
     def record(self, value: float, now_ms: float) -> None:
-        if not self._windows or now_ms >= self._windows[-1][0] + self.window_ms:
-            self._windows.append([now_ms, 0.0])
-            del self._windows[:-self.samples]
-        self._windows[-1][1] += value
+        if not self._windows or now_ms - self._windows[-1][0] >= self.window_ms:
+            self._windows.append([now_ms, now_ms, 0.0])
+            del self._windows[:-(self.samples + 1)]
+        current = self._windows[-1]
+        current[1] = now_ms
+        current[2] += value
 
     def window_size_ms(self, now_ms: float) -> float:
-        self._windows = [w for w in self._windows if now_ms - w[0] < self.samples * self.window_ms]
+        span = self.samples * self.window_ms
+        self._windows = [w for w in self._windows if now_ms - w[1] < span]
         elapsed = now_ms - self._windows[0][0] if self._windows else 0.0
         full_windows = int(elapsed // self.window_ms)
         if full_windows < self.samples - 1:
             elapsed += (self.samples - 1 - full_windows) * self.window_ms
-        return elapsed
+        return max(elapsed, 1.0)
 
     def rate(self, now_ms: float) -> float:
         size = self.window_size_ms(now_ms)
-        return sum(w[1] for w in self._windows) * 1000.0 / size
+        return sum(w[2] for w in self._windows) * 1000.0 / size
 
 
 @dataclasses.dataclass

@@ -16,10 +16,13 @@ from kafka.errors import TopicAuthorizationFailedError
 
 from odradek.cluster.metadata import ClusterMetadata
 from odradek.embedded import BrokerProcess
+from odradek.errors import ErrorCode
+from odradek.protocol import api
 from odradek.protocol.acl import AclOperation as Operation
 from odradek.protocol.acl import ResourceType as Resource
 from odradek.security.acl import AclBinding as StoredAcl
 from odradek.security.acl import PatternType, Permission
+from tests.broker.raw_client import RawClient
 from tests.cli.run import odradek
 
 ANONYMOUS = "User:ANONYMOUS"
@@ -234,3 +237,20 @@ def test_configs_need_describe_configs_and_alter_configs(secured, name):
     with pytest.raises(KafkaException) as raised:
         admin(secured).describe_configs([cluster])[cluster].result(10)
     assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_describe_topic_partitions_hides_topics_the_principal_may_not_describe(secured, name):
+    make_topic(secured, f"{name}-seen")
+    make_topic(secured, f"{name}-hidden")
+    allow(secured, ResourceType.TOPIC, f"{name}-seen", AclOperation.DESCRIBE)
+    client = RawClient(secured.port)
+    try:
+        listed = client.call("DescribeTopicPartitions", 0, topics=[], response_partition_limit=2000)
+        names = {topic.name for topic in listed.topics}
+        assert f"{name}-seen" in names and f"{name}-hidden" not in names
+        Request = api("DescribeTopicPartitions").request
+        named = client.call("DescribeTopicPartitions", 0, topics=[Request.TopicRequest(name=f"{name}-hidden")],
+                            response_partition_limit=2000)
+        assert named.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        client.close()

@@ -103,6 +103,8 @@ class ClientQuotas:
 
     def applying(self, key: str, user: str, client_id: str) -> tuple[Entity, float] | None:
         """(the entity whose quota applies, the quota), or None when no level sets this key."""
+        if not self.configured:  # the common case: no quotas at all, nothing to look up per request
+            return None
         for entity in _levels(user, client_id):
             value = self.configured.get(entity, {}).get(key)
             if value is not None:

@@ -254,3 +254,22 @@ def test_describe_topic_partitions_hides_topics_the_principal_may_not_describe(s
         assert named.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     finally:
         client.close()
+
+
+def test_cluster_describe_denied(secured):
+    """A DENY of DESCRIBE on the cluster beats the ALTER that implies it: the cluster-level views refuse."""
+    allow(secured, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, permission=AclPermissionType.DENY)
+    client = RawClient(secured.port)
+    try:
+        assert client.call("DescribeLogDirs", 4, topics=None).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert client.call("ListPartitionReassignments", 0, timeout_ms=1000, topics=None).error_code == \
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert client.call("DescribeAcls", 3, resource_type_filter=1, resource_name_filter=None,
+                           pattern_type_filter=1, principal_filter=None, host_filter=None, operation=1,
+                           permission_type=1).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        client.close()
+        for future in admin(secured).delete_acls([AclBindingFilter(
+                ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANONYMOUS, "*",
+                AclOperation.DESCRIBE, AclPermissionType.DENY)]).values():
+            future.result(10)

@@ -273,3 +273,17 @@ def test_cluster_describe_denied(secured):
                 ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANONYMOUS, "*",
                 AclOperation.DESCRIBE, AclPermissionType.DENY)]).values():
             future.result(10)
+
+
+def test_cli_consumer_and_producer_sets_and_prefixed_list(secured, name):
+    added = odradek(secured, "acls", "add", "--allow-principal", "User:carol", "--consumer", "--producer",
+                    "--topic", f"{name}-", "--group", name, "--resource-pattern-type", "prefixed")
+    assert added.returncode == 0, added.stderr
+    listed = odradek(secured, "acls", "list", "--principal", "User:carol", "--resource-pattern-type", "prefixed")
+    rows = {tuple(line.split()[:3] + line.split()[5:6]) for line in listed.stdout.splitlines()[1:]}
+    assert {row for row in rows if row[1].startswith(name)} == {
+        ("TOPIC", f"{name}-", "PREFIXED", "WRITE"), ("TOPIC", f"{name}-", "PREFIXED", "DESCRIBE"),
+        ("TOPIC", f"{name}-", "PREFIXED", "CREATE"), ("TOPIC", f"{name}-", "PREFIXED", "READ"),
+        ("GROUP", name, "PREFIXED", "READ")}
+    bad = odradek(secured, "acls", "add", "--allow-principal", "User:carol", "--operation", "Fly", "--topic", name)
+    assert bad.returncode == 2 and "Fly" in bad.stderr

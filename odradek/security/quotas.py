@@ -138,3 +138,19 @@ def throttle_connection(quotas: ClientQuotas, connection, header, key: str, valu
     if throttle_ms:
         connection.muted_until = max(connection.muted_until, time.monotonic() + throttle_ms / 1000.0)
     return throttle_ms
+
+
+def with_request_quota(quotas: ClientQuotas, handler):
+    """The handler, with the time it takes counted against the client's request_percentage (Kafka's request
+    quota: per second, the percentage of one request thread's time the client used); a throttle it earns goes into
+    the answer's throttle_time_ms, as the larger of it and a byte-rate throttle, and mutes the connection. Only the
+    handler's own running time counts, not a long poll's wait."""
+    def answer(connection, header, request):
+        started = time.perf_counter()
+        response = handler(connection, header, request)
+        throttle_ms = throttle_connection(quotas, connection, header, REQUEST_PERCENTAGE,
+                                          (time.perf_counter() - started) * 100.0)
+        if throttle_ms and hasattr(response, "throttle_time_ms"):
+            response.throttle_time_ms = max(response.throttle_time_ms, throttle_ms)
+        return response
+    return answer

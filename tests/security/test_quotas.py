@@ -97,3 +97,23 @@ def test_a_producer_is_slowed_to_its_byte_rate(quota_broker):
     rate = (len(steady) - 1) * len(value) / (steady[-1] - steady[0])
     assert abs(rate - QUOTA_BYTES_PER_SECOND) / QUOTA_BYTES_PER_SECOND < 0.10, rate
     print(f"throttled producer: {rate:.0f} B/s against a quota of {QUOTA_BYTES_PER_SECOND} B/s")
+
+
+def test_request_percentage_throttles_and_mutes_a_busy_client(quota_broker):
+    assert alter(quota_broker, [("client-id", "busy-client")], [("request_percentage", 0.1, False)]).error_code == 0
+    client = RawClient(quota_broker.port, client_id="busy-client")
+    waits = []  # (throttle_time_ms of an answer, seconds the next request then took)
+    try:
+        previous = 0
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            sent = time.monotonic()
+            answer = client.call("Metadata", 12, topics=None, allow_auto_topic_creation=False)
+            waits.append((previous, time.monotonic() - sent))
+            previous = answer.throttle_time_ms
+    finally:
+        client.close()
+    throttled = [(throttle, took) for throttle, took in waits if throttle > 0]
+    assert throttled, "no answer carried a throttle time"
+    # muted from when the throttled request was handled, so the next one waits its throttle less the round trip
+    assert sum(took for _, took in throttled) >= 0.8 * sum(throttle for throttle, _ in throttled) / 1000

@@ -118,7 +118,7 @@ class Connection:
                     start = end
                 else:
                     break
-                if self.muted_until > time.monotonic():  # KIP-219: a throttled client's channel is muted
+                if self.muted_until > time.monotonic():  # a throttled client's channel is muted
                     await asyncio.sleep(self.muted_until - time.monotonic())
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
@@ -219,7 +219,14 @@ class Connection:
                 self.task.cancel()
                 return
             self.last_active = time.monotonic()
+            throttle_ms = getattr(answer, "throttle_time_ms", 0)
+            if throttle_ms > 0:  # KIP-219: a throttled client's channel is muted once its answer has gone out
+                self.mute(throttle_ms)
             self._observe(header, started)
+
+    def mute(self, throttle_ms: int) -> None:
+        """Read no further request from this connection for throttle_ms (a client quota's throttle)."""
+        self.muted_until = max(self.muted_until, time.monotonic() + throttle_ms / 1000)
 
     def _observe(self, header: RequestHeader, started: float) -> None:
         """Metrics, one call per request: from its arrival until its answer was written (Kafka's TotalTimeMs)."""

@@ -6,8 +6,9 @@ exists (user+client, user+default client, user, default user+client, default use
 client, default client). Everyone the matched entity covers shares its usage, as Kafka's sensors are named by the
 matched entity. The usage is a rate over `quota.window.num` samples of `quota.window.size.seconds` (Kafka's Rate
 over a SampledStat, its elapsed time never counted below `num - 1` whole windows); when a recording takes the rate
-over the quota, the throttle time is (rate - quota) / quota * window, at most the whole sampled span (KIP-219's
-cap). The broker answers with that throttle_time_ms and reads nothing more from the connection for as long.
+over the quota, the throttle time is (rate - quota) / quota * window, at most the whole sampled span. The broker
+answers with that throttle_time_ms and, once the answer has gone out, reads nothing more from the connection for as
+long (KIP-219; odradek/broker/network.py); an acks=0 Produce, which gets no answer, mutes it at once.
 """
 
 from __future__ import annotations
@@ -130,14 +131,11 @@ class ClientQuotas:
 
 
 def throttle_connection(quotas: ClientQuotas, connection, header, key: str, value: float) -> int:
-    """Record one request's use against its connection's quota; when over, mute the connection for the throttle
-    time (KIP-219) and return it for the answer's throttle_time_ms."""
+    """Record one request's use against its connection's quota; the throttle time it earns, for the answer's
+    throttle_time_ms (the network shell mutes the connection for that long once the answer has gone out)."""
     principal = principal_of(connection)
-    throttle_ms = quotas.record(key, principal.split(":", 1)[1] if ":" in principal else principal,
-                                header.client_id or "", value)
-    if throttle_ms:
-        connection.muted_until = max(connection.muted_until, time.monotonic() + throttle_ms / 1000.0)
-    return throttle_ms
+    return quotas.record(key, principal.split(":", 1)[1] if ":" in principal else principal,
+                         header.client_id or "", value)
 
 
 def with_request_quota(quotas: ClientQuotas, handler):

@@ -88,6 +88,8 @@ def handlers(broker) -> dict:
                                           sum(len(data.records or b"") for topic_data in request.topic_data
                                               for data in topic_data.partition_data))
         if acks == 0:
+            if throttle_ms:  # no answer to carry it: muted at once, as Kafka does
+                connection.mute(throttle_ms)
             return None
         return ProduceResponse(responses=topic_answers, throttle_time_ms=throttle_ms)
 

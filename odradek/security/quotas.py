@@ -130,12 +130,20 @@ class ClientQuotas:
         return int(min(throttle, self.samples * self.window_ms))
 
 
+def _user_of(connection) -> str:
+    principal = principal_of(connection)
+    return principal.split(":", 1)[1] if ":" in principal else principal
+
+
 def throttle_connection(quotas: ClientQuotas, connection, header, key: str, value: float) -> int:
     """Record one request's use against its connection's quota; the throttle time it earns, for the answer's
     throttle_time_ms (the network shell mutes the connection for that long once the answer has gone out)."""
-    principal = principal_of(connection)
-    return quotas.record(key, principal.split(":", 1)[1] if ":" in principal else principal,
-                         header.client_id or "", value)
+    return quotas.record(key, _user_of(connection), header.client_id or "", value)
+
+
+def forget_usage(quotas: ClientQuotas, connection, header, key: str, value: float) -> None:
+    """Take back a recorded use whose answer was not sent after all (Kafka's unrecordQuotaSensor)."""
+    quotas.record(key, _user_of(connection), header.client_id or "", -value)
 
 
 def with_request_quota(quotas: ClientQuotas, handler):

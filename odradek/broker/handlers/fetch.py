@@ -27,7 +27,7 @@ from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
 from odradek.records.region import FileRegion
-from odradek.security.quotas import CONSUMER_BYTE_RATE, throttle_connection
+from odradek.security.quotas import CONSUMER_BYTE_RATE, forget_usage, throttle_connection
 
 FETCH = api("Fetch")
 FetchResponse = FETCH.response
@@ -125,11 +125,16 @@ def handlers(broker) -> dict:
         return answers, total, saw_error
 
     def respond(connection, header, answers, session, unknown_topics, error=ErrorCode.NONE):
+        session_id = session.session_id if session is not None else 0
+        sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion) else len(data.records or b"")
+                         for _, data in answers)
+        throttle_ms = throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
+        if throttle_ms and sent_bytes:
+            # Kafka's throttled fetch: an empty answer, its bytes not counted, the session told nothing
+            forget_usage(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
+            return FetchResponse(throttle_time_ms=throttle_ms, error_code=error, session_id=session_id, responses=[])
         by_topic: dict = {}
-        sent_bytes = 0
         for target, data in answers:
-            records = data.records
-            sent_bytes += records.length if isinstance(records, FileRegion) else len(records or b"")
             target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
             if session is not None and data.records is not EMPTY_RECORDS:
                 session.served_last(target)
@@ -147,9 +152,8 @@ def handlers(broker) -> dict:
                     _partition_error(FetchTarget("", p.partition, fetch_topic.topic_id, p.fetch_offset, 0),
                                      ErrorCode.UNKNOWN_TOPIC_ID)
                     for p in fetch_topic.partitions]))
-        throttle_ms = throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
-        return FetchResponse(throttle_time_ms=throttle_ms, error_code=error,
-                             session_id=session.session_id if session is not None else 0, responses=responses)
+        return FetchResponse(throttle_time_ms=throttle_ms, error_code=error, session_id=session_id,
+                             responses=responses)
 
     def answer_fetch(connection, header, request):
         version = header.api_version

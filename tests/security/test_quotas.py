@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from odradek.embedded import BrokerProcess
 from odradek.errors import ErrorCode
+from odradek.protocol import api
 from tests.broker.raw_client import RawClient
 
 QUOTA_BYTES_PER_SECOND = 400_000
@@ -34,7 +35,6 @@ def call(broker, api_name: str, version: int, **fields):
 
 
 def alter(broker, entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]], validate_only=False):
-    from odradek.protocol import api
     Request = api("AlterClientQuotas").request
     answer = call(broker, "AlterClientQuotas", 1, validate_only=validate_only, entries=[Request.EntryData(
         entity=[Request.EntityData(entity_type=kind, entity_name=name) for kind, name in entity],
@@ -43,7 +43,6 @@ def alter(broker, entity: list[tuple[str, str | None]], ops: list[tuple[str, flo
 
 
 def describe(broker, components=(), strict=False):
-    from odradek.protocol import api
     Request = api("DescribeClientQuotas").request
     answer = call(broker, "DescribeClientQuotas", 1, strict=strict, components=[
         Request.ComponentData(entity_type=kind, match_type=match_type, match=match)
@@ -121,7 +120,6 @@ def test_request_percentage_throttles_and_mutes_a_busy_client(quota_broker):
 
 
 def test_a_consumer_is_slowed_to_its_byte_rate(quota_broker):
-    from confluent_kafka import Consumer
     topic, value = "quota-consumed", b"y" * 10_000
     producer = Producer({"bootstrap.servers": quota_broker.bootstrap_servers, "linger.ms": 5,
                          "batch.size": 12_000})  # one record a batch, so fetches stay near fetch.max.bytes
@@ -132,7 +130,8 @@ def test_a_consumer_is_slowed_to_its_byte_rate(quota_broker):
     assert alter(quota_broker, [("client-id", "throttled-consumer")],
                  [("consumer_byte_rate", float(QUOTA_BYTES_PER_SECOND), False)]).error_code == 0
     consumer = Consumer({"bootstrap.servers": quota_broker.bootstrap_servers, "client.id": "throttled-consumer",
-                         "group.id": "quota-group", "auto.offset.reset": "earliest", "fetch.max.bytes": 50_000, "message.max.bytes": 50_000,
+                         "group.id": "quota-group", "auto.offset.reset": "earliest", "fetch.max.bytes": 50_000,
+                         "message.max.bytes": 50_000,
                          "max.partition.fetch.bytes": 50_000, "enable.auto.commit": False})
     consumer.subscribe([topic])
     received: list[float] = []

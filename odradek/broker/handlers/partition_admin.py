@@ -7,9 +7,10 @@ partition's leader is its preferred replica (ElectLeaders: ELECTION_NOT_NEEDED, 
 asked for, as Kafka does), the only valid reassignment target is the current replica set (a no-op; cancelling:
 NO_REASSIGNMENT_IN_PROGRESS) and no reassignment is ever listed. DescribeTopicPartitions pages through topics in name
 order with response_partition_limit (at most max.request.partition.size.limit, 2000) and a cursor, as Kafka's
-DescribeTopicPartitionsRequestHandler does. With an authorizer, as KafkaApis: DescribeTopicPartitions lists only topics the
-principal may describe (a named other one is TOPIC_AUTHORIZATION_FAILED), ElectLeaders and AlterPartitionReassignments
-need ALTER on the cluster, ListPartitionReassignments DESCRIBE (CLUSTER_AUTHORIZATION_FAILED).
+DescribeTopicPartitionsRequestHandler does. With an authorizer, as KafkaApis: DescribeTopicPartitions lists only
+topics the principal may describe (a named other one is TOPIC_AUTHORIZATION_FAILED), ElectLeaders and
+AlterPartitionReassignments need ALTER on the cluster, ListPartitionReassignments DESCRIBE
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ message formats, which are converted to one v2 batch first. Errors are per parti
 bad partition never fails the rest of the request. With an authorizer, each topic needs WRITE
 (TOPIC_AUTHORIZATION_FAILED) and a transactional produce WRITE on its transactional id (every partition
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as KafkaApis.handleProduceRequest checks. The batches' bytes count
-against the client's producer_byte_rate quota (odradek/security/quotas.py). With acks=0 the client expects no answer at all.
+against the client's producer_byte_rate quota (odradek/security/quotas.py). With acks=0 the client expects no
+answer at all.
 """
 
 from __future__ import annotations

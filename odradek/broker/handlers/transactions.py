@@ -104,7 +104,8 @@ def handlers(broker) -> dict:
             return Response(throttle_time_ms=0, results_by_topic_v3_and_below=topic_results(results))
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=[
             Response.AddPartitionsToTxnResult(transactional_id=t.transactional_id, topic_results=topic_results(
-                add_partitions(access, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, version, t.verify_only)))
+                add_partitions(access, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, version,
+                               t.verify_only)))
             for t in request.transactions])
 
     def answer_add_offsets_to_txn(connection, header, request):

@@ -287,3 +287,11 @@ def test_cli_consumer_and_producer_sets_and_prefixed_list(secured, name):
         ("GROUP", name, "PREFIXED", "READ")}
     bad = odradek(secured, "acls", "add", "--allow-principal", "User:carol", "--operation", "Fly", "--topic", name)
     assert bad.returncode == 2 and "Fly" in bad.stderr
+
+
+def test_authorized_operations_are_the_principals_own(secured, name):
+    cluster = admin(secured).describe_cluster(include_authorized_operations=True).result(10)
+    assert set(cluster.authorized_operations) == {AclOperation.ALTER, AclOperation.DESCRIBE}  # the seeded ALTER
+    allow(secured, ResourceType.GROUP, name, AclOperation.READ)
+    [group] = admin(secured).describe_consumer_groups([name], include_authorized_operations=True).values()
+    assert set(group.result(10).authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}

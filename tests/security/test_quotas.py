@@ -145,5 +145,6 @@ def test_a_consumer_is_slowed_to_its_byte_rate(quota_broker):
         consumer.close()
     steady = [t for t in received if received[0] + 2 <= t < received[0] + 20]  # 18 s, as for the producer
     rate = (len(steady) - 1) * len(value) / (steady[-1] - steady[0])
-    assert abs(rate - QUOTA_BYTES_PER_SECOND) / QUOTA_BYTES_PER_SECOND < 0.10, rate
+    # coarser than the producer's 10%: a throttled fetch is answered empty and fetched again whole
+    assert abs(rate - QUOTA_BYTES_PER_SECOND) / QUOTA_BYTES_PER_SECOND < 0.15, rate
     print(f"throttled consumer: {rate:.0f} B/s against a quota of {QUOTA_BYTES_PER_SECOND} B/s")

@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
-.PHONY: serve test bench system-packages
+.PHONY: serve test bench fuzz system-packages
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,11 +16,16 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark]'
 	touch $@
 
+# kcat, and ZooKeeper for the cluster tests (Debian's package: the server jars in /usr/share/java; the tests start
+# their own server from them on a free 127.0.0.1 port, never the package's service).
 system-packages:
-	@if ! command -v kcat >/dev/null 2>&1; then \
+	@missing=""; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	ls /usr/share/java/zookeeper-*.jar >/dev/null 2>&1 && command -v java >/dev/null 2>&1 || missing="$$missing zookeeper"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; \
-	  else echo "kcat is missing and we are not root: kcat tests will be skipped"; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing and we are not root:$$missing (their tests will be skipped)"; fi; \
 	fi
 
 serve: $(INSTALLED)
@@ -28,6 +33,13 @@ serve: $(INSTALLED)
 
 test: $(INSTALLED) system-packages
 	$(BIN)/python -m pytest -q
+
+# Structure-aware fuzzing of a real broker for FUZZ_SECONDS (default an hour) with a random seed, printed;
+# FUZZ_SEED=n replays one. The suite runs the same test for a fixed seed and 3,000 cases (tests/broker/fuzz.py).
+FUZZ_SECONDS ?= 3600
+fuzz: $(INSTALLED)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_SEED=$(FUZZ_SEED) $(BIN)/python -m pytest -q -s -p no:cacheprovider \
+	  tests/broker/test_fuzz.py
 
 $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,bench]'

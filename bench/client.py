@@ -45,19 +45,21 @@ def producer(bootstrap: str, **settings) -> Producer:
     return Producer({"bootstrap.servers": bootstrap, **settings})
 
 
-def produce(p: Producer, topic: str, records: int, partitions: int, *, value_size: int = RECORD_SIZE) -> float:
+def produce(p: Producer, topic: str, records: int, partitions: int, *, value_size: int = RECORD_SIZE,
+            messages: list[dict] | None = None) -> float:
     """Send `records` records round-robin over the partitions, a chunk to one partition at a time, and wait for
-    every acknowledgement; records per second. Delivery failures raise."""
+    every acknowledgement; records per second. Delivery failures raise. The records are `value_size` bytes of one
+    letter, or taken in turn from `messages` (produce_batch's dicts; the first one also goes out as the warm-up)."""
     failures = []
 
     def delivered(err, _msg):
         if err is not None:
             failures.append(err)
 
-    p.produce(topic, b"w", partition=0, on_delivery=delivered)  # warm up: metadata and connection
-    p.flush(30)
     size = max(1, min(CHUNK, records // partitions))  # every partition gets a chunk each round
-    chunk = [{"value": b"x" * value_size} for _ in range(size)]
+    chunk = messages[:size] if messages else [{"value": b"x" * value_size} for _ in range(size)]
+    p.produce(topic, chunk[0]["value"], chunk[0].get("key"), partition=0, on_delivery=delivered)  # warm up
+    p.flush(30)
     sent = 0
     partition = 0
     started = time.perf_counter()

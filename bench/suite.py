@@ -27,10 +27,11 @@ from pathlib import Path
 
 from bench import chart, client, peers
 from bench.measure import MACHINE, Results
-from bench.workloads import cleaner, connections, latency, machine, partitions, startup, storage, throughput
+from bench.workloads import cleaner, codecs, connections, latency, machine, partitions, startup, storage, throughput
 
 WORKLOADS = {"machine": machine, "storage": storage, "throughput": throughput, "latency": latency,
-             "startup": startup, "partitions": partitions, "connections": connections, "cleaner": cleaner}
+             "startup": startup, "partitions": partitions, "connections": connections, "cleaner": cleaner,
+             "codecs": codecs}
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 

@@ -264,6 +264,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("log.dirs", _T.LIST, ["./odradek-data"], "Where partition logs are kept", ("log.dir",)),
         ConfigKey("listeners", _T.STRING, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens"),
         ConfigKey("advertised.listeners", _T.STRING, "", "Address handed to clients (default: listeners)"),
+        ConfigKey("listener.security.protocol.map", _T.STRING,
+                  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+                  "Security protocol of each listener name"),
+        ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
+        ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
+                                                      "(empty: a single-node broker)"),
+        ConfigKey("zookeeper.session.timeout.ms", _T.INT, 18000, "ZooKeeper session timeout", minimum=1),
+        ConfigKey("zookeeper.connection.timeout.ms", _T.INT, 0,
+                  "Longest wait for the first ZooKeeper connection (0: zookeeper.session.timeout.ms)", minimum=0),
         ConfigKey("num.partitions", _T.INT, 1, "Partitions of an auto-created topic", minimum=1),
         ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
         ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),
@@ -271,6 +280,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),
         ConfigKey("socket.request.max.bytes", _T.INT, 104857600, "Largest request frame", minimum=1),
         ConfigKey("connections.max.idle.ms", _T.LONG, 600000, "Close connections idle this long"),
+        ConfigKey("max.connections", _T.INT, INT_MAX, "Connections at once; more wait to be accepted", minimum=0),
+        ConfigKey("max.connections.per.ip", _T.INT, INT_MAX, "Connections at once from one address; more are "
+                  "closed at once", minimum=0),
+        ConfigKey("max.connections.per.ip.overrides", _T.STRING, "", "Per-address limits: host:count,..."),
+        ConfigKey("max.connection.creation.rate", _T.INT, INT_MAX, "New connections per second; more wait",
+                  minimum=0),
         ConfigKey("metrics.port", _T.INT, 0, "Port of the Prometheus /metrics endpoint (0: off)", minimum=0),
         ConfigKey("log.retention.check.interval.ms", _T.LONG, 300000, "How often retention runs", minimum=1),
         ConfigKey("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, "How often flush.ms is checked"),
@@ -402,6 +417,11 @@ class LogConfig:
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
+    def create_time_range(self, now_ms: int) -> tuple[int, int]:
+        """The CreateTime timestamps accepted at `now_ms` (message.timestamp.{before,after}.max.ms), inside int64."""
+        return (max(now_ms - self.message_timestamp_before_max_ms, -LONG_MAX - 1),
+                min(now_ms + self.message_timestamp_after_max_ms, LONG_MAX))
+
     @classmethod
     def resolve(cls, topic_overrides: Mapping[str, Any] | None = None,
                 broker_props: Mapping[str, Any] | None = None) -> "LogConfig":
@@ -462,7 +482,7 @@ def resolve_broker_config(props: Mapping[str, Any]) -> dict[str, Any]:
 # quietly (a note in the log) so a Kafka config file works as it is; any other unknown key is likely a typo.
 _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
-    "inter.broker.listener.name", "listener.security.protocol.map", "num.network.threads", "num.io.threads",
+    "inter.broker.listener.name", "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
     "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
@@ -476,7 +496,8 @@ def warn_about_unknown_broker_keys(props: Mapping[str, Any]) -> None:
     for name in props:
         if name in _KAFKA_KEYS_NOT_USED_HERE:
             log.info("The configuration '%s' is a Kafka setting this broker does not use.", name)
-        elif name not in BROKER_CONFIGS and name not in TOPIC_DEFAULT_BROKER_KEYS and name not in _BROKER_KEY_SYNONYMS:
+        elif (name not in BROKER_CONFIGS and name not in TOPIC_DEFAULT_BROKER_KEYS and name not in _BROKER_KEY_SYNONYMS
+              and not name.startswith(LISTENER_SECURITY_PREFIXES)):
             log.warning("The configuration '%s' was supplied but isn't a known config.", name)
 
 
@@ -515,3 +536,68 @@ def parse_listener(text: str) -> tuple[str, int]:
     address = text.split(",")[0].split("://", 1)[-1]
     host, _, port = address.rpartition(":")
     return host.strip("[]"), int(port)
+
+
+# Security settings, read per listener by odradek.security (ssl.*, sasl.*, <mechanism>.sasl.jaas.config,
+# listener.name.<name>.<key>): taken as
+# given rather than typed in BROKER_CONFIGS, because Kafka lets each listener carry its own.
+LISTENER_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "plain.sasl.", "scram-sha-256.sasl.",
+                              "scram-sha-512.sasl.", "connections.max.reauth.ms")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """One entry of `listeners`: its name (PLAINTEXT, SSL, CLIENT, ...), security protocol and address."""
+
+    name: str
+    security_protocol: str
+    host: str
+    port: int
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    def setting(self, props: Mapping[str, Any], key: str, default: Any = None) -> Any:
+        """A security key as this listener sees it: `listener.name.<name>.<key>` (name in lower case, as Kafka
+        writes it) over the bare `<key>`."""
+        prefixed = f"listener.name.{self.name.lower()}.{key}"
+        return props.get(prefixed, props.get(key, default))
+
+
+def _listener_entries(text: str) -> list[tuple[str, str, int]]:
+    entries = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, separator, address = entry.partition("://")
+        host, _, port = address.rpartition(":")
+        if not separator or not port.isdigit():
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid listener {entry!r}: expected NAME://host:port")
+        entries.append((name.upper(), host.strip("[]"), int(port)))
+    return entries
+
+
+def parse_listeners(text: str, protocol_map: str) -> list[Listener]:
+    """The `listeners` value as Listener entries, each name's protocol from listener.security.protocol.map (a name
+    that is itself a protocol needs no entry, as in Kafka); names must be unique, as Kafka requires."""
+    protocols = {name.strip().upper(): protocol.strip().upper()
+                 for name, _, protocol in (pair.partition(":") for pair in protocol_map.split(",") if ":" in pair)}
+    listeners = []
+    for name, host, port in _listener_entries(text):
+        protocol = protocols.get(name, name if name in SECURITY_PROTOCOLS else None)
+        if protocol not in SECURITY_PROTOCOLS:
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"No security protocol defined for listener {name} (listener.security.protocol.map)")
+        if any(listener.name == name for listener in listeners):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Each listener must have a different name, {name} repeats")
+        listeners.append(Listener(name, protocol, host, port))
+    return listeners
+
+
+def parse_advertised_listeners(text: str) -> dict[str, tuple[str, int]]:
+    """advertised.listeners as listener name -> (host, port)."""
+    return {name: (host, port) for name, host, port in _listener_entries(text)}

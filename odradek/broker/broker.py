@@ -1,5 +1,14 @@
 """The broker: owns the cluster metadata, the partitions and their logs, and the server that answers clients.
 
+Which brokers are live and which one is the controller is asked of `self.membership` (odradek.cluster.membership:
+this broker alone, or ZooKeeper when zookeeper.connect is set); nothing else here knows which. The topic catalogue
+(`self.metadata`) is the file of a single node, or with ZooKeeper the cluster's topics as its watches see them
+(odradek.cluster.zk_catalogue) with a controller (odradek.cluster.controller) that elects leaders. A single node
+opens a topic's partitions when the topic is created; a broker of a ZooKeeper cluster instead follows its catalogue
+(`_follow_catalogue`, run on the event loop after every watched change): it opens the partitions it holds a replica
+of, takes their leader and epoch, drops the logs of deleted topics and tells the coordinators which of their
+partitions it now leads. Requests for a partition it does not lead get NOT_LEADER_OR_FOLLOWER.
+
 Request handlers (odradek.broker.handlers) read and change broker state through this object only; it is the single
 place that knows how a topic in the metadata becomes Partition objects over logs on disk. Periodic storage work
 (retention, flush.ms, recovery-point checkpoints, removal of deleted segment files) runs as event-loop tasks here,
@@ -11,98 +20,176 @@ and meets the event loop only through the logs' copy-on-write segment lists.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from odradek.broker.periodic import every
 from odradek.clock import now_ms
+from odradek.cluster.membership import BrokerEndpoint, LocalMembership
 from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
 from odradek.cluster.partition import Partition
-from odradek.config import (LogConfig, layered_broker_props, parse_listener, resolve_broker_config,
-                            warn_about_unknown_broker_keys)
+from odradek.config import (Listener, LogConfig, layered_broker_props, parse_advertised_listeners, parse_listeners,
+                            resolve_broker_config, warn_about_unknown_broker_keys)
+from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import RequestAuthorizer, make_authorizer
 from odradek.security.quotas import ClientQuotas
 from odradek.storage.cleaner import LogCleaner
-from odradek.storage.log_manager import LogManager
+from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
 log = logging.getLogger("odradek.broker")
 
 
 class Broker:
     def __init__(self, props: Mapping[str, Any], *, host: str = "127.0.0.1", port: int = 9092):
+        """Take every log directory's lock, bind every listener, then open the logs: a directory in use or a port in
+        use fails here with nothing in the directories read or changed (the clean-shutdown marker stays). The logs
+        live in the first of log.dirs; the others are locked as Kafka locks all of them."""
+        from odradek.broker.network import ConnectionQuotas, listen
+
         self.static_props = {k: str(v) for k, v in props.items()}
         warn_about_unknown_broker_keys(self.static_props)
         static_config = resolve_broker_config(self.static_props)
+        self._connection_quotas = ConnectionQuotas.from_config(static_config)
         self.node_id: int = static_config["node.id"]
-        self.host = host
-        self.port = port
+        # every entry of `listeners`; the first one's address is the host and port given here (--host, --port)
+        configured = parse_listeners(static_config["listeners"], static_config["listener.security.protocol.map"])
+        self.listeners: list[Listener] = [dataclasses.replace(configured[0], host=host, port=port), *configured[1:]]
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
-        self.metadata = ClusterMetadata.load(self.log_dir, self.node_id)
-        self.props = self._layered_props()  # the settings in force: static under the dynamic ones
-        self.config = resolve_broker_config(self.props)
-        self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
-        self.cleaner = LogCleaner(self.logs, self.config)
-        self.authorizer = make_authorizer(self.config, self.metadata.acls)
-        self.quotas = ClientQuotas(self.metadata.client_quotas, self.config["quota.window.num"],
-                                   self.config["quota.window.size.seconds"] * 1000)
-        self.partitions: dict[tuple[str, int], Partition] = {}
-        for topic in self.metadata.topics.values():
-            self._open_partitions(topic)
+        self.membership = self._membership(static_config)  # connects only below, after the lock and the bind
+        self.controller = None  # odradek.cluster.controller.Controller in a ZooKeeper cluster
+        self._dir_locks: list[int] = []
+        self._sockets: list[socket.socket] = []  # one listening socket per listener, until the server takes them
+        try:
+            for directory in static_config["log.dirs"]:
+                self._dir_locks.append(lock_log_dir(Path(directory).resolve()))
+            for index, listener in enumerate(self.listeners):
+                self._sockets.append(listen(listener.host, listener.port))
+                bound_host, bound_port = self._sockets[-1].getsockname()[:2]
+                self.listeners[index] = dataclasses.replace(listener, host=bound_host, port=bound_port)
+            self.host, self.port = self.listeners[0].host, self.listeners[0].port
+            self.metadata = self._catalogue(static_config)
+            self.props = self._layered_props()  # the settings in force: static under the dynamic ones
+            self.config = resolve_broker_config(self.props)
+            self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
+            self.cleaner = LogCleaner(self.logs, self.config)
+            self.authorizer = make_authorizer(self.config, self.metadata.acls)
+            self.quotas = ClientQuotas(self.metadata.client_quotas, self.config["quota.window.num"],
+                                       self.config["quota.window.size.seconds"] * 1000)
+            self.partitions: dict[tuple[str, int], Partition] = {}
+            for topic in self.metadata.topics.values():
+                self._open_partitions(topic)
+        except BaseException:
+            self.membership.close()
+            self._release()
+            raise
+        self._follow_scheduled = False
+        self._catalogue_waiters: list[asyncio.Future] = []  # woken each time the broker has followed a change
+        self._applied_topic_configs = {name: topic.configs for name, topic in self.metadata.topics.items()}
         self.server = None
         self.metrics = None  # odradek.metrics.BrokerMetrics while serving, when metrics.port is set
         self._tasks: list[asyncio.Task] = []
         self.started_at_ms = now_ms()
 
-    @property
-    def advertised_host(self) -> str:
-        return self._advertised()[0]
+    def advertised_address(self, listener: Listener) -> tuple[str, int]:
+        """Where clients of a listener are told to connect (Metadata, DescribeCluster, FindCoordinator, the
+        registration in ZooKeeper): its advertised.listeners entry if it has one, else the address it is bound to
+        (0.0.0.0 is no address to hand out)."""
+        advertised = parse_advertised_listeners(self.config["advertised.listeners"])
+        if listener.name in advertised:
+            return advertised[listener.name]
+        return ("127.0.0.1" if listener.host in ("0.0.0.0", "::", "") else listener.host), listener.port
 
-    @property
-    def advertised_port(self) -> int:
-        return self._advertised()[1]
+    def live_brokers_at(self, listener: Listener) -> list[tuple[int, str, int, str | None]]:
+        """(id, host, port, rack) of every live broker for a client that came in on `listener`: this broker's
+        advertised address for it, each other broker's endpoint registered under that listener name (one without
+        such a listener is left out, as Kafka's Metadata leaves it out)."""
+        brokers = []
+        for endpoint in self.membership.live_brokers():
+            address = self.advertised_address(listener) if endpoint.node_id == self.node_id \
+                else endpoint.address(listener.name)
+            if address is not None:
+                brokers.append((endpoint.node_id, *address, endpoint.rack))
+        return brokers
 
-    def _advertised(self) -> tuple[str, int]:
-        """advertised.listeners if set, else the address we are bound to (0.0.0.0 is no address to hand out)."""
-        advertised = self.config["advertised.listeners"]
-        if advertised:
-            return parse_listener(advertised)
-        return ("127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host), self.port
+    def _membership(self, config: Mapping[str, Any]):
+        """Who is in the cluster: ZooKeeper when zookeeper.connect is set (kazoo is imported only then), else this
+        broker alone. Built from the static settings: none of these keys can change dynamically."""
+        if not config["zookeeper.connect"]:
+            return LocalMembership(self.node_id)
+        from odradek.cluster.zookeeper import ZooKeeperMembership
+
+        return ZooKeeperMembership(config["zookeeper.connect"], self.node_id,
+                                   session_timeout_ms=config["zookeeper.session.timeout.ms"],
+                                   connection_timeout_ms=config["zookeeper.connection.timeout.ms"])
+
+    def _catalogue(self, config: Mapping[str, Any]) -> ClusterMetadata:
+        """The catalogue file of a single node, or the cluster's topics in ZooKeeper, read in full before the logs
+        are opened (so no partition of a topic the cluster has is taken for a stray)."""
+        cluster_id = self.membership.connect()
+        if not config["zookeeper.connect"]:
+            return ClusterMetadata.load(self.log_dir, self.node_id, cluster_id)
+        from odradek.cluster.controller import Controller
+        from odradek.cluster.zk_catalogue import ZooKeeperCatalogue
+
+        catalogue = ZooKeeperCatalogue.load(self.log_dir, self.node_id, cluster_id)
+        catalogue.follow(self.membership)
+        self.controller = Controller(self.membership, catalogue)
+        return catalogue
 
     # ----------------------------------------------------------------------------------------------- topics
     def log_config(self, topic: TopicMetadata) -> LogConfig:
         return LogConfig.resolve(topic.configs, self.props)
 
     def _in_catalogue(self, partition: tuple[str, int]) -> bool:
+        """Whether this broker holds a replica of the partition (on a single node: whether the topic has it)."""
         topic = self.metadata.topics.get(partition[0])
-        return topic is not None and partition[1] < len(topic.partitions)
+        return (topic is not None and partition[1] < len(topic.partitions)
+                and self.node_id in topic.partitions[partition[1]].replicas)
 
     def _open_partitions(self, topic: TopicMetadata, indexes=None) -> None:
         config = self.log_config(topic)
         for index in (range(len(topic.partitions)) if indexes is None else indexes):
+            if self.node_id not in topic.partitions[index].replicas:
+                continue
             partition_log = self.logs.create(topic.name, index, config)
             self.partitions[(topic.name, index)] = Partition(
                 topic.name, index, topic.topic_id, partition_log, topic.partitions[index], self.node_id)
 
     def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
-                     configs: Mapping[str, str] | None = None, *, validate_only: bool = False) -> TopicMetadata:
+                     configs: Mapping[str, str] | None = None, *, replicas: list[list[int]] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        """A new topic; `replicas`, if given, the brokers of each partition (checked by check_manual_assignment)."""
         if num_partitions == -1:
             num_partitions = self.config["num.partitions"]
         if replication_factor == -1:
             replication_factor = self.config["default.replication.factor"]
         topic = self.metadata.create_topic(name, num_partitions, replication_factor, dict(configs or {}),
-                                           validate_only=validate_only)
-        if not validate_only:
+                                           replicas=replicas, validate_only=validate_only)
+        if not validate_only and self.controller is None:
             self._open_partitions(topic)
             log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
         return topic
+
+    def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str]) -> None:
+        """Create a coordinator's topic on first use; in a cluster another broker may have just made it."""
+        if name not in self.metadata.topics:
+            try:
+                self.create_topic(name, num_partitions, 1, configs)
+            except KafkaError as exc:
+                if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                    raise
 
     def delete_topic(self, name: str) -> TopicMetadata:
         if not self.config["delete.topic.enable"]:
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         topic = self.metadata.delete_topic(name)
+        if self.controller is not None:
+            return topic  # the controller deletes it; _follow_catalogue drops the logs
         for index in range(len(topic.partitions)):
             partition = self.partitions.pop((name, index), None)
             if partition is not None:
@@ -111,19 +198,66 @@ class Broker:
         log.info("deleted topic %s", name)
         return topic
 
-    def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> None:
-        added = self.metadata.add_partitions(name, total_count, validate_only=validate_only)
-        if not validate_only:
+    def add_partitions(self, name: str, total_count: int, *, replicas: list[list[int]] | None = None,
+                       validate_only: bool = False) -> None:
+        added = self.metadata.add_partitions(name, total_count, replicas=replicas, validate_only=validate_only)
+        if not validate_only and self.controller is None:
             self._open_partitions(self.metadata.topics[name], added)
 
     def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.metadata.set_topic_configs(name, dict(configs))
-        self._reconfigure_logs(self.metadata.topics[name])
+        if self.controller is None:
+            self._reconfigure_logs(self.metadata.topics[name])
 
     def _reconfigure_logs(self, topic: TopicMetadata) -> None:
         config = self.log_config(topic)
+        self._applied_topic_configs[topic.name] = topic.configs
         for index in range(len(topic.partitions)):
-            self.partitions[(topic.name, index)].log.update_config(config)
+            partition = self.partitions.get((topic.name, index))
+            if partition is not None:
+                partition.log.update_config(config)
+
+    def _catalogue_changed(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A watch saw a change (on kazoo's thread): follow it on the event loop, once for a burst of changes."""
+        if not self._follow_scheduled:
+            self._follow_scheduled = True
+            loop.call_soon_threadsafe(self._follow_catalogue)
+
+    def _follow_catalogue(self) -> None:
+        """Make this broker's partitions what the cluster's catalogue says (see the module docstring)."""
+        self._follow_scheduled = False
+        topics = self.metadata.topics
+        for key, partition in list(self.partitions.items()):
+            topic = topics.get(key[0])
+            if topic is None or topic.topic_id != partition.topic_id or not self._in_catalogue(key):
+                del self.partitions[key]
+                partition.wake()
+                self.logs.delete_partition(*key)
+                log.info("dropped %s-%d: its topic was deleted or moved away", *key)
+        for name in set(self._applied_topic_configs) - set(topics):
+            del self._applied_topic_configs[name]
+        for topic in topics.values():
+            opened = [index for index in range(len(topic.partitions)) if (topic.name, index) not in self.partitions]
+            self._open_partitions(topic, opened)
+            for index, assignment in enumerate(topic.partitions):
+                partition = self.partitions.get((topic.name, index))
+                if partition is not None:
+                    partition.assignment = assignment
+            if self._applied_topic_configs.get(topic.name) != topic.configs:
+                self._reconfigure_logs(topic)
+        self.group_coordinator.follow_leadership()
+        self.transaction_coordinator.follow_leadership()
+        waiters, self._catalogue_waiters = self._catalogue_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def catalogue_followed(self) -> asyncio.Future:
+        """A future done once this broker has next followed a change of the cluster's catalogue (for requests that
+        answer when their change is in force)."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._catalogue_waiters.append(waiter)
+        return waiter
 
     # ------------------------------------------------------------------------------------ dynamic broker configs
     def dynamic_configs(self, resource_name: str) -> dict[str, str]:
@@ -160,8 +294,13 @@ class Broker:
         log.info("dynamic broker configs of %s are now %s", repr(resource_name), dict(configs))
 
     def partition(self, topic: str, index: int) -> Partition:
+        """The partition this broker leads; NOT_LEADER_OR_FOLLOWER when the cluster has it elsewhere."""
         partition = self.partitions.get((topic, index))
-        if partition is None:
+        if partition is None or not partition.is_leader:
+            if self.has_partition(topic, index):
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 "For requests intended only for the leader, this error indicates that the broker "
+                                 "is not the current leader.")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         return partition
 
@@ -169,11 +308,48 @@ class Broker:
         """What this connection's principal may do, asked per request (everything with no authorizer)."""
         return RequestAuthorizer(self.authorizer, connection)
 
+    def write_transaction_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int, commit: bool,
+                                 coordinator_epoch: int) -> None:
+        """A transaction's COMMIT or ABORT marker on a partition this broker leads, from its own transaction
+        coordinator or another broker's (WriteTxnMarkers); on __consumer_offsets it also settles the offsets the
+        transaction committed."""
+        self.partition(topic, index).write_transaction_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+        if topic == OFFSETS_TOPIC:
+            self.group_coordinator.complete_transaction(index, producer_id, commit)
+
+    def check_coordinator_partition(self, topic: str, index: int) -> None:
+        """For a coordinator's topic: NOT_COORDINATOR unless this broker leads the partition, and
+        COORDINATOR_LOAD_IN_PROGRESS while the catalogue names it leader but it has not taken the partition up yet
+        (a client sent here by another broker's fresher view retries rather than looks elsewhere)."""
+        if not self.leads(topic, index):
+            known = self.metadata.topics.get(topic)
+            named = known is not None and index < len(known.partitions) and \
+                known.partitions[index].leader == self.node_id
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if named else ErrorCode.NOT_COORDINATOR)
+
+    def has_partition(self, topic: str, index: int) -> bool:
+        """Whether the cluster has this partition, wherever it is led."""
+        known = self.metadata.topics.get(topic)
+        return known is not None and 0 <= index < len(known.partitions)
+
+    def leads(self, topic: str, index: int) -> bool:
+        partition = self.partitions.get((topic, index))
+        return partition is not None and partition.is_leader
+
     def auto_create_allowed(self) -> bool:
         return self.config["auto.create.topics.enable"]
 
     # ------------------------------------------------------------------------------------------- lifecycle
     async def start(self) -> tuple[str, int]:
+        """Serve; a start that fails part way (the metrics port is taken) stops what it started, so the logs are
+        closed and the log directory's lock is given back (an embedded broker may be started again)."""
+        try:
+            return await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> tuple[str, int]:
         from odradek.broker.handlers import build_handlers
         from odradek.broker.network import NetworkServer
         from odradek.coordinator.coordinator import GroupCoordinator
@@ -189,8 +365,22 @@ class Broker:
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
+            quotas=self._connection_quotas,
         )
-        self.host, self.port = self.server.bind(self.host, self.port)
+        for listener, server_socket in zip(self.listeners, self._sockets):
+            self.server.accept_on(server_socket, listener, *self._listener_security(listener))
+            log.info("listening on %s://%s:%d (%s)", listener.name, listener.host, listener.port,
+                     listener.security_protocol)
+        self._sockets = []  # the server owns them now
+        advertised = tuple(dataclasses.replace(listener, host=host, port=port) for listener in self.listeners
+                           for host, port in [self.advertised_address(listener)])
+        await asyncio.to_thread(self.membership.register,
+                                BrokerEndpoint.of(self.node_id, self.config["broker.rack"] or None, advertised))
+        if self.controller is not None:
+            loop = asyncio.get_running_loop()
+            self.metadata.listeners.append(lambda: self._catalogue_changed(loop))
+            self._follow_catalogue()
+            self.controller.start()
         if self.config["metrics.port"]:
             from odradek.metrics import BrokerMetrics
 
@@ -210,6 +400,18 @@ class Broker:
         self.cleaner.start()
         return self.host, self.port
 
+    def _listener_security(self, listener: Listener) -> tuple:
+        """(TLS context or None, SASL session factory or None) of one listener, from its settings."""
+        from odradek.security.sasl import SaslSession, enabled_mechanisms, plain_users
+        from odradek.security.tls import server_context
+
+        tls_context = server_context(listener, self.props) if listener.uses_tls else None
+        if not listener.uses_sasl:
+            return tls_context, None
+        mechanisms, users = enabled_mechanisms(listener, self.props), plain_users(listener, self.props)
+        lifetime_ms = int(listener.setting(self.props, "connections.max.reauth.ms", 0))
+        return tls_context, lambda: SaslSession(mechanisms, users, self.metadata.scram_credential, lifetime_ms)
+
     def _retention(self, now: int) -> None:
         removed = self.logs.run_retention(now)
         if removed:
@@ -223,6 +425,9 @@ class Broker:
 
     async def stop(self) -> None:
         """Clean shutdown: stop serving, then flush and checkpoint every log and leave the clean-shutdown marker."""
+        if self.controller is not None:
+            self.controller.close()
+        self.membership.close()  # first, so that another broker takes over as controller at once
         if self.server is not None:
             await self.server.close()
             await self.group_coordinator.stop()
@@ -235,4 +440,12 @@ class Broker:
         if self.metrics is not None:
             self.metrics.close()
         self.logs.close()
+        self._release()
         log.info("broker %d stopped cleanly", self.node_id)
+
+    def _release(self) -> None:
+        """Close the listening sockets no server took over and give the log directories' locks back."""
+        while self._sockets:
+            self._sockets.pop().close()
+        while self._dir_locks:
+            unlock_log_dir(self._dir_locks.pop())

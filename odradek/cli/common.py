@@ -1,7 +1,8 @@
 """What every client-side command shares: the --bootstrap-server option, KEY=VALUE and time arguments, tables.
 
 Commands talk to a cluster through odradek.client only; failures surface as ClientError (or ValueError for bad
-input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1.
+input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1; UsageError (arguments that
+parse but do not go together) exits 2 like argparse's own usage errors.
 """
 
 from __future__ import annotations
@@ -14,12 +15,21 @@ from collections.abc import Iterable, Sequence
 from odradek.client import Admin
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells and Kafka's own (JVM) tools report Ctrl-C
 
 
-def add_bootstrap(parser: argparse.ArgumentParser) -> None:
+class UsageError(ValueError):
+    """Arguments that parse one by one but do not make sense together: exit code 2, as argparse's errors."""
+
+
+def add_bootstrap(parser: argparse.ArgumentParser, *hidden_aliases: str) -> None:
+    """--bootstrap-server (-b), defaulting to $ODRADEK_BOOTSTRAP_SERVER; hidden_aliases are older spellings that
+    still work but are not shown in --help."""
     parser.add_argument("--bootstrap-server", "-b", dest="bootstrap_server",
                         default=os.environ.get("ODRADEK_BOOTSTRAP_SERVER", DEFAULT_BOOTSTRAP), metavar="HOST:PORT",
                         help=f"broker to connect to (default $ODRADEK_BOOTSTRAP_SERVER or {DEFAULT_BOOTSTRAP})")
+    if hidden_aliases:
+        parser.add_argument(*hidden_aliases, dest="bootstrap_server", help=argparse.SUPPRESS)
 
 
 def add_admin_options(parser: argparse.ArgumentParser) -> None:

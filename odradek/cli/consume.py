@@ -3,7 +3,8 @@
 Without --group the partitions are assigned directly (all of them, or --partition) and nothing is committed; with
 --group the command joins that group and commits what it printed. The start is the latest offset unless
 --from-beginning, --offset or --from-time says otherwise (in a group, committed offsets win over --from-beginning,
-as in Kafka). It stops after --max-messages, after --idle-timeout-ms with nothing new, or on Ctrl-C.
+as in Kafka). It stops after --max-messages, after --idle-timeout-ms with nothing new, or on Ctrl-C; like Kafka's
+console consumer, Ctrl-C still reports (and in a group commits) what was printed, then exits 130 (128 + SIGINT).
 """
 
 from __future__ import annotations
@@ -11,18 +12,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 
 import confluent_kafka
 
-from odradek.cli.common import add_admin_options, admin_of, timestamp_ms
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, admin_of, timestamp_ms
 from odradek.client import Admin, ClientError, Message
 from odradek.client.errors import LIBRDKAFKA_LOGGER
+
+BATCH_SIZE = 500  # records taken from the client per call
 
 
 def add_commands(commands) -> None:
     consume = commands.add_parser("consume", help="print records of a topic",
-                                  description="Print the records of a topic, one per line.")
+                                  description="Print the records of a topic, one per line, until --max-messages, "
+                                              "--idle-timeout-ms or Ctrl-C (which exits 130, as Kafka's "
+                                              "console consumer).")
     consume.add_argument("topic")
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
@@ -37,7 +43,8 @@ def add_commands(commands) -> None:
     consume.add_argument("--key-separator", default="\t", metavar="SEP", help="raw format key separator (tab)")
     consume.add_argument("--max-messages", "-n", type=int, help="stop after this many records")
     consume.add_argument("--idle-timeout-ms", type=int, metavar="MS",
-                         help="stop when nothing arrives for this long (default: run until Ctrl-C)")
+                         help="stop when nothing arrives for this long, counted from when the partitions are "
+                              "assigned (in a group: once joined; default: run until Ctrl-C)")
     add_admin_options(consume)
     consume.set_defaults(run=run_consume)
 
@@ -70,19 +77,24 @@ def start_offsets(admin: Admin, args: argparse.Namespace, partitions: list[int])
 
 def run_consume(args: argparse.Namespace) -> int:
     if args.group is not None and args.partition is not None:
-        raise ValueError("--partition reads without a group; leave out --group")
+        raise UsageError("--partition reads without a group; leave out --group")
     admin = admin_of(args)
     count = admin.partition_count(args.topic)
     if count is None:
         raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {args.topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+    if args.partition is not None and not 0 <= args.partition < count:
+        raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {args.topic!r} has partitions 0..{count - 1}, "
+                          f"not {args.partition}", "UNKNOWN_TOPIC_OR_PART")
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-console-consumer",
         "enable.auto.commit": args.group is not None, "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest" if args.from_beginning else "latest", "logger": LIBRDKAFKA_LOGGER})
+    joined = threading.Event()  # partitions are ours: the idle time counts from here, not from the group join
     if args.group is None:
         partitions = [args.partition] if args.partition is not None else list(range(count))
         offsets = start_offsets(admin, args, partitions)
         consumer.assign([confluent_kafka.TopicPartition(args.topic, p, offset) for p, offset in offsets.items()])
+        joined.set()
     else:
         def on_assign(consumer, assigned):
             offsets = start_offsets(admin, args, [tp.partition for tp in assigned])
@@ -90,25 +102,31 @@ def run_consume(args: argparse.Namespace) -> int:
                 for tp in assigned:
                     tp.offset = offsets[tp.partition]
             consumer.assign(assigned)
+            joined.set()
 
         consumer.subscribe([args.topic], on_assign=on_assign)
     try:
-        printed = _print_records(consumer, args)
+        printed, interrupted = _print_records(consumer, args, joined)
     finally:
         consumer.close()  # in a group: commits the stored offsets of what was printed
     print(f"Processed a total of {printed} messages", file=sys.stderr)
-    return 0
+    return INTERRUPTED_EXIT_CODE if interrupted else 0
 
 
-def _print_records(consumer, args: argparse.Namespace) -> int:
+def _print_records(consumer, args: argparse.Namespace, joined: threading.Event) -> tuple[int, bool]:
+    """Print until --max-messages or --idle-timeout-ms (counted once `joined` is set: joining a group takes the
+    broker's group.initial.rebalance.delay.ms, 3 s by default); returns (records printed, whether Ctrl-C stopped it)."""
     printed = 0
     last_seen = time.monotonic()
     out = sys.stdout
     try:
         while args.max_messages is None or printed < args.max_messages:
-            batch = consumer.consume(min(500, (args.max_messages or 500) - printed), 0.2)
+            wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
+            batch = consumer.consume(wanted, 0.2)
             if not batch:
-                if args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
+                if not joined.is_set():
+                    last_seen = time.monotonic()
+                elif args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
                     break
                 continue
             last_seen = time.monotonic()
@@ -120,5 +138,5 @@ def _print_records(consumer, args: argparse.Namespace) -> int:
                 printed += 1
             out.flush()
     except KeyboardInterrupt:
-        pass
-    return printed
+        return printed, True
+    return printed, False

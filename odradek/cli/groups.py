@@ -12,7 +12,7 @@ import sys
 from confluent_kafka.admin import OffsetSpec
 
 from odradek.cli.common import add_admin_options, admin_of, print_table, timestamp_ms
-from odradek.client import Admin
+from odradek.client import Admin, ClientError
 
 
 def add_commands(commands) -> None:
@@ -61,6 +61,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_describe(args: argparse.Namespace) -> int:
     group = admin_of(args).describe_group(args.group)
+    if group.state == "DEAD" and not group.offsets:  # what the coordinator says of a group it does not know
+        raise ClientError(f"GROUP_ID_NOT_FOUND: consumer group {args.group!r} does not exist", "GROUP_ID_NOT_FOUND")
     print(f"Group {group.group_id} is {group.state} with {len(group.members)} member(s).")
     clients = {member_id: f"{client_id}/{host}" for member_id, client_id, host in group.members}
     print_table(["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "CLIENT"],

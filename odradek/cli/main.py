@@ -2,9 +2,10 @@
 
 `odradek serve` runs a single-node broker with an embedded default (data directory, auto-created topics, a cluster id
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
-The client-side commands live one group per module (topics, produce, consume, groups, perf, dump-log, mirror), each
-adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines imports (pyspark is
-optional).
+With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
+The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
+dump-log, mirror), each adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines
+imports (pyspark is optional).
 """
 
 from __future__ import annotations
@@ -16,8 +17,13 @@ import signal
 import sys
 from pathlib import Path
 
-from odradek.cli import acls, consume, dump_log, groups, mirror, perf, produce, topics
+import confluent_kafka
+
+from odradek import __version__
+from odradek.cli import acls, brokers, cluster, consume, dump_log, groups, mirror, perf, produce, topics, users, zk
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
+from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
 from odradek.errors import KafkaError
 
@@ -31,8 +37,19 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible commit log in Python.")
+    parser.add_argument("--version", action="version", version=f"odradek {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     serve = commands.add_parser("serve", help="run a single-node broker",
@@ -40,13 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(log.dirs, num.partitions, log.retention.hours, ...).")
     serve.add_argument("--data-dir", help=f"log directory (log.dirs; default ./{DEFAULT_DATA_DIR})")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port to listen on (default 9092; 0 picks one)")
+    serve.add_argument("--port", type=_port, default=None, help="port to listen on (default 9092; 0 picks one)")
+    serve.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]",
+                       help="join the cluster coordinated by this ZooKeeper (zookeeper.connect); without it the "
+                            "broker is a cluster of its own")
+    serve.add_argument("--broker-id", type=int, help="this broker's id (broker.id; default 1)")
     serve.add_argument("--config", type=Path, help="a server.properties file")
     serve.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
-    for module in (topics, produce, consume, groups, acls, perf, dump_log, mirror):
+    for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser
@@ -72,6 +93,10 @@ def run_serve(args: argparse.Namespace) -> int:
     props.update(dict(args.set))
     if args.data_dir is not None:
         props["log.dirs"] = args.data_dir
+    if args.zookeeper is not None:
+        props["zookeeper.connect"] = args.zookeeper
+    if args.broker_id is not None:
+        props["broker.id"] = str(args.broker_id)
     props.setdefault("log.dirs", DEFAULT_DATA_DIR)
     host, port = parse_listener(props.get("listeners", BROKER_CONFIGS["listeners"].default))
     host = host or "0.0.0.0"
@@ -107,11 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)  # the command reports failures itself, in one line
     try:
         return args.run(args)
-    except (KafkaError, ClientError, OSError, ValueError) as exc:
+    except UsageError as exc:
+        print(f"odradek: {exc}", file=sys.stderr)
+        return 2
+    except (KafkaError, ClientError, ClusterMembershipError, OSError, ValueError) as exc:
         print(f"odradek: {exc}", file=sys.stderr)
         return 1
+    except confluent_kafka.KafkaException as exc:  # a client call odradek.client does not wrap
+        print(f"odradek: {ClientError.of(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_EXIT_CODE
 
 
 if __name__ == "__main__":

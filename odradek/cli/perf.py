@@ -32,8 +32,8 @@ def add_commands(commands) -> None:
     produce = actions.add_parser("produce", help="produce records as fast as allowed",
                                  description="Produce fixed-size records and report records/s, MB/s and latency "
                                              "percentiles.")
-    produce.add_argument("--topic", required=True)
-    produce.add_argument("--num-records", "-n", type=int, required=True)
+    produce.add_argument("--topic", required=True, help="topic to write to (created by the broker if missing)")
+    produce.add_argument("--num-records", "-n", type=int, required=True, help="how many records to send")
     produce.add_argument("--record-size", "-s", type=int, default=100, help="value bytes per record (default 100)")
     produce.add_argument("--throughput", type=float, default=-1,
                          help="records per second to aim at (default -1: no limit)")
@@ -43,7 +43,7 @@ def add_commands(commands) -> None:
 
     consume = actions.add_parser("consume", help="consume records as fast as possible",
                                  description="Consume records and report records/s, MB/s and end-to-end latency.")
-    consume.add_argument("--topic", required=True)
+    consume.add_argument("--topic", required=True, help="topic to read, from its earliest offset")
     consume.add_argument("--messages", "-n", type=int, required=True, help="records to consume")
     consume.add_argument("--group", help="consume in this group (default: assign every partition, no group)")
     consume.add_argument("--timeout-ms", type=int, default=10_000,

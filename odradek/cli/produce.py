@@ -26,7 +26,8 @@ def add_commands(commands) -> None:
                          help="a header on every record, repeatable")
     produce.add_argument("--partition", "-p", type=int, help="write to this partition (default: by key)")
     produce.add_argument("--acks", choices=["0", "1", "all"], default="all", help="acknowledgements (default all)")
-    produce.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
+    produce.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none",
+                         help="compress record batches with this codec (compression.type; default none)")
     add_bootstrap(produce)
     produce.set_defaults(run=run_produce)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from odradek.cli.common import add_admin_options, admin_of, key_value
+from odradek.cli.common import UsageError, add_admin_options, admin_of, key_value
 from odradek.client import ClientError
 
 
@@ -84,7 +84,7 @@ def run_describe(args: argparse.Namespace) -> int:
 
 def run_alter(args: argparse.Namespace) -> int:
     if args.partitions is None and not args.config and not args.delete_config:
-        raise ValueError("nothing to alter: give --partitions, --config or --delete-config")
+        raise UsageError("nothing to alter: give --partitions, --config or --delete-config")
     admin = admin_of(args)
     if args.partitions is not None:
         admin.add_partitions(args.topic, args.partitions)
@@ -101,7 +101,7 @@ def run_delete(args: argparse.Namespace) -> int:
             admin.delete_topic(topic)
         except ClientError as exc:
             if not (args.if_exists and exc.name == "UNKNOWN_TOPIC_OR_PART"):
-                raise
+                raise ClientError(f"cannot delete topic {topic!r}: {exc}", exc.name, exc.retriable) from None
             continue
         print(f"Deleted topic {topic}.")
     return 0

@@ -15,6 +15,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AdminClient, Al
                                    ConfigResource, NewPartitions, NewTopic, OffsetSpec)
 
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
+from odradek.cluster.membership import BrokerEndpoint, ClusterInfo
 
 TIMEOUT_S = 15.0
 
@@ -72,6 +73,14 @@ class Admin:
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
         self._client = AdminClient({"bootstrap.servers": bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
+
+    def describe_cluster(self) -> ClusterInfo:
+        """The live brokers (with their racks) and the controller, by DescribeCluster."""
+        answer = _wait(self._client.describe_cluster(request_timeout=self.timeout), self.timeout)
+        brokers = sorted((BrokerEndpoint(node.id, node.host, node.port, node.rack) for node in answer.nodes),
+                         key=lambda broker: broker.node_id)
+        controller = answer.controller.id if answer.controller is not None else -1
+        return ClusterInfo(answer.cluster_id, controller, brokers)
 
     # ------------------------------------------------------------------------------------------- topics
     def _metadata(self, topic: str | None = None):

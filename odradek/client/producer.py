@@ -5,6 +5,12 @@ exactly the Java client's murmur2, whatever librdkafka's own default), encodes k
 delivery callbacks into futures. A background thread serves those callbacks, so `send()` never has to be
 followed by `poll()`: `send()` returns a concurrent.futures.Future (await it with `asyncio.wrap_future`),
 `send_sync()` waits for it.
+
+Finding the brokers (seed 002): `bootstrap_servers`; or `broker_list`, a static list used as it is (a broker of it
+that is down fails the sends it would take); or `zk_connect`: the brokers are read from /brokers/ids and followed by
+a watch (a broker joining or leaving refreshes librdkafka's metadata at once, so its connection pool follows), and
+partition counts come from /brokers/topics/[topic] (watched, so added partitions are used). kazoo is loaded only
+with `zk_connect`.
 """
 
 from __future__ import annotations
@@ -37,13 +43,26 @@ def encode_default(value: Any) -> bytes | None:
 
 
 class Producer:
-    def __init__(self, bootstrap_servers: str, *, partitioner: Partitioner = murmur2_partitioner,
+    def __init__(self, bootstrap_servers: str | None = None, *, partitioner: Partitioner = murmur2_partitioner,
                  key_encoder: Encoder = encode_default, value_encoder: Encoder = encode_default,
-                 linger_ms: int = 5, acks: str = "all", config: Mapping[str, Any] | None = None):
+                 linger_ms: int = 5, acks: str = "all", broker_list: str | None = None, zk_connect: str | None = None,
+                 config: Mapping[str, Any] | None = None):
         """`config`: more librdkafka settings under their own names ({"batch.size": 65536})."""
-        settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": linger_ms, "acks": acks,
+        if [bootstrap_servers, broker_list, zk_connect].count(None) != 2:
+            raise ValueError("give exactly one of bootstrap_servers, broker_list and zk_connect")
+        self._zookeeper = self._cluster_view = None
+        if zk_connect is not None:
+            from odradek.client import zookeeper  # kazoo is loaded only by ZooKeeper users
+
+            self._zookeeper = zookeeper.connect(zk_connect)
+            self._cluster_view = zookeeper.ZooKeeperClusterView(self._zookeeper)
+            bootstrap_servers = zookeeper.bootstrap_servers(self._zookeeper)
+        settings = {"bootstrap.servers": bootstrap_servers or broker_list, "linger.ms": linger_ms, "acks": acks,
                     "logger": LIBRDKAFKA_LOGGER, **(config or {})}
         self._producer = confluent_kafka.Producer(settings)
+        self._brokers_changed = threading.Event()
+        if self._cluster_view is not None:
+            self._cluster_view.on_brokers_changed.append(lambda brokers: self._brokers_changed.set())
         self.partitioner = partitioner
         self.key_encoder = key_encoder
         self.value_encoder = value_encoder
@@ -55,10 +74,17 @@ class Producer:
     def _serve_callbacks(self) -> None:
         while not self._closed.is_set():
             self._producer.poll(0.05)
+            if self._brokers_changed.is_set():  # zk_connect: librdkafka learns the new brokers and leaders now
+                self._brokers_changed.clear()
+                try:
+                    self._producer.list_topics(timeout=5)
+                except confluent_kafka.KafkaException:
+                    self._brokers_changed.set()  # no broker answered; try again on the next turn
 
     def partition_count(self, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:
-        """Partitions of `topic` (cached; asking about a missing topic lets the broker auto-create it)."""
-        count = self._partition_counts.get(topic)
+        """Partitions of `topic` (cached, or followed in ZooKeeper with zk_connect; asking about a missing topic lets
+        the broker auto-create it)."""
+        count = (self._cluster_view and self._cluster_view.partition_count(topic)) or self._partition_counts.get(topic)
         if count is not None:
             return count
         deadline = time.monotonic() + timeout
@@ -118,6 +144,9 @@ class Producer:
         finally:
             self._closed.set()
             self._poller.join()
+            if self._zookeeper is not None:
+                self._zookeeper.stop()
+                self._zookeeper.close()
 
     def __enter__(self) -> "Producer":
         return self

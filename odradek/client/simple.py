@@ -2,6 +2,8 @@
 
 A thin wrapper over a confluent-kafka Consumer used only through `assign` (no group join, no commits): each
 `fetch` assigns the partition at the asked offset and returns what arrives first, up to `max_messages`.
+With `zk_connect` instead of `bootstrap_servers` the partition's leader is found through ZooKeeper (its state
+znode and /brokers/ids) and the consumer connects to it (`leader` says which broker that is).
 """
 
 from __future__ import annotations
@@ -17,9 +19,23 @@ OFFSET_TIMEOUT_S = 10.0
 
 
 class SimpleConsumer:
-    def __init__(self, bootstrap_servers: str, topic: str, partition: int = 0, *,
-                 key_decoder: Decoder = identity, value_decoder: Decoder = identity,
+    def __init__(self, bootstrap_servers: str | None, topic: str, partition: int = 0, *,
+                 key_decoder: Decoder = identity, value_decoder: Decoder = identity, zk_connect: str | None = None,
                  config: dict[str, Any] | None = None):
+        self.leader = None
+        if zk_connect is not None:
+            from odradek.client import zookeeper  # kazoo is loaded only by ZooKeeper users
+
+            client = zookeeper.connect(zk_connect)
+            try:
+                self.leader = zookeeper.ZooKeeperClusterView(client).leader(topic, partition)
+            finally:
+                client.stop()
+                client.close()
+            if self.leader is None:
+                raise ClientError(f"partition {topic}-{partition} has no live leader in ZooKeeper",
+                                  "LEADER_NOT_AVAILABLE", retriable=True)
+            bootstrap_servers = f"{self.leader.host}:{self.leader.port}"
         self.topic = topic
         self.partition = partition
         self.key_decoder = key_decoder

@@ -17,10 +17,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import AclBinding, AclFilter
 from odradek.security.quotas import Entity, entity_of
+from odradek.security.scram import ScramCredential
 from odradek.storage.segment import write_atomically
 
 METADATA_FILE = "odradek-metadata.json"
@@ -112,12 +114,16 @@ class ClusterMetadata:
         self.broker_configs: dict[str, dict[str, str]] = {}
         self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order
         self.client_quotas: dict[Entity, dict[str, float]] = {}  # quota entity -> {quota key: value}
+        # SCRAM credentials: user -> mechanism -> Kafka's credential text (odradek.security.scram), as Kafka keeps
+        # them under /config/users/<user>
+        self.scram_credentials: dict[str, dict[str, str]] = {}
 
     @classmethod
-    def load(cls, log_dir: Path, node_id: int) -> "ClusterMetadata":
+    def load(cls, log_dir: Path, node_id: int, cluster_id: str | None = None) -> "ClusterMetadata":
+        """cluster_id: the id the cluster already has (from ZooKeeper); None on a single node, which makes one."""
         log_dir.mkdir(parents=True, exist_ok=True)
         metadata = cls(log_dir, node_id)
-        metadata.cluster_id = metadata._load_or_make_cluster_id()
+        metadata.cluster_id = metadata._load_or_make_cluster_id(cluster_id)
         path = log_dir / METADATA_FILE
         if path.exists():
             try:
@@ -128,6 +134,8 @@ class ClusterMetadata:
                 metadata.acls = [AclBinding.from_json(acl) for acl in stored.get("acls", [])]
                 metadata.client_quotas = {entity_of(entry["entity"].items()): dict(entry["values"])
                                           for entry in stored.get("client_quotas", [])}
+                metadata.scram_credentials = {user: dict(by_mechanism) for user, by_mechanism
+                                              in stored.get("scram_credentials", {}).items()}
                 for data in stored["topics"]:
                     topic = TopicMetadata.from_json(data)
                     metadata.topics[topic.name] = topic
@@ -136,8 +144,9 @@ class ClusterMetadata:
                 raise DamagedFileError(path, exc) from None
         return metadata
 
-    def _load_or_make_cluster_id(self) -> str:
-        """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts."""
+    def _load_or_make_cluster_id(self, cluster_id: str | None) -> str:
+        """meta.properties (Kafka's own file name and keys) keeps the cluster id across restarts; data written for
+        one cluster never joins another."""
         path = self.log_dir / META_PROPERTIES
         if path.exists():
             try:
@@ -147,8 +156,13 @@ class ClusterMetadata:
                 raise DamagedFileError(path, exc) from None
             if not props.get("cluster.id"):
                 raise DamagedFileError(path, "no cluster.id")
-            return props["cluster.id"].strip()
-        cluster_id = new_cluster_id()
+            stored = props["cluster.id"].strip()
+            if cluster_id is not None and stored != cluster_id:
+                raise ClusterMembershipError(
+                    f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in {path}. The broker is "
+                    "trying to join the wrong cluster. Configured zookeeper.connect may be wrong.")
+            return stored
+        cluster_id = cluster_id or new_cluster_id()
         write_atomically(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n".encode())
         return cluster_id
 
@@ -157,11 +171,30 @@ class ClusterMetadata:
                 "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
                 "client_quotas": [{"entity": dict(entity), "values": values}
                                   for entity, values in self.client_quotas.items()],
-                "topics": [t.to_json() for t in self.topics.values()]}
+                "scram_credentials": self.scram_credentials,
+                "topics": [t.to_json() for t in self._persisted_topics()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
-    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: dict[str, str], *, validate_only: bool = False) -> TopicMetadata:
+    def _persisted_topics(self):
+        return self.topics.values()
+
+    def settled(self, name: str, *, deleted: bool = False) -> bool:
+        """Whether a change to the topic is in force everywhere: at once here (a ZooKeeper catalogue waits for the
+        controller)."""
+        return True
+
+    def registered_brokers(self) -> set[int]:
+        return {self.node_id}
+
+    def _check_replication_factor(self, replication_factor: int) -> None:
+        if replication_factor > 1:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {replication_factor} time(s): "
+                             f"The target replication factor of {replication_factor} cannot be reached "
+                             "because only 1 broker(s) are registered.")
+
+    def _check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
+                         configs: dict[str, str]) -> None:
         validate_topic_name(name)
         if name in self.topics:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -169,12 +202,15 @@ class ClusterMetadata:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if replication_factor < 1:
             raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-        if replication_factor > 1:
-            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                             f"Unable to replicate the partition {replication_factor} time(s): "
-                             f"The target replication factor of {replication_factor} cannot be reached "
-                             "because only 1 broker(s) are registered.")
+        self._check_replication_factor(replication_factor)
         validate_topic_configs(configs)
+
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str], *, replicas: list[list[int]] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        """`replicas`, a manual assignment, can only name this broker here (check_manual_assignment), which is where
+        every partition goes anyway."""
+        self._check_new_topic(name, num_partitions, replication_factor, configs)
         topic = TopicMetadata(name, uuid.uuid4(), [self._new_assignment() for _ in range(num_partitions)],
                               accepted_topic_configs(name, configs))
         if not validate_only:
@@ -186,6 +222,7 @@ class ClusterMetadata:
     def check_manual_assignment(self, replica_lists: list[list[int]]) -> int:
         """Kafka's checks of a manual replica assignment (one broker-id list per partition, in partition order);
         returns its replication factor. Only registered brokers may appear, which on one node means this one."""
+        registered = self.registered_brokers()
         factor = None
         for replicas in replica_lists:
             if not replicas:
@@ -195,7 +232,7 @@ class ClusterMetadata:
                 if replicas.count(broker_id) > 1:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
                                      f"includes the broker {broker_id} more than once.")
-                if broker_id != self.node_id:
+                if broker_id not in registered:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
                                      f"includes broker {broker_id}, but no such broker is registered.")
             if factor is not None and len(replicas) != factor:
@@ -216,8 +253,18 @@ class ClusterMetadata:
         self.save()
         return topic
 
-    def add_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> list[int]:
-        """Grow a topic to total_count partitions; returns the new partition indexes."""
+    def add_partitions(self, name: str, total_count: int, *, replicas: list[list[int]] | None = None,
+                       validate_only: bool = False) -> list[int]:
+        """Grow a topic to total_count partitions; returns the new partition indexes. `replicas` as for
+        create_topic."""
+        topic, added = self._check_growth(name, total_count)
+        if not validate_only:
+            topic.partitions.extend(self._new_assignment() for _ in added)
+            self.save()
+        return added
+
+    def _check_growth(self, name: str, total_count: int) -> tuple[TopicMetadata, list[int]]:
+        """(the topic, the partition indexes growing it to total_count would add), or Kafka's refusal."""
         topic = self.topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
@@ -226,11 +273,7 @@ class ClusterMetadata:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic currently has {current} partitions, which is higher than or equal to "
                              f"the requested {total_count}.")
-        added = list(range(current, total_count))
-        if not validate_only:
-            topic.partitions.extend(self._new_assignment() for _ in added)
-            self.save()
-        return added
+        return topic, list(range(current, total_count))
 
     def allocate_producer_id_block(self, size: int) -> int:
         """Reserve [start, start + size) of producer ids, persisted before use so no id is handed out twice."""
@@ -270,6 +313,22 @@ class ClusterMetadata:
             self.client_quotas[entity] = dict(values)
         else:
             self.client_quotas.pop(entity, None)
+        self.save()
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self.scram_credentials.get(user, {}).get(mechanism)
+        return ScramCredential.from_text(text) if text is not None else None
+
+    def set_scram_credentials(self, changes: list[tuple[str, str, ScramCredential | None]]) -> None:
+        """Upsert (a credential) or delete (None) each (user, mechanism), then persist once."""
+        for user, mechanism, credential in changes:
+            by_mechanism = self.scram_credentials.setdefault(user, {})
+            if credential is None:
+                by_mechanism.pop(mechanism, None)
+            else:
+                by_mechanism[mechanism] = credential.to_text()
+            if not by_mechanism:
+                del self.scram_credentials[user]
         self.save()
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:

@@ -3,7 +3,11 @@
 It owns what the plain code must not: the futures that hold JoinGroup/SyncGroup answers until the group moves on,
 one timer per group set to that group's next deadline (session, join and revocation timeouts), the periodic
 offset-retention check, and the __consumer_offsets log (created on first use, appended to on every commit and
-group change, read back at start while those partitions answer COORDINATOR_LOAD_IN_PROGRESS). Handlers call the
+group change, read back while those partitions answer COORDINATOR_LOAD_IN_PROGRESS). In a ZooKeeper cluster each
+broker coordinates the groups of the __consumer_offsets partitions it leads, as Kafka's GroupMetadataManager: a
+partition it comes to lead is loaded then, one it no longer leads has its groups forgotten, and a group of a
+partition led elsewhere gets NOT_COORDINATOR (`follow_leadership`, called by the broker after every change of its
+catalogue; a single node leads every partition). Handlers call the
 methods here with decoded request fields and get plain results (or a future to await) back.
 
 Offsets committed inside a transaction (TxnOffsetCommit) are written as the producer's transactional batch and kept
@@ -57,6 +61,7 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self._pending_transactional_offsets: dict[int, dict[tuple[str, TopicPartition], OffsetAndMetadata]] = {}
         self._loaded: set[int] = set()
+        self._leading: set[int] = set()
         self._waiters: dict[tuple[str, str, str], asyncio.Future] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task] = []
@@ -66,7 +71,7 @@ class GroupCoordinator:
         """Begin loading __consumer_offsets (if it exists) and the periodic retention check."""
         loop = asyncio.get_running_loop()
         if OFFSETS_TOPIC in self.broker.metadata.topics:
-            self._tasks.append(loop.create_task(self._load_all()))
+            self.follow_leadership()
         else:
             self._loaded = set(range(self.num_partitions))
         self._tasks.append(loop.create_task(every(self.broker.config["offsets.retention.check.interval.ms"], self.expire_offsets, "offset expiration")))
@@ -85,18 +90,50 @@ class GroupCoordinator:
         self._waiters.clear()
 
     def ensure_offsets_topic(self) -> None:
-        if OFFSETS_TOPIC not in self.broker.metadata.topics:
-            self.broker.create_topic(OFFSETS_TOPIC, self.num_partitions, 1, {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
+        self.broker.ensure_internal_topic(OFFSETS_TOPIC, self.num_partitions, {
+            "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
 
     def check_available(self, group_id: str) -> None:
-        """NOT_COORDINATOR never applies on one node; a group whose partition is still loading must wait."""
+        """NOT_COORDINATOR when another broker leads the group's partition (never on one node); a group whose
+        partition is still loading must wait."""
         if not group_id:
             raise KafkaError(ErrorCode.INVALID_GROUP_ID)
         self.ensure_offsets_topic()
-        if partition_for(group_id, self.num_partitions) not in self._loaded:
+        index = partition_for(group_id, self.num_partitions)
+        self.broker.check_coordinator_partition(OFFSETS_TOPIC, index)
+        if index not in self._loaded:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    def follow_leadership(self) -> None:
+        """Load the partitions this broker has come to lead (in the background), forget those it no longer leads."""
+        if OFFSETS_TOPIC not in self.broker.metadata.topics:
+            return
+        led = {index for index in range(self.num_partitions) if self.broker.leads(OFFSETS_TOPIC, index)}
+        for index in self._leading - led:
+            self._unload(index)
+        gained = sorted(led - self._leading)
+        self._leading = led
+        if gained:
+            self._loaded.difference_update(gained)
+            self._tasks.append(asyncio.get_running_loop().create_task(self._load(gained)))
+
+    def _unload(self, index: int) -> None:
+        """Another broker leads this partition now: its groups and offsets are that broker's."""
+        self._loaded.discard(index)
+        for group_id in set(self.groups) | set(self.offsets.group_ids()):
+            if partition_for(group_id, self.num_partitions) != index:
+                continue
+            self.groups.pop(group_id, None)
+            handle = self._timers.pop(group_id, None)
+            if handle is not None:
+                handle.cancel()
+            for partition in list(self.offsets.of_group(group_id)):
+                self.offsets.remove(group_id, partition)
+            for key in [key for key in self._waiters if key[0] == group_id]:
+                future = self._waiters.pop(key)
+                if not future.done():
+                    future.set_exception(KafkaError(ErrorCode.NOT_COORDINATOR))
+        log.info("%s-%d is led by another broker now; its groups are forgotten here", OFFSETS_TOPIC, index)
 
     # ------------------------------------------------------------------------------------ classic groups
     def join(self, group_id: str, *, member_id: str, instance_id: str | None, client_id: str, client_host: str,
@@ -442,9 +479,11 @@ class GroupCoordinator:
                 self._remove_group(group_id)
 
     # -------------------------------------------------------------------------------------------- loading
-    async def _load_all(self) -> None:
+    async def _load(self, indexes: list[int]) -> None:
         started = time.monotonic()
-        for index in range(self.num_partitions):
+        for index in indexes:
+            if index not in self._leading:
+                continue  # led elsewhere since
             try:
                 await self._load_partition(index)
             except (KafkaError, OSError):
@@ -455,7 +494,8 @@ class GroupCoordinator:
                 self.groups[group_id] = ClassicGroup(group_id, self.classic_config, now_ms())
         for group in self.groups.values():
             self._arm_timer(group)
-        log.info("loaded %d group(s) from %s in %.0f ms", len(self.groups), OFFSETS_TOPIC,
+        log.info("loaded %s: %d group(s) in all, %.0f ms", f"{OFFSETS_TOPIC} partitions {indexes[0]}-{indexes[-1]}"
+                 if len(indexes) > 1 else f"{OFFSETS_TOPIC}-{indexes[0]}", len(self.groups),
                  (time.monotonic() - started) * 1000)
 
     async def _load_partition(self, index: int) -> None:

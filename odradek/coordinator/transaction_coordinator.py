@@ -19,6 +19,7 @@ import time
 
 from odradek.broker.periodic import every
 from odradek.clock import now_ms
+from odradek.broker.peer import call_peer
 from odradek.cluster.producer_ids import ProducerIdManager
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from odradek.coordinator.transaction_state import (
@@ -27,7 +28,10 @@ from odradek.coordinator.transaction_state import (
     prepare_end, transaction_record,
 )
 from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
 from odradek.records.batch import Record, decode_batch, encode_batch, validate_batches
+
+WRITE_TXN_MARKERS = api("WriteTxnMarkers")
 
 log = logging.getLogger("odradek.transactions")
 
@@ -44,6 +48,8 @@ class TransactionCoordinator:
         self.producer_ids = ProducerIdManager(broker.metadata)
         self.transactions: dict[str, TransactionMetadata] = {}
         self._loaded = False
+        self._leading: set[int] = set()
+        self._remote_markers: set[str] = set()  # transactional ids whose WriteTxnMarkers are in flight
         self._tasks: list[asyncio.Task] = []
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -62,15 +68,33 @@ class TransactionCoordinator:
         self._tasks = []
 
     def ensure_topic(self) -> None:
-        if TRANSACTION_STATE_TOPIC not in self.broker.metadata.topics:
-            self.broker.create_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, 1, {"cleanup.policy": "compact"})
+        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"})
 
     def _check_available(self, transactional_id: str) -> None:
         if not transactional_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "The transactional id must not be empty.")
         self.ensure_topic()
+        self.broker.check_coordinator_partition(TRANSACTION_STATE_TOPIC,
+                                                partition_for(transactional_id, self.num_partitions))
         if not self._loaded:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    def _led_partitions(self) -> set[int]:
+        return {index for index in range(self.num_partitions) if self.broker.leads(TRANSACTION_STATE_TOPIC, index)}
+
+    def follow_leadership(self) -> None:
+        """In a ZooKeeper cluster: load the __transaction_state partitions this broker has come to lead (their ids
+        answer COORDINATOR_LOAD_IN_PROGRESS meanwhile) and forget the transactional ids of those led elsewhere now
+        (NOT_COORDINATOR from then on), as Kafka's TransactionStateManager on leadership changes."""
+        led = self._led_partitions()
+        for transactional_id in [t for t in self.transactions
+                                 if partition_for(t, self.num_partitions) in self._leading - led]:
+            del self.transactions[transactional_id]
+        gained = led - self._leading
+        self._leading = led
+        if gained and self._loaded:
+            self._loaded = False
+            self._tasks.append(asyncio.get_running_loop().create_task(self._load()))
 
     # ------------------------------------------------------------------------------------------- requests
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
@@ -118,7 +142,11 @@ class TransactionCoordinator:
             self._send_markers(prepared)
 
     def check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> None:
-        """TxnOffsetCommit's guard: the producer is the transactional id's current one."""
+        """TxnOffsetCommit's guard: the producer is the transactional id's current one. Only this id's coordinator
+        knows; the group's coordinator on another broker relies, as Kafka's, on the offsets partition's producer
+        state, which refuses a stale epoch on append."""
+        if not self.broker.leads(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions)):
+            return
         self._check_available(transactional_id)
         check_producer(self.transactions.get(transactional_id), producer_id, producer_epoch)
 
@@ -151,26 +179,74 @@ class TransactionCoordinator:
 
     def _send_markers(self, prepared: TransactionMetadata) -> TransactionMetadata:
         """Write the marker to every partition of a prepared transaction, then complete it; the metadata after (still
-        prepared if a write failed: the periodic check tries again)."""
+        prepared if a write failed: the periodic check tries again). Partitions led by other brokers get theirs
+        through WriteTxnMarkers, in the background: the transaction completes when they all answered."""
         commit = prepared.state is TransactionState.PREPARE_COMMIT
         coordinator_epoch = self._state_partition(prepared.transactional_id).leader_epoch
+        remote: dict[int, list[TopicPartition]] = {}
         for topic, index in sorted(prepared.partitions):
-            partition = self.broker.partitions.get((topic, index))
-            if partition is None:  # deleted since
+            if not self.broker.has_partition(topic, index):  # deleted since
+                continue
+            if not self.broker.leads(topic, index):
+                leader = self.broker.metadata.topics[topic].partitions[index].leader
+                remote.setdefault(leader, []).append((topic, index))
                 continue
             try:
-                partition.write_transaction_marker(prepared.producer_id, prepared.producer_epoch, commit,
-                                                   coordinator_epoch)
+                self.broker.write_transaction_marker(topic, index, prepared.producer_id, prepared.producer_epoch,
+                                                     commit, coordinator_epoch)
             except KafkaError as exc:
                 log.warning("marker for %s on %s-%d refused: %s", prepared.transactional_id, topic, index, exc)
             except OSError as exc:
                 log.error("marker for %s on %s-%d failed: %s", prepared.transactional_id, topic, index, exc)
                 return prepared
-            if topic == OFFSETS_TOPIC:
-                self.broker.group_coordinator.complete_transaction(index, prepared.producer_id, commit)
+        if remote:
+            if prepared.transactional_id not in self._remote_markers:
+                self._remote_markers.add(prepared.transactional_id)
+                self._tasks.append(asyncio.get_running_loop().create_task(
+                    self._send_remote_markers(prepared, remote, commit, coordinator_epoch)))
+            return prepared
         completed = complete(prepared, now_ms())
         self._write(completed)
         return completed
+
+    async def _send_remote_markers(self, prepared: TransactionMetadata, remote: dict[int, list[TopicPartition]],
+                                   commit: bool, coordinator_epoch: int) -> None:
+        """WriteTxnMarkers to each leader; the transaction completes once every partition has its marker."""
+        Request = WRITE_TXN_MARKERS.request
+        endpoints = {b.node_id: b for b in self.broker.membership.live_brokers()}
+        done = True
+        try:
+            for leader, partitions in remote.items():
+                topics: dict[str, list[int]] = {}
+                for topic, index in partitions:
+                    topics.setdefault(topic, []).append(index)
+                request = Request(markers=[Request.WritableTxnMarker(
+                    producer_id=prepared.producer_id, producer_epoch=prepared.producer_epoch,
+                    transaction_result=commit, coordinator_epoch=coordinator_epoch,
+                    topics=[Request.WritableTxnMarkerTopic(name=name, partition_indexes=indexes)
+                            for name, indexes in topics.items()])])
+                endpoint = endpoints.get(leader)
+                try:
+                    if endpoint is None:
+                        raise ConnectionError(f"broker {leader} is not live")
+                    answer = await call_peer(endpoint.host, endpoint.port, "WriteTxnMarkers", 1, request,
+                                             client_id=f"broker-{self.broker.node_id}-txn-coordinator")
+                except (OSError, asyncio.TimeoutError) as exc:
+                    log.warning("markers for %s to broker %d failed (%s); retried later", prepared.transactional_id,
+                                leader, exc)
+                    done = False
+                    continue
+                failed = [(t.name, p.partition_index, ErrorCode(p.error_code)) for m in answer.markers
+                          for t in m.topics for p in t.partitions
+                          if p.error_code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+                if failed:
+                    log.warning("markers for %s refused by broker %d: %s; retried later", prepared.transactional_id,
+                                leader, failed)
+                    done = False
+        finally:
+            self._remote_markers.discard(prepared.transactional_id)
+        if done and self.transactions.get(prepared.transactional_id) == prepared:
+            self._write(complete(prepared, now_ms()))
 
     def _state_partition(self, transactional_id: str):
         return self.broker.partition(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions))
@@ -213,7 +289,8 @@ class TransactionCoordinator:
     # -------------------------------------------------------------------------------------------- loading
     async def _load(self) -> None:
         started = time.monotonic()
-        for index in range(self.num_partitions):
+        self._leading = self._led_partitions()
+        for index in sorted(self._leading):
             try:
                 await self._load_partition(index)
             except (KafkaError, OSError):

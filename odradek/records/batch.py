@@ -53,6 +53,13 @@ _CONTROL_VALUE = struct.Struct(">hi")
 assert _HEADER.size == BATCH_HEADER_SIZE
 
 
+class MalformedRecords(KafkaError):
+    """Records that do not parse (raised by the record walkers): CORRUPT_MESSAGE, with what was wrong."""
+
+    def __init__(self, message: str):
+        super().__init__(ErrorCode.CORRUPT_MESSAGE, message)
+
+
 class BatchHeader(NamedTuple):
     base_offset: int
     batch_length: int
@@ -283,7 +290,7 @@ def _encode_record(out: bytearray, record: Record, base_timestamp: int) -> None:
     _write_bytes(body, record.value)
     _write_varint(body, len(record.headers))
     for name, value in record.headers:
-        _write_bytes(body, name.encode())
+        _write_bytes(body, name.encode(errors="surrogateescape"))
         _write_bytes(body, value)
     _write_varint(out, len(body))
     out += body
@@ -338,6 +345,14 @@ def decode_batch(buf) -> tuple[BatchHeader, list[Record]]:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record batch length does not fit its buffer")
     payload = view[BATCH_HEADER_SIZE:header.size]
     body = decompress(header.compression, payload) if header.compression else payload
+    return header, decode_records(header, body)
+
+
+def decode_records(header: BatchHeader, body) -> list[Record]:
+    """The records of a batch with `header` from its decompressed record bytes `body`; CORRUPT_MESSAGE if they
+    are not exactly record_count well-formed records (a null header key or a negative header count included, as
+    Kafka's reader refuses them). Header keys that are not UTF-8 are kept, byte for byte (surrogateescape, which
+    `encode_batch` reverses), as Kafka's broker keeps them."""
     log_append_time = header.timestamp_type == 1
     records = []
     pos = 0
@@ -353,20 +368,24 @@ def decode_batch(buf) -> tuple[BatchHeader, list[Record]]:
             key, pos = _read_bytes(body, pos)
             value, pos = _read_bytes(body, pos)
             header_count, pos = _read_varint(body, pos)
+            if header_count < 0:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Found invalid number of record headers {header_count}")
             record_headers = []
             for _ in range(header_count):
                 name, pos = _read_bytes(body, pos)
+                if name is None:
+                    raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record header with a null key")
                 header_value, pos = _read_bytes(body, pos)
-                record_headers.append(((name or b"").decode(), header_value))
+                record_headers.append((name.decode(errors="surrogateescape"), header_value))
             if pos != end:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record length disagrees with its fields")
             timestamp = header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
             records.append(Record(offset_delta, timestamp, key, value, record_headers))
-    except (IndexError, UnicodeDecodeError) as exc:
+    except IndexError as exc:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Malformed record: {exc}") from None
     if pos != len(body):
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Bytes left over after the batch's records")
-    return header, records
+    return records
 
 
 # ---------------------------------------------------------------------------------------------------------------

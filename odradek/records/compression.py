@@ -79,9 +79,17 @@ def decompress(codec: int, data, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
     return bytes(data)
 
 
+class DecompressedTooLarge(KafkaError):
+    """A payload that decompresses to more than the limit asked for: CORRUPT_MESSAGE, unless the caller (which asked
+    for a small limit to decide where to do the work) tries again with a larger one."""
+
+    def __init__(self, codec: int, limit: int):
+        super().__init__(ErrorCode.CORRUPT_MESSAGE,
+                         f"{CODEC_NAMES[codec]} payload decompresses to more than {limit} bytes")
+
+
 def _too_large(codec: int, limit: int) -> KafkaError:
-    return KafkaError(ErrorCode.CORRUPT_MESSAGE,
-                      f"{CODEC_NAMES[codec]} payload decompresses to more than {limit} bytes")
+    return DecompressedTooLarge(codec, limit)
 
 
 def _bounded(decompress_into, data, limit: int, codec: int) -> bytes:

@@ -23,7 +23,6 @@ AUTHORIZER_CLASS_NAMES = frozenset({"kafka.security.authorizer.AclAuthorizer",
 WILDCARD_RESOURCE = "*"
 WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_HOST = "*"
-ANONYMOUS = "User:ANONYMOUS"
 CLUSTER_NAME = "kafka-cluster"
 
 
@@ -51,11 +50,7 @@ IMPLIED_BY = {_O.DESCRIBE: frozenset({_O.DESCRIBE, _O.READ, _O.WRITE, _O.DELETE,
 
 def principal_of(connection) -> str:
     """The connection's authenticated principal ("User:ANONYMOUS" until SASL or TLS names one)."""
-    return getattr(connection, "principal", ANONYMOUS)
-
-
-def host_of(connection) -> str:
-    return connection.peer.rsplit(":", 1)[0]
+    return connection.principal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,7 +234,7 @@ class RequestAuthorizer:
     def __init__(self, authorizer: Authorizer | None, connection):
         self.authorizer = authorizer
         self.principal = principal_of(connection)
-        self.host = host_of(connection)
+        self.host = connection.ip
         self._decided: dict = {}
 
     def allows(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:

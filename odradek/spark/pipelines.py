@@ -1,8 +1,10 @@
 """`odradek pipeline ...`: the Spark pipelines shipped with the product, and their event generators, on the CLI.
 
-The CLI hooks this in with add_pipeline_commands(subparsers). Only argparse is imported here: pyspark is an optional
-extra (pip install odradek[spark]) and is loaded when a pipeline actually runs, so `odradek serve` and the broker
-never import it. Each command sets `run` on its namespace, as the rest of the CLI does, and returns an exit code.
+The CLI hooks this in with add_pipeline_commands(subparsers). pyspark is not imported here: it is an optional extra
+(pip install odradek[spark]) and is loaded when a pipeline actually runs, so `odradek serve` and the broker never
+import it. Each command sets `run` on its namespace, as the rest of the CLI does, and returns an exit code. The broker
+is named as in every other command (--bootstrap-server, -b or $ODRADEK_BOOTSTRAP_SERVER); --bootstrap-servers, the
+pipelines' first spelling, is still accepted but no longer shown.
 """
 
 from __future__ import annotations
@@ -10,11 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 
+from odradek.cli.common import add_bootstrap
+
+OLD_BOOTSTRAP_OPTION = "--bootstrap-servers"
+
 
 def add_pipeline_commands(subparsers) -> None:
     """Add `pipeline` with its subcommands to the CLI's subparsers."""
     pipeline = subparsers.add_parser("pipeline", help="run a Spark pipeline (needs odradek[spark])",
-                                     description="Spark pipelines over a broker's topics, run on a local Spark.")
+                                     description="Spark pipelines over a broker's topics, run on a local Spark "
+                                                 "or on the cluster --master names.")
     commands = pipeline.add_subparsers(dest="pipeline", metavar="PIPELINE")
     commands.required = True
 
@@ -28,41 +35,46 @@ def add_pipeline_commands(subparsers) -> None:
 
     stream = _command(commands, "activity-stream", "page views -> views per page per minute, to a compacted "
                                                    "topic (live) and to Parquet (closed minutes)")
-    stream.add_argument("--input-topic", default="page-views")
-    stream.add_argument("--output-topic", default="page-views-per-minute")
+    stream.add_argument("--input-topic", default="page-views", help="page views to read (default page-views)")
+    stream.add_argument("--output-topic", default="page-views-per-minute",
+                        help="compacted topic of running counts (default page-views-per-minute)")
     stream.add_argument("--output", required=True, help="Parquet output directory")
     stream.add_argument("--checkpoint", required=True, help="checkpoint directory (keeps the offsets read)")
     stream.add_argument("--watermark", default="1 minute", help="how late a view may arrive (default 1 minute)")
     stream.add_argument("--available-now", action="store_true", help="process what is there now, then exit")
-    stream.add_argument("--trigger-seconds", type=int, default=10)
-    stream.add_argument("--max-offsets-per-trigger", type=int)
+    stream.add_argument("--trigger-seconds", type=int, default=10,
+                        help="seconds between micro-batches (default 10)")
+    stream.add_argument("--max-offsets-per-trigger", type=int,
+                        help="at most this many records per micro-batch (default: all there are)")
     stream.set_defaults(run=_run_activity_stream)
 
     snapshot = _command(commands, "changelog-snapshot", "compacted topic -> table of the latest value per key")
-    snapshot.add_argument("--topic", required=True)
+    snapshot.add_argument("--topic", required=True, help="the compacted topic to snapshot")
     snapshot.add_argument("--output", required=True, help="output directory (replaced)")
     snapshot.set_defaults(run=_run_changelog_snapshot)
 
-    generate = commands.add_parser("generate", help="write demo events for the pipelines")
+    generate = commands.add_parser("generate", help="write demo events for the pipelines",
+                                   description="Write demo events for the pipelines to a topic.")
     generate.add_argument("kind", choices=("orders", "page-views", "profile-changes"))
-    generate.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    add_bootstrap(generate, OLD_BOOTSTRAP_OPTION)
     generate.add_argument("--topic", help="default: orders, page-views or profiles")
-    generate.add_argument("--count", type=int, default=10_000)
-    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--count", type=int, default=10_000, help="how many events (default 10000)")
+    generate.add_argument("--seed", type=int, default=0, help="random seed, for repeatable events (default 0)")
     generate.set_defaults(run=_run_generate)
 
 
 def _command(commands, name: str, help_text: str) -> argparse.ArgumentParser:
     parser = commands.add_parser(name, help=help_text, description=help_text)
-    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
-    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_bootstrap(parser, OLD_BOOTSTRAP_OPTION)
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master: local[N] or a cluster such as spark://host:7077 (default local[2])")
     parser.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
                         help="a client setting passed to confluent-kafka, repeatable")
     return parser
 
 
 def _client_config(args) -> dict[str, str]:
-    config = {"bootstrap.servers": args.bootstrap_servers}
+    config = {"bootstrap.servers": args.bootstrap_server}
     for setting in args.kafka:
         key, separator, value = setting.partition("=")
         if not separator:
@@ -131,18 +143,18 @@ def _run_generate(args) -> int:
 
     if args.kind == "orders":
         topic = args.topic or "orders"
-        generators.produce_orders(args.bootstrap_servers, topic, args.count, seed=args.seed)
+        generators.produce_orders(args.bootstrap_server, topic, args.count, seed=args.seed)
         print(f"{args.count} orders written to {topic}")
     elif args.kind == "page-views":
         topic = args.topic or "page-views"
         minutes = 10
         start_ms = (int(time.time()) // 60 - minutes) * 60_000
-        views = generators.produce_page_views(args.bootstrap_servers, topic, args.count, start_ms=start_ms,
+        views = generators.produce_page_views(args.bootstrap_server, topic, args.count, start_ms=start_ms,
                                               minutes=minutes, seed=args.seed)
         print(f"{sum(views.values())} page views over the last {minutes} minutes written to {topic}")
     else:
         topic = args.topic or "profiles"
-        state = generators.produce_profile_changes(args.bootstrap_servers, topic, max(1, args.count // 10),
+        state = generators.produce_profile_changes(args.bootstrap_server, topic, max(1, args.count // 10),
                                                    args.count, seed=args.seed)
         print(f"{args.count} profile changes written to {topic}; {len(state)} customers exist at the end")
     return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import logging
 import operator
 import os
 import shutil
@@ -36,11 +37,13 @@ from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
     CLEANED_SUFFIX, DELETED_DIR_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, Segment,
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, RecoveryCut, Segment,
     fsync_path, segment_file_name, set_aside,
 )
 
 _BASE_OFFSET_OF = operator.attrgetter("base_offset")
+
+log = logging.getLogger("odradek.storage")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,9 +95,14 @@ class Log:
         for position, (segment, indexes_ok) in enumerate(loaded):
             if position >= first_unflushed or not indexes_ok or not segment.load_tail():
                 cut = segment.recover()
-                if cut and position >= first_unflushed:
-                    for later in segments[position + 1:]:
-                        later.delete_files()
+                if cut is None:
+                    continue
+                unflushed = position >= first_unflushed  # past the recovery point a cut ends the log
+                later = segments[position + 1:] if unflushed else []
+                _warn_truncation(cut, later)
+                if unflushed:
+                    for dropped in later:
+                        dropped.delete_files()
                     segments = segments[:position + 1]
                     break
         for base in swapped_bases:
@@ -151,17 +159,10 @@ class Log:
 
     # -- appending ---------------------------------------------------------------------------------------------
 
-    def append(self, data, headers: list[BatchHeader], *, assign_offsets: bool = True, now_ms: int | None = None,
-               partition_leader_epoch: int | None = None) -> AppendResult:
-        """Append whole v2 batches (`headers` from `validate_batches`, laid end to end in `data`).
-
-        With `assign_offsets` (the produce path) the batches get dense offsets from the log end offset, the leader
-        epoch if given, and LogAppendTime timestamps if the topic uses them, in a private copy written with one
-        write; CreateTime timestamps are checked against message.timestamp.{before,after}.max.ms. Without it
-        (replication, the cleaner) the batches keep their offsets, which must increase from the log end offset.
-        """
+    def check_sizes(self, data, headers: list[BatchHeader]) -> None:
+        """The size limits `append` checks first (max.message.bytes per batch, segment.bytes in all), for callers
+        that do costlier checks of their own before appending (Produce walks every record)."""
         config = self._config
-        now = self._clock() if now_ms is None else now_ms
         total = 0
         for header in headers:
             if header.size > config.max_message_bytes:
@@ -174,6 +175,20 @@ class Log:
         if total > config.segment_bytes:
             raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
                              f"Records of {total} bytes exceed segment.bytes {config.segment_bytes}")
+
+    def append(self, data, headers: list[BatchHeader], *, assign_offsets: bool = True, now_ms: int | None = None,
+               partition_leader_epoch: int | None = None) -> AppendResult:
+        """Append whole v2 batches (`headers` from `validate_batches`, laid end to end in `data`).
+
+        With `assign_offsets` (the produce path) the batches get dense offsets from the log end offset, the leader
+        epoch if given, and LogAppendTime timestamps if the topic uses them, in a private copy written with one
+        write; CreateTime timestamps are checked against message.timestamp.{before,after}.max.ms. Without it
+        (replication, the cleaner) the batches keep their offsets, which must increase from the log end offset.
+        """
+        config = self._config
+        now = self._clock() if now_ms is None else now_ms
+        self.check_sizes(data, headers)
+        total = len(data)
         append_time = -1
         if assign_offsets:
             if config.log_append_time:
@@ -494,8 +509,7 @@ class Log:
 def _check_create_times(headers: list[BatchHeader], now: int, config: LogConfig) -> None:
     """message.timestamp.{before,after}.max.ms against each batch's first and max timestamps (per batch, not per
     record: a record older than its batch's first one is not caught)."""
-    earliest = now - config.message_timestamp_before_max_ms
-    latest = now + config.message_timestamp_after_max_ms
+    earliest, latest = config.create_time_range(now)
     for header in headers:
         too_old = header.base_timestamp != NO_TIMESTAMP and header.base_timestamp < earliest
         if too_old or header.max_timestamp > latest:
@@ -561,3 +575,13 @@ def _drop_segments_replaced_by_swap(segments: list[Segment], base: int) -> list[
         else:
             kept.append(segment)
     return kept
+
+
+def _warn_truncation(cut: RecoveryCut, later: Sequence[Segment]) -> None:
+    """Kafka's "Corruption found in segment ..., truncating to offset ..." with what went: bytes, records and the
+    later segments removed with them."""
+    dropped_bytes = cut.bytes_dropped + sum(segment.size for segment in later)
+    dropped_records = cut.records_dropped + sum(segment.count_records(0, segment.size) for segment in later)
+    log.warning("Corruption found in segment %s at byte %d (%s): truncating to offset %d, dropping %d bytes and "
+                "%d records%s", cut.path, cut.position, cut.reason, cut.next_offset, dropped_bytes, dropped_records,
+                f" ({len(later)} later segment(s) removed)" if later else "")

@@ -2,7 +2,9 @@
 
 Layout (Kafka's): one directory `<topic>-<partition>` per partition (topic names may hold '.', '_' and '-', so the
 partition is what follows the LAST '-'); `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`
-beside them; `.kafka_cleanshutdown` present only while the broker is cleanly stopped. At start the marker decides
+beside them; `.kafka_cleanshutdown` present only while the broker is cleanly stopped; `.lock`, which a running
+broker holds with flock (`lock_log_dir`, taken before anything else in the directory is read or written) so that a
+second broker, in another process or this one, refuses the directory instead of corrupting it. At start the marker decides
 whether every log runs recovery, and it is removed once the logs are open, so a crash from then on is unclean.
 The manager owns no thread or timer: the broker calls `checkpoint`, `run_retention` and `flush_due` on its own
 schedule (log.flush.offset.checkpoint.interval.ms, log.retention.check.interval.ms, log.flush.scheduler.interval.ms).
@@ -15,6 +17,7 @@ instead of inheriting old records; the data stays on disk for the operator.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
@@ -32,6 +35,7 @@ from odradek.storage.segment import DELETED_DIR_SUFFIX, STRAY_DIR_SUFFIX, fsync_
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+LOCK_FILE = ".lock"
 
 TopicPartition = tuple[str, int]
 
@@ -44,6 +48,31 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     if not dash or not topic or not partition.isdigit():
         return None
     return topic, int(partition)
+
+
+class LogDirInUse(OSError):
+    """Another broker holds the log directory's `.lock`."""
+
+
+def lock_log_dir(log_dir: Path) -> int:
+    """Create the directory if needed and take its `.lock` (Kafka's FileLock); the open descriptor holds the lock
+    until `unlock_log_dir` or the process ends. LogDirInUse if someone else holds it."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LogDirInUse(f"Failed to acquire lock on file {LOCK_FILE} in {log_dir}. A broker in another process "
+                          f"or thread is using this directory.") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def unlock_log_dir(fd: int) -> None:
+    os.close(fd)  # closing the only descriptor of the open file releases the flock
 
 
 class LogManager:

@@ -14,6 +14,7 @@ CRC-32C), rebuilds both indexes from the valid ones and cuts the file after the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import struct
@@ -42,6 +43,17 @@ INT32_MAX = 2**31 - 1
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _SCAN_CHUNK_BYTES = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecoveryCut:
+    """What recovery cut off the end of one segment file, for the WARN line Kafka also writes."""
+    path: Path
+    position: int  # the byte where the file now ends
+    next_offset: int  # the offset the log continues from
+    bytes_dropped: int
+    records_dropped: int  # as the headers of whole batches cut off count them
+    reason: str
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -292,8 +304,9 @@ class Segment:
 
     # -- recovery and truncation -------------------------------------------------------------------------------
 
-    def recover(self) -> int:
-        """Check every batch, rebuild the indexes and cut the file after the last valid batch; bytes cut off."""
+    def recover(self) -> "RecoveryCut | None":
+        """Check every batch, rebuild the indexes and cut the file after the last valid batch; what was cut off
+        (None when every byte was valid)."""
         file_size = os.fstat(self.fd).st_size
         self.offset_index.reset()
         self.time_index.reset()
@@ -302,19 +315,41 @@ class Segment:
         self.rolling_timestamp = None
         self.bytes_since_last_index_entry = 0
         valid_end = 0
-        for position, header in self._scan_valid_batches(file_size):
+        scan = self._scan_valid_batches(file_size)
+        while True:
+            try:
+                position, header = next(scan)
+            except StopIteration as stop:
+                reason = stop.value
+                break
             self._index_batch(position, header)
             valid_end = position + header.size
+        cut = None
         if valid_end < file_size:
+            cut = RecoveryCut(self.log_path, valid_end, self.next_offset, file_size - valid_end,
+                              self.count_records(valid_end, file_size), reason)
             os.ftruncate(self.fd, valid_end)
         self.size = valid_end
         self.preallocated = False
         self.offset_index.rewrite()
         self.time_index.rewrite()
-        return file_size - valid_end
+        return cut
+
+    def count_records(self, start: int, end: int) -> int:
+        """Records in the batches from `start` to `end` as their headers count them, a last batch cut short
+        included (no CRC check): what a truncation drops, for its log line."""
+        count, position = 0, start
+        while position + BATCH_HEADER_SIZE <= end:
+            header = self.read_header(position)
+            if header.magic != MAGIC_V2 or header.size < BATCH_HEADER_SIZE:
+                break
+            count += header.last_offset_delta + 1
+            position += header.size
+        return count
 
     def _scan_valid_batches(self, file_size: int) -> Iterator[tuple[int, BatchHeader]]:
-        """Batches from the start of the file up to the first one that is cut short, malformed or fails its CRC."""
+        """Batches from the start of the file up to the first one that is cut short, malformed or fails its CRC;
+        returns why it stopped there (None at the end of the file)."""
         chunk = b""
         chunk_start = 0
         position = 0
@@ -324,17 +359,20 @@ class Segment:
                 chunk, chunk_start = os.pread(self.fd, _SCAN_CHUNK_BYTES, position), position
             header = parse_header(chunk, position - chunk_start)
             size = header.size
-            if (header.magic != MAGIC_V2 or size < BATCH_HEADER_SIZE or position + size > file_size
+            if position + size > file_size and header.magic == MAGIC_V2 and size >= BATCH_HEADER_SIZE:
+                return f"a batch of {size} bytes with {file_size - position} left in the file"
+            if (header.magic != MAGIC_V2 or size < BATCH_HEADER_SIZE
                     or header.base_offset < next_offset or header.last_offset_delta < 0
                     or header.last_offset - self.base_offset > INT32_MAX):
-                return
+                return "an invalid batch header"
             if position + size > chunk_start + len(chunk):
                 chunk, chunk_start = os.pread(self.fd, max(size, _SCAN_CHUNK_BYTES), position), position
             if batch_crc(chunk, position - chunk_start, size) != header.crc:
-                return
+                return "a CRC-32C mismatch"
             yield position, header
             next_offset = header.last_offset + 1
             position += size
+        return f"{file_size - position} bytes too few for a batch header" if position < file_size else None
 
     def truncate_to(self, offset: int) -> None:
         """Cut the batch holding `offset` and everything after it."""

@@ -38,5 +38,23 @@ class RawClient:
         assert correlation_id == self.correlation_id
         return body
 
+    def pipeline(self, api_name: str, version: int, requests: list[dict]) -> list:
+        """Send every request before reading any answer (as a pipelining producer does); the answers in order."""
+        target = api(api_name)
+        first = self.correlation_id + 1
+        frames = []
+        for fields in requests:
+            self.correlation_id += 1
+            header = RequestHeader(api_key=target.key, api_version=version, correlation_id=self.correlation_id,
+                                   client_id="raw-test")
+            frames.append(encode_request(header, target.request(**fields)))
+        self.sock.sendall(b"".join(frames))
+        answers = []
+        for expected in range(first, self.correlation_id + 1):
+            correlation_id, body = decode_response(target.key, version, read_frame(self.sock))
+            assert correlation_id == expected
+            answers.append(body)
+        return answers
+
     def close(self) -> None:
         self.sock.close()

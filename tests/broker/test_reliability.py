@@ -133,6 +133,19 @@ def test_a_request_for_billions_of_partitions_is_refused_at_once(broker, topic_n
         answer = client.call("CreatePartitions", 1, timeout_ms=5000, validate_only=False, topics=[
             growth(name=topic_name, count=2_000_000_000, assignments=None)])
         assert answer.results[0].error_code == 44
+        # the same topic twice: one entry's growth must not hide the other's (found by the fuzzer: the second entry
+        # replaced the first in the limit's sum and the broker built two billion partitions, even for validate_only)
+        answer = client.call("CreatePartitions", 1, timeout_ms=5000, validate_only=True, topics=[
+            growth(name=topic_name, count=2**31 - 1, assignments=None), growth(name=topic_name, count=3, assignments=None)])
+        assert [(r.name, r.error_code, r.error_message) for r in answer.results] == [
+            (topic_name, 42, "Duplicate topic in request.")]  # INVALID_REQUEST, once, as Kafka answers
+        answer = client.call("CreateTopics", 5, timeout_ms=5000, validate_only=False, topics=[
+            creatable(name=f"{topic_name}-twice", num_partitions=n, replication_factor=1, assignments=[], configs=[])
+            for n in (2_000_000_000, 1)])
+        assert [(t.error_code, t.error_message) for t in answer.topics] == [
+            (42, "Found multiple entries for this topic.")] * 2  # each entry, as Kafka answers; nothing created
+        assert f"{topic_name}-twice" not in {t.name for t in client.call("Metadata", 4, topics=None,
+                                                                          allow_auto_topic_creation=False).topics}
         assert time.monotonic() - started < 5
     finally:
         client.close()

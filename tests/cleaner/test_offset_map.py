@@ -1,11 +1,9 @@
-"""OffsetMap: the cleaner's 24-bytes-a-slot key -> offset table, and the produce-time key check."""
+"""OffsetMap: the cleaner's 24-bytes-a-slot key -> offset table."""
 
 from __future__ import annotations
 
 import pytest
 
-from odradek.records.batch import Record, encode_batch, validate_batches
-from odradek.records.keys import batches_all_keyed
 from odradek.storage.offset_map import LOAD_FACTOR, SLOT_BYTES, OffsetMap
 
 
@@ -45,13 +43,3 @@ def test_a_full_map_costs_24_bytes_a_slot_and_under_27_a_key():
         offsets.put(b"user-%d" % index, index)
     assert offsets.memory_bytes == SLOT_BYTES * offsets.slots
     assert offsets.memory_bytes / offsets.size < SLOT_BYTES / LOAD_FACTOR + 0.01
-
-
-@pytest.mark.parametrize("compression", [0, 1, 2, 3, 4])
-def test_batches_all_keyed(compression):
-    keyed = encode_batch([Record(0, 1, b"k", b"v"), Record(1, 1, b"", None)], compression=compression)
-    keyless = encode_batch([Record(0, 1, b"k", b"v"), Record(1, 1, None, b"v")], compression=compression)
-    assert batches_all_keyed(keyed, validate_batches(keyed))
-    assert not batches_all_keyed(keyless, validate_batches(keyless))
-    both = keyed + keyless
-    assert not batches_all_keyed(both, validate_batches(both))

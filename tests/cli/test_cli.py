@@ -1,17 +1,21 @@
 """The `odradek` command as a user runs it (`python -m odradek ...` in a subprocess) against a real broker:
-output, exit codes and one-line errors for topics, produce, consume and groups."""
+output, exit codes and one-line errors for topics, produce, consume, groups and the pipelines' options."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import time
 
 import pytest
 
 from odradek.cli.main import build_parser
 from odradek.client import Admin, Producer, murmur2_partitioner
+from odradek.embedded import BrokerProcess
 
-from .run import odradek
+import odradek as odradek_package
+from .run import odradek, odradek_command
 
 
 def _subcommands(parser, prefix=()):
@@ -22,16 +26,23 @@ def _subcommands(parser, prefix=()):
                 yield from _subcommands(child, prefix + (name,))
 
 
-def test_every_command_has_help(capsys):
+def test_every_command_and_option_has_help(capsys):
     commands = list(_subcommands(build_parser()))
     assert {("serve",), ("topics", "create"), ("produce",), ("consume",), ("groups", "reset-offsets"),
             ("perf", "produce"), ("perf", "consume"), ("dump-log",), ("mirror",)} <= {path for path, _ in commands}
     for path, parser in commands:
-        assert parser.description or path[0] == "pipeline", path  # Spark's commands are not ours to judge
+        assert parser.description, path
+        undocumented = [action.dest for action in parser._actions if action.option_strings and not action.help]
+        assert undocumented == [], path
         with pytest.raises(SystemExit) as exit:
             build_parser().parse_args([*path, "--help"])
         assert exit.value.code == 0
         assert "usage: odradek " + " ".join(path) in capsys.readouterr().out
+
+
+def test_version():
+    shown = odradek(None, "--version")
+    assert shown.returncode == 0 and shown.stdout == f"odradek {odradek_package.__version__}\n"
 
 
 def test_usage_errors_exit_2_and_unreachable_cluster_is_one_line_exit_1():
@@ -65,7 +76,6 @@ def test_topics_lifecycle(broker, topic_name):
     assert lines[1] == f"\tTopic: {topic_name}\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tOffsets: 0..0"
     assert len(lines) == 6
 
-    assert odradek(broker, "topics", "alter", topic_name).returncode == 1
     deleted = odradek(broker, "topics", "delete", topic_name)
     assert deleted.returncode == 0 and deleted.stdout == f"Deleted topic {topic_name}.\n"
     missing = odradek(broker, "topics", "delete", topic_name)
@@ -168,3 +178,105 @@ def test_groups_describe_lag_reset_and_delete(broker, topic_name):
     assert odradek(broker, "groups", "delete", group).stdout == f"Deleted group {group}.\n"
     gone = odradek(broker, "groups", "delete", group)
     assert gone.returncode == 1 and gone.stderr.count("\n") == 1
+
+
+def test_consume_reads_past_500_records_alone_and_in_a_group(broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 3)
+    with Producer(broker.bootstrap_servers) as producer:
+        for i in range(1200):
+            producer.send(topic_name, f"v{i}", f"k{i}")
+    alone = odradek(broker, "consume", topic_name, "--from-beginning", "--idle-timeout-ms", "2000")
+    assert alone.returncode == 0, alone.stderr
+    assert sorted(alone.stdout.splitlines()) == sorted(f"v{i}" for i in range(1200))
+    group = f"g-{topic_name}"
+    grouped = odradek(broker, "consume", topic_name, "--group", group, "--from-beginning", "--idle-timeout-ms", "3000")
+    assert len(grouped.stdout.splitlines()) == 1200 and "Processed a total of 1200 messages" in grouped.stderr
+    assert sum(Admin(broker.bootstrap_servers).committed_offsets(group).values()) == 1200
+
+
+def test_ctrl_c_reports_commits_what_was_printed_and_exits_130(broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 2)
+    with Producer(broker.bootstrap_servers) as producer:
+        for i in range(10):
+            producer.send(topic_name, f"v{i}")
+    group = f"g-{topic_name}"
+    consumer = subprocess.Popen(odradek_command("consume", topic_name, "--group", group, "--from-beginning",
+                                                "--bootstrap-server", broker.bootstrap_servers),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [consumer.stdout.readline() for _ in range(10)]
+        time.sleep(1)  # past counting and storing the tenth (stdout is unbuffered here): now it waits for more
+        consumer.send_signal(signal.SIGINT)
+        rest, errors = consumer.communicate(timeout=30)
+    finally:
+        consumer.kill()
+    assert consumer.returncode == 130 and rest == "" and len(lines) == 10, (lines, rest, errors)
+    assert errors == "Processed a total of 10 messages\n"
+    assert sum(Admin(broker.bootstrap_servers).committed_offsets(group).values()) == 10
+
+
+def _one_line_error(result, code: int, *words: str) -> None:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert result.stderr.startswith("odradek: ") and result.stderr.count("\n") == 1, result.stderr
+    assert all(word in result.stderr for word in words), result.stderr
+
+
+def test_mistakes_a_new_user_makes_get_one_line_and_kafka_exit_codes(broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 6)
+    _one_line_error(odradek(broker, "consume", topic_name, "-p", "9", timeout=30), 1,
+                    f"'{topic_name}' has partitions 0..5, not 9")
+    _one_line_error(odradek(broker, "groups", "describe", f"no-such-{topic_name}"), 1,
+                    "GROUP_ID_NOT_FOUND", f"'no-such-{topic_name}' does not exist")
+    _one_line_error(odradek(broker, "topics", "delete", f"no-such-{topic_name}"), 1,
+                    f"'no-such-{topic_name}'", "UNKNOWN_TOPIC_OR_PART")
+    _one_line_error(odradek(None, "produce", topic_name, "--bootstrap-server", "127.0.0.1:1", input="x\n"), 1,
+                    "Broker transport failure")
+    # arguments that cannot go together are usage errors: exit 2, as argparse's own
+    _one_line_error(odradek(broker, "consume", topic_name, "--group", "g", "-p", "1"), 2, "--partition")
+    _one_line_error(odradek(broker, "topics", "alter", topic_name), 2, "nothing to alter")
+    bad_port = odradek(None, "serve", "--port", "99999")
+    assert bad_port.returncode == 2 and "Traceback" not in bad_port.stderr
+    assert bad_port.stderr.splitlines()[-1] == ("odradek serve: error: argument --port: "
+                                                "expected a port number from 0 to 65535, got '99999'")
+
+
+def test_pipelines_name_the_broker_as_every_other_command(broker, topic_name):
+    env = {"ODRADEK_BOOTSTRAP_SERVER": broker.bootstrap_servers}
+    generated = odradek(None, "pipeline", "generate", "orders", "--count", "7", "--topic", topic_name, env=env)
+    assert generated.returncode == 0, generated.stderr
+    old_scripts = odradek(None, "pipeline", "generate", "orders", "--count", "3", "--topic", topic_name,
+                          "--bootstrap-servers", broker.bootstrap_servers)
+    assert old_scripts.returncode == 0, old_scripts.stderr
+    shown = odradek(None, "pipeline", "warehouse-load", "--help").stdout
+    assert "--bootstrap-server HOST:PORT" in shown and "--bootstrap-servers" not in shown
+    [described] = Admin(broker.bootstrap_servers).describe_topics([topic_name])
+    assert sum(p.latest_offset for p in described.partitions) == 10
+
+
+def test_idle_timeout_counts_from_joining_the_group(tmp_path, topic_name):
+    """A broker as `odradek serve` runs (group.initial.rebalance.delay.ms 3000, Kafka's default): joining a new group
+    takes over 3 s, which a 1 s --idle-timeout-ms must not count as idle."""
+    with BrokerProcess(tmp_path / "data") as served:
+        Admin(served.bootstrap_servers).create_topic(topic_name, 2)
+        with Producer(served.bootstrap_servers) as producer:
+            for i in range(5):
+                producer.send(topic_name, f"v{i}")
+        consumed = odradek(served, "consume", topic_name, "--group", f"g-{topic_name}", "--from-beginning",
+                           "--idle-timeout-ms", "1000")
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(consumed.stdout.splitlines()) == [f"v{i}" for i in range(5)]
+
+
+def test_mirror_idle_timeout_counts_from_joining_the_source_group(broker, tmp_path, topic_name):
+    """As consume's: a source broker as `odradek serve` runs it, whose new groups take over 3 s to join."""
+    with BrokerProcess(tmp_path / "source") as source:
+        Admin(source.bootstrap_servers).create_topic(topic_name, 2)
+        with Producer(source.bootstrap_servers) as producer:
+            for i in range(5):
+                producer.send(topic_name, f"v{i}")
+        mirrored = odradek(source, "mirror", "--target", broker.bootstrap_servers, "--topics", topic_name,
+                           "--idle-timeout-ms", "1000")
+    assert mirrored.returncode == 0, mirrored.stderr
+    assert "Mirrored 5 record(s)." in mirrored.stderr
+    copied = odradek(broker, "consume", topic_name, "--from-beginning", "--idle-timeout-ms", "1000")
+    assert sorted(copied.stdout.splitlines()) == [f"v{i}" for i in range(5)]

@@ -20,7 +20,8 @@ CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 
 
 def expected_rows(batches: list[bytes], start: int = -2**63, end: int = 2**63 - 1) -> list[tuple]:
-    """What decode_batch makes of the batches, as rows of (offset, timestamp, type, key, value, headers or None)."""
+    """What decode_batch makes of the batches, as rows of (offset, timestamp, type, key, value, headers or None),
+    header keys as Java reads them (decode_batch keeps bytes that are not UTF-8 as surrogates; Java has U+FFFD)."""
     rows = []
     for batch in batches:
         header, records = decode_batch(batch)
@@ -28,8 +29,12 @@ def expected_rows(batches: list[bytes], start: int = -2**63, end: int = 2**63 - 
             offset = header.base_offset + record.offset_delta
             if start <= offset < end:
                 rows.append((offset, record.timestamp, header.timestamp_type, record.key, record.value,
-                             list(record.headers) or None))
+                             [(java_string(key), value) for key, value in record.headers] or None))
     return rows
+
+
+def java_string(text: str) -> str:
+    return text.encode(errors="surrogateescape").decode(errors="replace")
 
 
 def columns_rows(batches: list[bytes], **bounds) -> list[tuple]:
@@ -112,6 +117,16 @@ def test_headers_left_out_unless_asked_and_null_lists_for_records_without():
     assert without.headers is None and without.values.to_pylist() == [row[4] for row in expected_rows([batch])]
     with_headers = batches_to_columns(whole_batches(batch), include_headers=True)
     assert with_headers.headers.null_count == sum(1 for i in range(8) if i % 4 == 0)
+
+
+def test_header_keys_that_are_not_utf8_read_as_javas_consumer_reads_them():
+    """The broker takes any header key bytes, as Kafka does; Spark's Kafka source (Java) decodes them with U+FFFD
+    for what is not UTF-8, so a topic holding one still reads instead of failing the task."""
+    batch = encode_batch([Record(0, BASE_TS, b"k", b"v", [("ok", b"1"), ("bad\udcff", b"2")]),
+                          Record(1, BASE_TS, b"k", b"v", [("fine", None)])])
+    columns = batches_to_columns(whole_batches(batch), include_headers=True)
+    assert columns.headers.to_pylist() == [[{"key": "ok", "value": b"1"}, {"key": "bad\ufffd", "value": b"2"}],
+                                           [{"key": "fine", "value": None}]]
 
 
 def test_whole_batches_leave_out_a_partial_tail_and_refuse_other_magics():

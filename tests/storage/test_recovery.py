@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 
 import pytest
@@ -274,4 +275,26 @@ def test_index_files_appear_with_their_first_entry_and_a_short_log_reopens_witho
     log.close()
     log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
     assert log.offset_for_timestamp(7000)[0] == log.log_end_offset - 1
+    log.close()
+
+
+
+def test_a_cut_log_warns_with_the_bytes_and_records_it_dropped(tmp_path, clock, crashed, caplog):
+    """A batch cut short in the first segment, recovery from offset 0: the cut and the later segments removed with
+    it are one WARN line with their bytes and records (the cut-short batch's records counted too)."""
+    directory, boundaries, everything = crashed
+    segment_files = sorted(path for path in directory.iterdir() if path.suffix == ".log")
+    bytes_before = sum(path.stat().st_size for path in segment_files) - 5
+    os.truncate(segment_files[0], segment_files[0].stat().st_size - 5)
+    with caplog.at_level("WARNING", logger="odradek.storage"):
+        log = reopen(directory, clock)
+    kept = log.log_end_offset
+    assert [path for path in directory.iterdir() if path.suffix == ".log"] == [segment_files[0]]
+    [warning] = [record for record in caplog.records if "Corruption found" in record.getMessage()]
+    assert warning.levelname == "WARNING"
+    assert re.fullmatch(
+        rf"Corruption found in segment {re.escape(str(segment_files[0]))} at byte {segment_files[0].stat().st_size} "
+        rf"\(a batch of \d+ bytes with \d+ left in the file\): truncating to offset {kept}, "
+        rf"dropping {bytes_before - segment_files[0].stat().st_size} bytes and {len(everything) - kept} records "
+        rf"\({len(segment_files) - 1} later segment\(s\) removed\)", warning.getMessage()), warning.getMessage()
     log.close()

@@ -6,14 +6,20 @@ Each topic succeeds or fails on its own with Kafka's code and message (TOPIC_ALR
 INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); validate_only checks without changing.
 Replicas assigned by hand are accepted when they pass Kafka's checks and name only registered brokers (this one),
 else INVALID_REPLICA_ASSIGNMENT.
+In a ZooKeeper cluster the answer waits (up to the request's timeout) until the change is in force: every new
+partition has a leader, a deleted topic is gone, as Kafka answers once its metadata cache has the change.
 One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
-partitions.
+partitions. A topic named twice in one CreateTopics or CreatePartitions gets INVALID_REQUEST, as in Kafka, and
+neither entry is acted on.
 With an authorizer, as KafkaApis: creating needs CREATE on the cluster or the topic, deleting DELETE on the topic,
 adding partitions ALTER on it (TOPIC_AUTHORIZATION_FAILED per topic).
 """
 
 from __future__ import annotations
+
+import asyncio
+from collections import Counter
 
 from odradek.config import ConfigSource
 from odradek.errors import ErrorCode, KafkaError
@@ -33,12 +39,20 @@ MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's MAX_PARTITIONS_PER_BATCH
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 
+def duplicate_names(entries) -> list[str]:
+    """The names that more than one entry of a request names, in order of first appearance: Kafka answers each once
+    with INVALID_REQUEST and acts on none of their entries (one entry's growth must not hide another's)."""
+    counts = Counter(entry.name for entry in entries)
+    return [name for name, count in counts.items() if count > 1]
+
+
 def handlers(broker) -> dict:
     def answer_create_topics(connection, header, request):
         default_count = broker.config["num.partitions"]
+        duplicated = set(duplicate_names(request.topics))
         requested = sum(len(wanted.assignments) if wanted.assignments
                         else default_count if wanted.num_partitions == -1 else max(wanted.num_partitions, 0)
-                        for wanted in request.topics)
+                        for wanted in request.topics if wanted.name not in duplicated)
         too_many = requested > MAX_PARTITIONS_PER_REQUEST
         access = broker.access(connection)
         may_create_any = access.allows_cluster(AclOperation.CREATE)
@@ -48,16 +62,19 @@ def handlers(broker) -> dict:
                 name=wanted.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
                 num_partitions=-1, replication_factor=-1, configs=[])
             try:
+                if wanted.name in duplicated:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
                 if not may_create_any:
                     access.require(AclOperation.CREATE, ResourceType.TOPIC, wanted.name)
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
-                count, factor = wanted.num_partitions, wanted.replication_factor
+                count, factor, replicas = wanted.num_partitions, wanted.replication_factor, None
                 if wanted.assignments:
-                    count, factor = manual_assignment_shape(wanted)
+                    replicas = manual_assignment(wanted)
+                    count, factor = len(replicas), len(replicas[0])
                 topic = broker.create_topic(
                     wanted.name, count, factor, {c.name: c.value for c in wanted.configs if c.value is not None},
-                    validate_only=request.validate_only if header.api_version >= 1 else False)
+                    replicas=replicas, validate_only=request.validate_only if header.api_version >= 1 else False)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             else:
@@ -70,10 +87,34 @@ def handlers(broker) -> dict:
                         config_source=ConfigSource.TOPIC_CONFIG)
                     for name, value in topic.configs.items()]
             results.append(result)
-        return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+        response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
+        created = [] if request.validate_only and header.api_version >= 1 else \
+            [r.name for r in results if r.error_code == ErrorCode.NONE]
+        return when_settled(response, created, request.timeout_ms, deleted=False)
 
-    def manual_assignment_shape(wanted) -> tuple[int, int]:
-        """(partitions, replication factor) of a CreateTopics entry that assigns replicas by hand."""
+    def when_settled(response, names: list[str], timeout_ms: int, *, deleted: bool):
+        """The response now if the changes to `names` are in force, else a coroutine that waits for them, at most
+        timeout_ms (then answers REQUEST_TIMED_OUT for the topics still pending, as Kafka)."""
+        if all(broker.metadata.settled(name, deleted=deleted) for name in names):
+            return response
+
+        async def wait():
+            try:
+                async with asyncio.timeout(max(timeout_ms, 0) / 1000):
+                    while not all(broker.metadata.settled(name, deleted=deleted) for name in names):
+                        await broker.catalogue_followed()
+                    return response
+            except TimeoutError:
+                pass
+            for result in (response.topics if not deleted else response.responses):
+                if result.name in names and not broker.metadata.settled(result.name, deleted=deleted):
+                    result.error_code, result.error_message = ErrorCode.REQUEST_TIMED_OUT, None
+            return response
+
+        return wait()
+
+    def manual_assignment(wanted) -> list[list[int]]:
+        """The replica lists, in partition order, of a CreateTopics entry that assigns replicas by hand."""
         if wanted.num_partitions != -1:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                                         "numPartitions was not set to -1.")
@@ -84,8 +125,9 @@ def handlers(broker) -> dict:
         if [a.partition_index for a in ordered] != list(range(len(ordered))):
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "Partitions should be consecutive 0-based integers.")
-        factor = broker.metadata.check_manual_assignment([list(a.broker_ids) for a in ordered])
-        return len(ordered), factor
+        replicas = [list(a.broker_ids) for a in ordered]
+        broker.metadata.check_manual_assignment(replicas)
+        return replicas
 
     def answer_delete_topics(connection, header, request):
         if header.api_version >= 6:
@@ -111,30 +153,39 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             results.append(result)
-        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+        return when_settled(DeleteTopicsResponse(throttle_time_ms=0, responses=results),
+                            [r.name for r in results if r.error_code == ErrorCode.NONE], request.timeout_ms,
+                            deleted=True)
 
     def answer_create_partitions(connection, header, request):
         topics = broker.metadata.topics
+        duplicated = duplicate_names(request.topics)
+        wanted_once = [wanted for wanted in request.topics if wanted.name not in duplicated]
         growth = {wanted.name: wanted.count - (len(topics[wanted.name].partitions) if wanted.name in topics else 0)
-                  for wanted in request.topics}  # for a topic we do not know, add_partitions says so
-        too_many = sum(max(growth[wanted.name], 0) for wanted in request.topics
+                  for wanted in wanted_once}  # for a topic we do not know, add_partitions says so
+        too_many = sum(max(growth[wanted.name], 0) for wanted in wanted_once
                        if wanted.name in topics) > MAX_PARTITIONS_PER_REQUEST
         access = broker.access(connection)
-        results = []
-        for wanted in request.topics:
+        results = [CreatePartitionsResponse.CreatePartitionsTopicResult(
+            name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic in request.")
+            for name in duplicated]
+        for wanted in wanted_once:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
             try:
                 access.require(AclOperation.ALTER, ResourceType.TOPIC, wanted.name)
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
+                replicas = None
                 if wanted.assignments:
                     if len(wanted.assignments) != growth[wanted.name]:
                         raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                          f"Attempted to add {growth[wanted.name]} additional partition(s), but "
                                          f"only {len(wanted.assignments)} assignment(s) were specified.")
-                    broker.metadata.check_manual_assignment([list(a.broker_ids) for a in wanted.assignments])
-                broker.add_partitions(wanted.name, wanted.count, validate_only=request.validate_only)
+                    replicas = [list(a.broker_ids) for a in wanted.assignments]
+                    broker.metadata.check_manual_assignment(replicas)
+                broker.add_partitions(wanted.name, wanted.count, replicas=replicas,
+                                      validate_only=request.validate_only)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             results.append(result)

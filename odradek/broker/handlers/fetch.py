@@ -77,11 +77,14 @@ def handlers(broker) -> dict:
         total = 0
         saw_error = False
         for target in targets:
-            partition = broker.partitions.get((target.topic, target.partition))
-            if partition is None or target.topic in denied:
-                answers.append((target, _partition_error(target, ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                                                         if target.topic in denied
-                                                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+            if target.topic in denied:  # checked first: says nothing of the topic to whoever may not read it
+                answers.append((target, _partition_error(target, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+                saw_error = True
+                continue
+            try:
+                partition = broker.partition(target.topic, target.partition)
+            except KafkaError as exc:  # unknown, or led by another broker
+                answers.append((target, _partition_error(target, exc.code)))
                 saw_error = True
                 continue
             log = partition.log

@@ -18,6 +18,8 @@ import asyncio
 from odradek.coordinator.classic import ClassicGroup, JoinResult, SyncResult
 from odradek.coordinator.consumer import ConsumerGroup
 from odradek.coordinator.coordinator import GroupCoordinator
+from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType, authorized_operations
@@ -57,39 +59,45 @@ def handlers(broker) -> dict:
         key_type = request.key_type if version >= 1 else GROUP_KEY
         access = broker.access(connection)
 
-        def locate(key: str) -> tuple[ErrorCode, str | None]:
+        def locate(key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
+            """(code, message, (node, host, port)): the leader of the key's partition of __consumer_offsets or
+            __transaction_state, as Kafka (this broker itself on a single node)."""
+            nowhere = (-1, "", -1)
             if key_type not in (GROUP_KEY, TRANSACTION_KEY):
-                return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+                return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", nowhere
             if not key:
-                return ErrorCode.INVALID_REQUEST, "The coordinator key must not be empty."
+                return ErrorCode.INVALID_REQUEST, "The coordinator key must not be empty.", nowhere
             try:
                 access.require(AclOperation.DESCRIBE,
                                ResourceType.GROUP if key_type == GROUP_KEY else ResourceType.TRANSACTIONAL_ID, key)
                 if key_type == GROUP_KEY:
                     coordinator().ensure_offsets_topic()
+                    topic, count = OFFSETS_TOPIC, coordinator().num_partitions
                 else:
                     broker.transaction_coordinator.ensure_topic()
+                    topic, count = TRANSACTION_STATE_TOPIC, broker.transaction_coordinator.num_partitions
             except KafkaError as exc:
-                return (exc.code, exc.message) if exc.code in _AUTHORIZATION_CODES else (
-                    ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc))
+                return (exc.code, exc.message, nowhere) if exc.code in _AUTHORIZATION_CODES else (
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc), nowhere)
             except OSError as exc:
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
-            return ErrorCode.NONE, None
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc), nowhere
+            state_topic = broker.metadata.topics.get(topic)
+            leader = state_topic.partitions[partition_for(key, count)].leader if state_topic is not None else -1
+            found = next((node[:3] for node in broker.live_brokers_at(connection.listener) if node[0] == leader), None)
+            if found is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", nowhere
+            return ErrorCode.NONE, None, found
 
-        host, port, node = broker.advertised_host, broker.advertised_port, broker.node_id
         if version >= 4:
             coordinators = []
             for key in request.coordinator_keys:
-                code, message = locate(key)
-                found = code == ErrorCode.NONE
-                coordinators.append(Response.Coordinator(
-                    key=key, node_id=node if found else -1, host=host if found else "",
-                    port=port if found else -1, error_code=code, error_message=message))
+                code, message, (node, host, port) = locate(key)
+                coordinators.append(Response.Coordinator(key=key, node_id=node, host=host, port=port,
+                                                         error_code=code, error_message=message))
             return Response(throttle_time_ms=0, coordinators=coordinators)
-        code, message = locate(request.key)
-        found = code == ErrorCode.NONE
-        return Response(throttle_time_ms=0, error_code=code, error_message=message, node_id=node if found else -1,
-                        host=host if found else "", port=port if found else -1)
+        code, message, (node, host, port) = locate(request.key)
+        return Response(throttle_time_ms=0, error_code=code, error_message=message, node_id=node, host=host,
+                        port=port)
 
     # ------------------------------------------------------------------------------------------ JoinGroup
     def answer_join_group(connection, header, request):

@@ -1,11 +1,20 @@
 """Metadata and DescribeCluster: who the brokers are and where every partition's leader is.
 
 Topics are named by name and by a stable UUID (kept in the cluster metadata), because Fetch v13+ addresses topics
-by id. A Metadata request for an unknown topic creates it when auto.create.topics.enable allows and the request
-asks for it, as Kafka does; clients rely on that to produce to a new topic. With an authorizer (KafkaApis'
-checks): the topic list leaves out topics the principal may not DESCRIBE, a named one of those is
-TOPIC_AUTHORIZATION_FAILED whether it exists or not, auto-creation needs CREATE on the cluster or the topic, and
-the authorized operations are the principal's own.
+by id. Each client is given every live broker's address for the listener it came in on (advertised.listeners by
+name; in a cluster, the endpoint each broker registered under that listener name). A Metadata request for an
+unknown topic creates it when auto.create.topics.enable allows and the request asks for it, as Kafka does; clients
+rely on that to produce to a new topic.
+
+Topic ids in requests follow Kafka's KafkaApis: versions 10 and 11 carry the field but may not use it (a null name
+or a non-zero id answers every topic INVALID_REQUEST, the name null given as "" since those versions cannot encode
+it); from version 12 a request naming any topic by id is answered by ids alone, an unknown id with UNKNOWN_TOPIC_ID
+and a null name.
+
+With an authorizer (KafkaApis' checks): the topic list leaves out topics the principal may not DESCRIBE, a named
+one of those is TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id: with the id and a null name, ids not
+being secret), auto-creation needs CREATE on the cluster or the topic, and the authorized operations are the
+principal's own.
 """
 
 from __future__ import annotations
@@ -13,8 +22,8 @@ from __future__ import annotations
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType, authorized_operations
-from odradek.security.acl import CLUSTER_NAME
 from odradek.protocol.schema import ZERO_UUID
+from odradek.security.acl import CLUSTER_NAME
 
 METADATA = api("Metadata")
 DESCRIBE_CLUSTER = api("DescribeCluster")
@@ -26,7 +35,8 @@ def handlers(broker) -> dict:
     def topic_entry(name: str, topic, operations: int) -> object:
         partitions = [
             MetadataResponse.MetadataResponsePartition(
-                error_code=ErrorCode.NONE, partition_index=index, leader_id=assignment.leader,
+                error_code=ErrorCode.NONE if assignment.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=index, leader_id=assignment.leader,
                 leader_epoch=assignment.leader_epoch, replica_nodes=list(assignment.replicas),
                 isr_nodes=list(assignment.isr), offline_replicas=[])
             for index, assignment in enumerate(topic.partitions)
@@ -53,18 +63,35 @@ def handlers(broker) -> dict:
         def may_describe(name: str) -> bool:
             return access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
 
+        wanted_topics = request.topics or []
+        topic_ids = [wanted.topic_id for wanted in wanted_topics if wanted.topic_id != ZERO_UUID]
+        if version in (10, 11) and (topic_ids or any(wanted.name is None for wanted in wanted_topics)):
+            return MetadataResponse(
+                throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, topics=[
+                    error_entry(wanted.name or "", wanted.topic_id, ErrorCode.INVALID_REQUEST)
+                    for wanted in wanted_topics],
+                cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER, False),
+                error_code=ErrorCode.NONE)
         if request.topics is None or (version == 0 and not request.topics):
             # every topic the principal may describe; the others are not disclosed at all
             topics = [described(name, topic) for name, topic in catalogue.topics.items() if may_describe(name)]
+        elif topic_ids:
+            topics = []
+            for topic_id in dict.fromkeys(topic_ids):
+                topic = catalogue.topics_by_id.get(topic_id)
+                if topic is None:
+                    topics.append(error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                elif not may_describe(topic.name):
+                    topics.append(error_entry(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                else:
+                    topics.append(described(topic.name, topic))
         else:
             allow_create = broker.auto_create_allowed() and (version < 4 or request.allow_auto_topic_creation)
             topics = []
             for wanted in request.topics:
                 name = wanted.name
-                if name is None:
-                    topic = catalogue.topics_by_id.get(wanted.topic_id)
-                    topics.append(described(topic.name, topic) if topic is not None and may_describe(topic.name)
-                                  else error_entry(None, wanted.topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                if name is None:  # v12+ with neither a name nor an id
+                    topics.append(error_entry(None, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_ID))
                     continue
                 if not may_describe(name):  # whether it exists is not disclosed
                     topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
@@ -91,17 +118,17 @@ def handlers(broker) -> dict:
                                                request.include_cluster_authorized_operations)
         return MetadataResponse(
             throttle_time_ms=0,
-            brokers=[MetadataResponse.MetadataResponseBroker(
-                node_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
-            cluster_id=catalogue.cluster_id, controller_id=broker.node_id, topics=topics,
+            brokers=[MetadataResponse.MetadataResponseBroker(node_id=node, host=host, port=port, rack=rack)
+                     for node, host, port, rack in broker.live_brokers_at(connection.listener)],
+            cluster_id=catalogue.cluster_id, controller_id=broker.membership.controller_id, topics=topics,
             cluster_authorized_operations=cluster_operations, error_code=ErrorCode.NONE)
 
     def answer_describe_cluster(connection, header, request):
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=1,
-            cluster_id=broker.metadata.cluster_id, controller_id=broker.node_id,
-            brokers=[DescribeClusterResponse.DescribeClusterBroker(
-                broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port, rack=None)],
+            cluster_id=broker.metadata.cluster_id, controller_id=broker.membership.controller_id,
+            brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=node, host=host, port=port, rack=rack)
+                     for node, host, port, rack in broker.live_brokers_at(connection.listener)],
             cluster_authorized_operations=broker.access(connection).operations(
                 ResourceType.CLUSTER, CLUSTER_NAME, request.include_cluster_authorized_operations))
 

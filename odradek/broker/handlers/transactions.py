@@ -28,6 +28,7 @@ TXN_OFFSET_COMMIT = api("TxnOffsetCommit")
 DESCRIBE_PRODUCERS = api("DescribeProducers")
 DESCRIBE_TRANSACTIONS = api("DescribeTransactions")
 LIST_TRANSACTIONS = api("ListTransactions")
+WRITE_TXN_MARKERS = api("WriteTxnMarkers")
 
 BATCHED_ADD_PARTITIONS_VERSION = 4
 
@@ -66,7 +67,7 @@ def handlers(broker) -> dict:
         asked = [(topic.name, index) for topic in topics for index in topic.partitions]
         denied = {topic.name for topic in topics if not access.allows(AclOperation.WRITE, ResourceType.TOPIC,
                                                                        topic.name)}
-        unknown = {key for key in asked if key not in broker.partitions}
+        unknown = {key for key in asked if not broker.has_partition(*key)}
         if not access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             codes = dict.fromkeys(asked, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         elif denied:
@@ -232,7 +233,33 @@ def handlers(broker) -> dict:
                             if access.allows(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                              m.transactional_id)])
 
+    def answer_write_txn_markers(connection, header, request):
+        """A transaction coordinator on another broker closes a transaction on partitions this broker leads."""
+        Response = WRITE_TXN_MARKERS.response
+        allowed = broker.access(connection).allows_cluster(AclOperation.CLUSTER_ACTION)  # brokers only, in Kafka
+        results = []
+        for marker in request.markers:
+            topics = []
+            for wanted in marker.topics:
+                partitions = []
+                for index in wanted.partition_indexes:
+                    code = ErrorCode.NONE
+                    try:
+                        if not allowed:
+                            raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                        broker.write_transaction_marker(wanted.name, index, marker.producer_id,
+                                                        marker.producer_epoch, marker.transaction_result,
+                                                        marker.coordinator_epoch)
+                    except KafkaError as exc:
+                        code = exc.code
+                    partitions.append(Response.WritableTxnMarkerPartitionResult(partition_index=index,
+                                                                                error_code=code))
+                topics.append(Response.WritableTxnMarkerTopicResult(name=wanted.name, partitions=partitions))
+            results.append(Response.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
+        return Response(markers=results)
+
     return {
+        WRITE_TXN_MARKERS.key: answer_write_txn_markers,
         INIT_PRODUCER_ID.key: answer_init_producer_id,
         ADD_PARTITIONS_TO_TXN.key: answer_add_partitions_to_txn,
         ADD_OFFSETS_TO_TXN.key: answer_add_offsets_to_txn,

@@ -1,4 +1,4 @@
-"""Connection set-up: version negotiation and SASL.
+"""Connection set-up: version negotiation and SASL, and the SCRAM credentials SASL checks against.
 
 Transcribed field by field from Kafka's JSON message definitions (clients/src/main/resources/common/message);
 names are Kafka's in snake_case.
@@ -6,7 +6,7 @@ names are Kafka's in snake_case.
 
 from __future__ import annotations
 
-from ..schema import BOOL, BYTES, INT16, INT32, INT64, STRING, array, field, message, struct
+from ..schema import BOOL, BYTES, INT8, INT16, INT32, INT64, STRING, array, field, message, struct
 
 ApiVersionsRequest = message(
     "ApiVersionsRequest", api_key=18, valid_versions="0-4", flexible_versions="3+",
@@ -70,5 +70,61 @@ SaslAuthenticateResponse = message(
         field("error_message", STRING, "0+", nullable_versions="0+"),
         field("auth_bytes", BYTES, "0+"),
         field("session_lifetime_ms", INT64, "1+", default=0, ignorable=True),
+    ],
+)
+
+DescribeUserScramCredentialsRequest = message(
+    "DescribeUserScramCredentialsRequest", api_key=50, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("users", array(struct("UserName", [
+            field("name", STRING, "0+"),
+        ])), "0+", nullable_versions="0+"),
+    ],
+)
+
+DescribeUserScramCredentialsResponse = message(
+    "DescribeUserScramCredentialsResponse", api_key=50, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("throttle_time_ms", INT32, "0+"),
+        field("error_code", INT16, "0+"),
+        field("error_message", STRING, "0+", nullable_versions="0+"),
+        field("results", array(struct("DescribeUserScramCredentialsResult", [
+            field("user", STRING, "0+"),
+            field("error_code", INT16, "0+"),
+            field("error_message", STRING, "0+", nullable_versions="0+"),
+            field("credential_infos", array(struct("CredentialInfo", [
+                field("mechanism", INT8, "0+"),
+                field("iterations", INT32, "0+"),
+            ])), "0+"),
+        ])), "0+"),
+    ],
+)
+
+AlterUserScramCredentialsRequest = message(
+    "AlterUserScramCredentialsRequest", api_key=51, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("deletions", array(struct("ScramCredentialDeletion", [
+            field("name", STRING, "0+"),
+            field("mechanism", INT8, "0+"),
+        ])), "0+"),
+        field("upsertions", array(struct("ScramCredentialUpsertion", [
+            field("name", STRING, "0+"),
+            field("mechanism", INT8, "0+"),
+            field("iterations", INT32, "0+"),
+            field("salt", BYTES, "0+"),
+            field("salted_password", BYTES, "0+"),
+        ])), "0+"),
+    ],
+)
+
+AlterUserScramCredentialsResponse = message(
+    "AlterUserScramCredentialsResponse", api_key=51, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("throttle_time_ms", INT32, "0+"),
+        field("results", array(struct("AlterUserScramCredentialsResult", [
+            field("user", STRING, "0+"),
+            field("error_code", INT16, "0+"),
+            field("error_message", STRING, "0+", nullable_versions="0+"),
+        ])), "0+"),
     ],
 )

@@ -115,6 +115,38 @@ EndTxnResponse = message(
     ],
 )
 
+WriteTxnMarkersRequest = message(
+    "WriteTxnMarkersRequest", api_key=27, valid_versions="0-1", flexible_versions="1+",
+    fields=[
+        field("markers", array(struct("WritableTxnMarker", [
+            field("producer_id", INT64, "0+"),
+            field("producer_epoch", INT16, "0+"),
+            field("transaction_result", BOOL, "0+"),
+            field("topics", array(struct("WritableTxnMarkerTopic", [
+                field("name", STRING, "0+"),
+                field("partition_indexes", array(INT32), "0+"),
+            ])), "0+"),
+            field("coordinator_epoch", INT32, "0+"),
+        ])), "0+"),
+    ],
+)
+
+WriteTxnMarkersResponse = message(
+    "WriteTxnMarkersResponse", api_key=27, valid_versions="0-1", flexible_versions="1+",
+    fields=[
+        field("markers", array(struct("WritableTxnMarkerResult", [
+            field("producer_id", INT64, "0+"),
+            field("topics", array(struct("WritableTxnMarkerTopicResult", [
+                field("name", STRING, "0+"),
+                field("partitions", array(struct("WritableTxnMarkerPartitionResult", [
+                    field("partition_index", INT32, "0+"),
+                    field("error_code", INT16, "0+"),
+                ])), "0+"),
+            ])), "0+"),
+        ])), "0+"),
+    ],
+)
+
 TxnOffsetCommitRequest = message(
     "TxnOffsetCommitRequest", api_key=28, valid_versions="0-5", flexible_versions="3+",
     fields=[

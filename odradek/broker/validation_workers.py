@@ -1,0 +1,121 @@
+"""Worker processes that check produced records (records.validation) off the event loop.
+
+Plain child processes (`python -m odradek.broker.validation_workers`) that read a request from stdin and write the
+answer to stdout, each a length-prefixed pickle, rather than multiprocessing's pools: those start their workers by
+re-running the parent's main module (spawn, forkserver), which an embedded broker's host program need not guard,
+or by forking a process that has threads (fork). Processes rather than threads because cramjam holds the GIL while
+it decompresses, which is most of the time a bomb costs. A worker exits when its stdin closes, so workers never
+outlive the broker, even after kill -9. At most `size` workers run, which bounds the memory such checks take; a
+request waits for an idle one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import struct
+import sys
+from collections.abc import Sequence
+
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.batch import BatchHeader
+from odradek.records.validation import RecordsRefused, refusal
+
+_LENGTH = struct.Struct(">Q")
+
+
+class ValidationWorkers:
+    """Up to `size` worker processes, started as needed and kept while they serve."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._idle: list[asyncio.subprocess.Process] = []
+        self._running = 0
+        self._freed: asyncio.Condition | None = None
+        self._starting: asyncio.Future | None = None
+
+    async def check(self, records, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool,
+                    create_time_range: tuple[int, int] | None) -> None:
+        """records.validation.validate_records in a worker; raises what it would raise."""
+        worker = await self._take()
+        try:
+            request = pickle.dumps((bytes(records), list(headers), topic_partition, keys_required, create_time_range))
+            worker.stdin.write(_LENGTH.pack(len(request)) + request)
+            await worker.stdin.drain()
+            (size,) = _LENGTH.unpack(await worker.stdout.readexactly(_LENGTH.size))
+            refused = pickle.loads(await worker.stdout.readexactly(size))
+        except BaseException as exc:  # a dead worker, or a cancelled check whose answer would be left in the pipe
+            try:
+                worker.kill()
+            except ProcessLookupError:
+                pass
+            await self._release(None)
+            if isinstance(exc, (OSError, asyncio.IncompleteReadError)):
+                raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "Record validation worker failed") from None
+            raise
+        await self._release(worker)
+        if refused is not None:
+            code, message, record_errors = refused
+            if record_errors:
+                raise RecordsRefused(ErrorCode(code), message, record_errors)
+            raise KafkaError(ErrorCode(code), message)
+
+    def start(self) -> None:
+        """Start the workers in the background (once), so that the first requests that need them do not wait for
+        an interpreter and numpy to load."""
+        if self._starting is not None:
+            return
+
+        async def start_all() -> None:
+            workers = [await self._take() for _ in range(self.size)]
+            for worker in workers:
+                await self._release(worker)
+
+        self._starting = asyncio.ensure_future(start_all())
+
+    async def _take(self) -> asyncio.subprocess.Process:
+        if self._freed is None:
+            self._freed = asyncio.Condition()
+        async with self._freed:
+            while not self._idle and self._running >= self.size:
+                await self._freed.wait()
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.returncode is None:
+                    return worker
+                self._running -= 1  # it died while idle (killed, out of memory): start another instead
+            self._running += 1
+        try:
+            return await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "odradek.broker.validation_workers",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        except BaseException:
+            await self._release(None)
+            raise
+
+    async def _release(self, worker: asyncio.subprocess.Process | None) -> None:
+        """Hand `worker` back as idle, or (None) count one worker gone."""
+        async with self._freed:
+            if worker is None:
+                self._running -= 1
+            else:
+                self._idle.append(worker)
+            self._freed.notify()
+
+
+def serve(requests, answers) -> None:
+    """A worker's loop: requests from `requests`, answers to `answers`, until `requests` ends."""
+    while True:
+        head = requests.read(_LENGTH.size)
+        if len(head) < _LENGTH.size:
+            return
+        (size,) = _LENGTH.unpack(head)
+        answer = pickle.dumps(refusal(*pickle.loads(requests.read(size))))
+        answers.write(_LENGTH.pack(len(answer)) + answer)
+        answers.flush()
+
+
+if __name__ == "__main__":
+    import odradek.records.walk  # noqa: F401  (numpy, which records.validation loads only when it first needs it)
+
+    serve(sys.stdin.buffer, sys.stdout.buffer)

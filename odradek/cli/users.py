@@ -1,0 +1,94 @@
+"""`odradek users`: add, list and remove users' SCRAM credentials (the SCRAM part of kafka-configs' `--entity-type
+users`), through AlterUserScramCredentials and DescribeUserScramCredentials.
+
+The password is salted here by confluent-kafka and only the salted password goes over the wire, as with Kafka's own
+tools. `--command-config` takes a client properties file (security.protocol, sasl.*, ssl.*) for a secured listener,
+as kafka-configs does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from pathlib import Path
+
+from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
+                                   UserScramCredentialUpsertion)
+
+from odradek.cli.common import add_admin_options, print_table
+from odradek.client.admin import _wait
+from odradek.client.errors import LIBRDKAFKA_LOGGER
+from odradek.config import parse_properties
+from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
+
+_MECHANISMS = {name: getattr(ScramMechanism, name.replace("-", "_")) for name in MECHANISMS}
+
+
+def add_commands(commands) -> None:
+    users = commands.add_parser("users", help="add, list and remove users' SCRAM credentials",
+                                description="Manage the SCRAM credentials SASL/SCRAM listeners check.")
+    actions = users.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    add = actions.add_parser("add", help="set a user's password for a SCRAM mechanism",
+                             description="Add a user, or change its password, for one SCRAM mechanism.")
+    add.add_argument("user")
+    add.add_argument("--password", help="the password (default: asked for on the terminal)")
+    add.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
+                     help=f"PBKDF2 iterations, 4096..16384 (default {DEFAULT_ITERATIONS})")
+    add.set_defaults(run=run_add)
+
+    listing = actions.add_parser("list", help="users and their SCRAM mechanisms",
+                                 description="List users with SCRAM credentials (all, or those named).")
+    listing.add_argument("users", nargs="*", metavar="USER")
+    listing.set_defaults(run=run_list)
+
+    remove = actions.add_parser("remove", help="remove a user's credential for a SCRAM mechanism",
+                                description="Remove a user's SCRAM credential for one mechanism.")
+    remove.add_argument("user")
+    remove.set_defaults(run=run_remove)
+
+    for action in (add, remove):
+        action.add_argument("--mechanism", choices=sorted(_MECHANISMS), default="SCRAM-SHA-256",
+                            help="SCRAM-SHA-256 (default) or SCRAM-SHA-512")
+    for action in (add, listing, remove):
+        add_admin_options(action)
+        action.add_argument("--command-config", type=Path, metavar="FILE",
+                            help="client properties (security.protocol, sasl.*, ssl.*) for a secured listener")
+
+
+def _admin(args: argparse.Namespace) -> AdminClient:
+    config = parse_properties(args.command_config.read_text()) if args.command_config else {}
+    return AdminClient({**config, "bootstrap.servers": args.bootstrap_server, "logger": LIBRDKAFKA_LOGGER})
+
+
+def run_add(args: argparse.Namespace) -> int:
+    password = args.password if args.password is not None else getpass.getpass(f"Password for {args.user}: ")
+    upsertion = UserScramCredentialUpsertion(
+        args.user, ScramCredentialInfo(_MECHANISMS[args.mechanism], args.iterations), password.encode())
+    admin = _admin(args)
+    _wait(admin.alter_user_scram_credentials([upsertion])[args.user], args.timeout)
+    print(f"{args.mechanism} credential of {args.user} set ({args.iterations} iterations).")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    admin = _admin(args)
+    if args.users:
+        futures = admin.describe_user_scram_credentials(args.users)
+        described = {user: _wait(future, args.timeout) for user, future in futures.items()}
+    else:
+        described = _wait(admin.describe_user_scram_credentials(), args.timeout)
+    names = {mechanism: name for name, mechanism in _MECHANISMS.items()}
+    print_table(["USER", "MECHANISM", "ITERATIONS"],
+                [(user, names[info.mechanism], info.iterations)
+                 for user, description in sorted(described.items())
+                 for info in description.scram_credential_infos])
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    admin = _admin(args)
+    deletion = UserScramCredentialDeletion(args.user, _MECHANISMS[args.mechanism])
+    _wait(admin.alter_user_scram_credentials([deletion])[args.user], args.timeout)
+    print(f"{args.mechanism} credential of {args.user} removed.")
+    return 0

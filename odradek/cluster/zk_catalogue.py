@@ -1,0 +1,340 @@
+"""The topic catalogue of a ZooKeeper cluster: ClusterMetadata's shape over Kafka's topic znodes.
+
+What this owns: the broker's in-memory view of every topic (/brokers/topics/[topic]: id and replica assignment;
+.../partitions/[n]/state: leader, leader epoch, ISR; /config/topics/[topic]: overrides), kept current by kazoo
+watches, and the writes any broker makes for a client: a new topic's assignment (computed here, spread over the
+live brokers by odradek.cluster.placement, as Kafka's AdminZkClient.createTopicWithAssignment does on whichever
+broker took the request), more partitions, config overrides (with a /config/changes notification), a deletion
+request (/admin/delete_topics/[topic]) and producer-id blocks (/latest_producer_id_block). Leadership itself (the
+state znodes) is written only by the controller (odradek.cluster.controller).
+
+Kafka's controller pushes LeaderAndIsr/UpdateMetadata requests to brokers; here every broker watches the znodes
+instead, so handlers never call kazoo: they read `topics` / `topics_by_id`, which watch callbacks (on kazoo's
+threads) replace whole, never mutate, so the event loop reads them without locks. Listeners are told after every
+change (the broker opens or drops partitions, the controller re-checks leadership).
+
+The file beside the logs still keeps what is this broker's own: meta.properties and the dynamic broker configs.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from odradek.cluster.metadata import ClusterMetadata, PartitionAssignment, TopicMetadata
+from odradek.cluster.placement import assign_replicas, check_replication_factor
+from odradek.config import accepted_topic_configs, validate_topic_configs
+from odradek.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("odradek.zookeeper")
+
+TOPICS = "/brokers/topics"
+TOPIC_CONFIGS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"
+DELETE_TOPICS = "/admin/delete_topics"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+NO_LEADER = -1
+
+
+def topic_path(name: str) -> str:
+    return f"{TOPICS}/{name}"
+
+
+def state_path(name: str, index: int) -> str:
+    return f"{TOPICS}/{name}/partitions/{index}/state"
+
+
+def _json(body: object) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def encode_topic_id(topic_id: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, unpadded."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def decode_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def encode_assignment(topic_id: uuid.UUID, replicas: list[list[int]]) -> bytes:
+    """/brokers/topics/[topic] as Kafka 3.x writes it (TopicZNode version 3)."""
+    return _json({"version": 3, "partitions": {str(i): r for i, r in enumerate(replicas)},
+                  "adding_replicas": {}, "removing_replicas": {}, "topic_id": encode_topic_id(topic_id)})
+
+
+def decode_assignment(data: bytes) -> tuple[uuid.UUID | None, list[list[int]]]:
+    """(topic id, replicas per partition); a topic written by an old Kafka has no id."""
+    body = json.loads(data)
+    partitions = {int(index): list(replicas) for index, replicas in body["partitions"].items()}
+    topic_id = body.get("topic_id")
+    return (decode_topic_id(topic_id) if topic_id else None), [partitions[i] for i in range(len(partitions))]
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionState:
+    """.../partitions/[n]/state (Kafka's TopicPartitionStateZNode, version 1)."""
+
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+
+    def encode(self) -> bytes:
+        return _json({"controller_epoch": self.controller_epoch, "leader": self.leader, "version": 1,
+                       "leader_epoch": self.leader_epoch, "isr": self.isr})
+
+    @classmethod
+    def decode(cls, data: bytes) -> "PartitionState":
+        body = json.loads(data)
+        return cls(int(body["leader"]), int(body["leader_epoch"]), list(body["isr"]), int(body["controller_epoch"]))
+
+
+def encode_topic_config(configs: dict[str, str]) -> bytes:
+    return _json({"version": 1, "config": configs})
+
+
+def decode_topic_config(data: bytes | None) -> dict[str, str]:
+    return dict(json.loads(data)["config"]) if data else {}
+
+
+class _TopicWatch:
+    """What the watches of one topic have read so far; `alive` turns False when the topic goes (its watches end)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.alive = True
+        self.topic_id: uuid.UUID | None = None
+        self.replicas: list[list[int]] | None = None
+        self.configs: dict[str, str] = {}
+        self.states: dict[int, tuple[PartitionState, int]] = {}  # index -> (state, znode version)
+        self.state_watched: set[int] = set()
+
+
+class ZooKeeperCatalogue(ClusterMetadata):
+    """The topic catalogue of a ZooKeeper cluster (see the module docstring)."""
+
+    def __init__(self, log_dir: Path, node_id: int):
+        super().__init__(log_dir, node_id)
+        self.membership = None
+        self._client = None
+        self._lock = threading.RLock()
+        self._watches: dict[str, _TopicWatch] = {}
+        self.listeners: list[Callable[[], None]] = []
+
+    def follow(self, membership) -> None:
+        """Read every topic now (the watches' first reads are synchronous) and follow them from then on."""
+        self.membership = membership
+        self._client = membership.client
+        self.topics, self.topics_by_id = {}, {}  # ZooKeeper's, whatever the local file had
+        ChildrenWatch(self._client, TOPICS, self._on_topics)
+
+    def _persisted_topics(self):
+        return ()  # ZooKeeper keeps them
+
+    # ------------------------------------------------------------------------------------------ the view
+    def state_version(self, name: str, index: int) -> tuple[PartitionState, int] | None:
+        """The partition's state znode as last read, with its version (for the controller's conditional write)."""
+        watch = self._watches.get(name)
+        return watch.states.get(index) if watch is not None else None
+
+    def _on_topics(self, children: list[str]) -> None:
+        with self._lock:
+            for name in set(self._watches) - set(children):
+                self._watches.pop(name).alive = False
+                self._publish(name, None)
+            for name in set(children) - set(self._watches):
+                watch = self._watches[name] = _TopicWatch(name)
+                DataWatch(self._client, f"{TOPIC_CONFIGS}/{name}", partial(self._on_config, watch))
+                DataWatch(self._client, topic_path(name), partial(self._on_assignment, watch))
+
+    def _on_assignment(self, watch: _TopicWatch, data: bytes | None, stat) -> bool | None:
+        with self._lock:
+            if not watch.alive:
+                return False
+            if data is None:  # being deleted
+                watch.replicas = None
+                self._publish(watch.name, watch)
+                return None
+            try:
+                watch.topic_id, watch.replicas = decode_assignment(data)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("ignoring unreadable %s: %s", topic_path(watch.name), exc)
+                return None
+            if watch.topic_id is None:
+                watch.topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.cluster_id}/{watch.name}")
+            for index in range(len(watch.replicas)):
+                if index not in watch.state_watched:
+                    watch.state_watched.add(index)
+                    DataWatch(self._client, state_path(watch.name, index), partial(self._on_state, watch, index))
+            self._publish(watch.name, watch)
+        return None
+
+    def _on_state(self, watch: _TopicWatch, index: int, data: bytes | None, stat) -> bool | None:
+        with self._lock:
+            if not watch.alive:
+                return False
+            if data is None:
+                watch.states.pop(index, None)
+            else:
+                try:
+                    watch.states[index] = (PartitionState.decode(data), stat.version)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.warning("ignoring unreadable %s: %s", state_path(watch.name, index), exc)
+            self._publish(watch.name, watch)
+        return None
+
+    def _on_config(self, watch: _TopicWatch, data: bytes | None, stat) -> bool | None:
+        with self._lock:
+            if not watch.alive:
+                return False
+            try:
+                watch.configs = decode_topic_config(data)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("ignoring unreadable %s/%s: %s", TOPIC_CONFIGS, watch.name, exc)
+            self._publish(watch.name, watch)
+        return None
+
+    def _publish(self, name: str, watch: _TopicWatch | None) -> None:
+        """Replace the view's entry for `name` (None or half-read: not visible) and tell the listeners."""
+        topics, by_id = dict(self.topics), dict(self.topics_by_id)
+        old = topics.pop(name, None)
+        if old is not None:
+            by_id.pop(old.topic_id, None)
+        if watch is not None and watch.replicas is not None and watch.topic_id is not None:
+            partitions = []
+            for index, replicas in enumerate(watch.replicas):
+                state = watch.states.get(index)
+                partitions.append(PartitionAssignment(state[0].leader, state[0].leader_epoch, replicas, state[0].isr)
+                                  if state else PartitionAssignment(NO_LEADER, 0, replicas, []))
+            topic = TopicMetadata(name, watch.topic_id, partitions, dict(watch.configs))
+            topics[name] = topic
+            by_id[topic.topic_id] = topic
+        self.topics, self.topics_by_id = topics, by_id
+        for listener in self.listeners:
+            listener()
+
+    def settled(self, name: str, *, deleted: bool = False) -> bool:
+        """Whether a change made through this broker is in force: the topic gone, or every partition led."""
+        topic = self.topics.get(name)
+        if deleted:
+            return topic is None
+        return topic is not None and all(p.leader != NO_LEADER for p in topic.partitions)
+
+    # ------------------------------------------------------------------------------------------ the writes
+    def _live_racks(self) -> dict[int, str | None]:
+        return {broker.node_id: broker.rack for broker in self.membership.live_brokers()}
+
+    def registered_brokers(self) -> set[int]:
+        return set(self._live_racks())
+
+    def _check_replication_factor(self, replication_factor: int) -> None:
+        check_replication_factor(replication_factor, list(self._live_racks()))
+
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: dict[str, str], *, replicas: list[list[int]] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        """Write the topic's config and assignment (Kafka's order); the controller elects its leaders. The replicas
+        are placed as Kafka's AdminUtils places them unless given (a manual assignment, already checked)."""
+        self._check_new_topic(name, num_partitions, replication_factor, configs)
+        if self._client.exists(topic_path(name)):
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        replicas = replicas or assign_replicas(self._live_racks(), num_partitions, replication_factor)
+        topic = TopicMetadata(name, uuid.uuid4(), [PartitionAssignment(NO_LEADER, 0, r, []) for r in replicas],
+                              accepted_topic_configs(name, configs))
+        if not validate_only:
+            self._write_config(name, topic.configs, notify=False)
+            try:
+                self._client.create(topic_path(name), encode_assignment(topic.topic_id, replicas))
+            except NodeExistsError:
+                raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+            log.info("created topic %s: partitions on brokers %s", name, replicas)
+        return topic
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        """Ask the controller to delete the topic (/admin/delete_topics/[topic]); brokers drop its logs when its
+        znodes go."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        try:
+            self._client.create(f"{DELETE_TOPICS}/{name}")
+        except NodeExistsError:
+            pass  # already asked
+        return topic
+
+    def add_partitions(self, name: str, total_count: int, *, replicas: list[list[int]] | None = None,
+                       validate_only: bool = False) -> list[int]:
+        """More partitions, placed as Kafka's AdminZkClient.addPartitions: the walk goes on from the broker of
+        partition 0's first replica; or where `replicas` (a manual assignment, already checked) says, with as many
+        replicas as the partitions the topic has."""
+        topic, added = self._check_growth(name, total_count)
+        data, stat = self._client.get(topic_path(name))
+        topic_id, current = decode_assignment(data)
+        if replicas is not None:
+            if len(replicas[0]) != len(current[0]):
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Inconsistent replication factor between partitions, partition 0 has "
+                                 f"{len(current[0])} while partitions {added} have replication factors "
+                                 f"{[len(r) for r in replicas]}, respectively.")
+            new = replicas
+        else:
+            live = self._live_racks()
+            arranged = sorted(live)
+            first = current[0][0]
+            new = assign_replicas(live, len(added), len(current[0]), start_partition=len(current),
+                                  start_index=arranged.index(first) if first in arranged else None)
+        if not validate_only:
+            try:
+                self._client.set(topic_path(name), encode_assignment(topic_id or topic.topic_id, current + new),
+                                 version=stat.version)
+            except BadVersionError:
+                raise KafkaError(ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                                 f"The topic {name} changed while partitions were added; try again.") from None
+        return added
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        validate_topic_configs(configs)
+        self._write_config(name, accepted_topic_configs(name, configs), notify=True)
+
+    def _write_config(self, name: str, configs: dict[str, str], *, notify: bool) -> None:
+        """/config/topics/[topic] (overrides only), and for a change a /config/changes notification, as Kafka."""
+        path = f"{TOPIC_CONFIGS}/{name}"
+        try:
+            self._client.create(path, encode_topic_config(configs), makepath=True)
+        except NodeExistsError:
+            self._client.set(path, encode_topic_config(configs))
+        if notify:
+            self._client.create(f"{CONFIG_CHANGES}/config_change_", _json({"version": 2,
+                                                                           "entity_path": f"topics/{name}"}),
+                                sequence=True)
+
+    def allocate_producer_id_block(self, size: int) -> int:
+        """The next block after /latest_producer_id_block, claimed by a conditional write (Kafka's
+        ZkProducerIdManager), so no two brokers hand out the same producer id."""
+        while True:
+            try:
+                data, stat = self._client.get(PRODUCER_ID_BLOCK)
+            except NoNodeError:
+                data, stat = b"", None
+            start = int(json.loads(data)["block_end"]) + 1 if data else 0
+            body = _json({"version": 1, "broker": self.node_id, "block_start": str(start),
+                          "block_end": str(start + size - 1)})
+            try:
+                if stat is None:
+                    self._client.create(PRODUCER_ID_BLOCK, body, makepath=True)
+                else:
+                    self._client.set(PRODUCER_ID_BLOCK, body, version=stat.version)
+                return start
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker claimed one first

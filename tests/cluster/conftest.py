@@ -1,0 +1,37 @@
+"""The cluster tests' shared pieces: a three-broker cluster per module under its own chroot of the session's
+ZooKeeper (odradek_zookeeper, from odradek's pytest plugin), a kazoo client that reads it as Kafka's tools would, and
+Metadata as a client sees it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from odradek.embedded import Cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(odradek_zookeeper, tmp_path_factory):
+    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
+    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("cluster")) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def zk(cluster):
+    """A kazoo client inside the cluster's chroot."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=cluster.zookeeper_connect)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def metadata_of(broker, timeout: float = 10):
+    """What confluent-kafka's list_topics gets from this one broker."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
+    return admin.list_topics(timeout=timeout)

@@ -5,7 +5,9 @@ Resources: --topic, --group, --transactional-id, --delegation-token (each repeat
 --allow-principal and --deny-principal with every --operation (default All) from every --allow-host/--deny-host
 (default *). --producer and --consumer add kafka-acls' convenience sets (Write, Describe and Create on the topics;
 Read and Describe on the topics and Read on the --group). `list` filters by --principal and the resources; `remove`
-deletes what its options match, without the confirmation prompt kafka-acls shows unless --force.
+deletes what its options match, without the confirmation prompt kafka-acls shows unless --force. --command-config
+takes a client properties file (security.protocol, sasl.*, ssl.*) for a secured listener, as kafka-acls does: with
+the authorizer on, the command's principal needs ALTER (DESCRIBE to list) on the cluster, e.g. a super user.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
                                    ResourceType)
 
-from odradek.cli.common import add_admin_options, admin_of, print_table
+from odradek.cli.common import add_admin_options, add_command_config, admin_of, print_table
 
 CLUSTER_NAME = "kafka-cluster"
 
@@ -54,6 +56,7 @@ def add_commands(commands) -> None:
                             default=ResourcePatternType.LITERAL if action is add else None,
                             help="literal (default) or prefixed; any or match also for list and remove")
         add_admin_options(action)
+        add_command_config(action)
     for action in (add, remove):
         action.add_argument("--allow-principal", action="append", default=[], metavar="PRINCIPAL")
         action.add_argument("--deny-principal", action="append", default=[], metavar="PRINCIPAL")

@@ -69,10 +69,12 @@ def _wait(future, timeout: float = TIMEOUT_S):
 
 
 class Admin:
-    def __init__(self, bootstrap_servers: str, timeout: float = TIMEOUT_S):
+    def __init__(self, bootstrap_servers: str, timeout: float = TIMEOUT_S, config: dict[str, str] | None = None):
+        """config: further librdkafka client properties (security.protocol, sasl.*, ssl.* for a secured listener)."""
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
-        self._client = AdminClient({"bootstrap.servers": bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
+        self._client = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers,
+                                    "logger": LIBRDKAFKA_LOGGER})
 
     def describe_cluster(self) -> ClusterInfo:
         """The live brokers (with their racks) and the controller, by DescribeCluster."""

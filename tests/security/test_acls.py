@@ -1,11 +1,14 @@
 """Kafka's authorizer through a real broker and real clients: authorizer.class.name on,
-allow.everyone.if.no.acl.found=false, and User:ANONYMOUS (every connection, until SASL lands) holding only the
-cluster ALTER it needs to manage ACLs, seeded into the catalogue before the broker starts as an operator would.
-Each test names its own topics, groups and transactional ids, so the ACLs of one never reach another."""
+allow.everyone.if.no.acl.found=false. The principal under test is User:ANONYMOUS, every client of the PLAINTEXT
+listener; the grants come from User:admin, a SASL/PLAIN user of the SASL_PLAINTEXT listener named in super.users, so
+nothing is seeded into the catalogue. Each test names its own topics, groups and transactional ids, so the ACLs of
+one never reach another."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -14,31 +17,48 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import TopicAuthorizationFailedError
 
-from odradek.cluster.metadata import ClusterMetadata
 from odradek.embedded import BrokerProcess
 from odradek.errors import ErrorCode
 from odradek.protocol import api
-from odradek.protocol.acl import AclOperation as Operation
-from odradek.protocol.acl import ResourceType as Resource
-from odradek.security.acl import AclBinding as StoredAcl
-from odradek.security.acl import PatternType, Permission
 from tests.broker.raw_client import RawClient
 from tests.cli.run import odradek
+from tests.security.conftest import free_port
 
 ANONYMOUS = "User:ANONYMOUS"
+ADMIN_CONFIG = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin",
+                "sasl.password": "admin-secret"}
+
+
+@dataclass
+class Listener:
+    bootstrap_servers: str  # what tests.cli.run.odradek passes as --bootstrap-server
+
+
+@dataclass
+class SecuredBroker:
+    process: BrokerProcess
+    bootstrap_servers: str  # PLAINTEXT: User:ANONYMOUS
+    port: int
+    admin_listener: Listener  # SASL_PLAINTEXT, where User:admin logs in
+    admin_properties: Path  # ADMIN_CONFIG as a --command-config file
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("acl-broker") / "data"
-    catalogue = ClusterMetadata.load(data_dir, 1)
-    catalogue.add_acls([StoredAcl(Resource.CLUSTER, "kafka-cluster", PatternType.LITERAL, ANONYMOUS, "*",
-                                  Operation.ALTER, Permission.ALLOW)])
-    process = BrokerProcess(data_dir, settings={
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    sasl_port = free_port()
+    directory = tmp_path_factory.mktemp("acl-broker")
+    process = BrokerProcess(directory / "data", settings={
+        "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";',
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin",
         "allow.everyone.if.no.acl.found": "false", "group.initial.rebalance.delay.ms": 0})
     process.start()
-    yield process
+    properties = directory / "admin.properties"
+    properties.write_text("".join(f"{key}={value}\n" for key, value in ADMIN_CONFIG.items()))
+    yield SecuredBroker(process, process.bootstrap_servers, process.port, Listener(f"127.0.0.1:{sasl_port}"),
+                        properties)
     process.stop()
 
 
@@ -50,29 +70,47 @@ def name() -> str:
 _ADMINS: dict = {}
 
 
+def _kept(key, config: dict) -> AdminClient:
+    """One admin client per broker and principal, kept alive for its futures."""
+    if key not in _ADMINS:
+        _ADMINS[key] = AdminClient(config)
+    return _ADMINS[key]
+
+
 def admin(broker) -> AdminClient:
-    """One admin client per broker, kept alive for its futures."""
-    if broker.bootstrap_servers not in _ADMINS:
-        _ADMINS[broker.bootstrap_servers] = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    return _ADMINS[broker.bootstrap_servers]
+    """The principal under test's admin client: User:ANONYMOUS on the PLAINTEXT listener."""
+    return _kept(broker.bootstrap_servers, {"bootstrap.servers": broker.bootstrap_servers})
+
+
+def super_admin(broker) -> AdminClient:
+    """User:admin, the super user, over SASL_PLAINTEXT: makes topics and grants."""
+    return _kept(broker.admin_listener.bootstrap_servers,
+                 {"bootstrap.servers": broker.admin_listener.bootstrap_servers, **ADMIN_CONFIG})
+
+
+def odradek_as_admin(broker, *args):
+    """`odradek ...` run by the super user over the SASL listener (--command-config)."""
+    return odradek(broker.admin_listener, *args, "--command-config", str(broker.admin_properties))
 
 
 def allow(broker, resource_type, resource_name, *operations, pattern=ResourcePatternType.LITERAL,
           permission=AclPermissionType.ALLOW, principal=ANONYMOUS):
     bindings = [AclBinding(resource_type, resource_name, pattern, principal, "*", op, permission)
                 for op in operations]
-    for future in admin(broker).create_acls(bindings).values():
+    for future in super_admin(broker).create_acls(bindings).values():
+        future.result(10)
+
+
+def revoke_cluster_acls(broker) -> None:
+    """Every ACL of User:ANONYMOUS on the cluster removed: what a test granted there reaches no other test."""
+    for future in super_admin(broker).delete_acls([AclBindingFilter(
+            ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANONYMOUS, "*", AclOperation.ANY,
+            AclPermissionType.ANY)]).values():
         future.result(10)
 
 
 def make_topic(broker, topic: str, partitions: int = 1) -> None:
-    """Created with a CREATE ACL on the topic, which is then removed again."""
-    allow(broker, ResourceType.TOPIC, topic, AclOperation.CREATE)
-    admin(broker).create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
-    for future in admin(broker).delete_acls([AclBindingFilter(
-            ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, ANONYMOUS, "*", AclOperation.CREATE,
-            AclPermissionType.ALLOW)]).values():
-        future.result(10)
+    super_admin(broker).create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
 
 
 def produce_error(broker, topic: str, **config) -> KafkaError | None:
@@ -101,14 +139,15 @@ def test_idempotent_producer_needs_idempotent_write_or_write_on_some_topic(secur
 def test_produce_needs_write_and_the_cli_grants_it(secured, name):
     make_topic(secured, name)
     assert produce_error(secured, name).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
-    added = odradek(secured, "acls", "add", "--allow-principal", ANONYMOUS, "--operation", "Write", "--topic", name)
+    added = odradek_as_admin(secured, "acls", "add", "--allow-principal", ANONYMOUS, "--operation", "Write",
+                             "--topic", name)
     assert added.returncode == 0, added.stderr
     assert produce_error(secured, name) is None
-    listed = odradek(secured, "acls", "list", "--topic", name)
+    listed = odradek_as_admin(secured, "acls", "list", "--topic", name)
     assert listed.returncode == 0, listed.stderr
     assert [line.split() for line in listed.stdout.splitlines()[1:]] == [
         ["TOPIC", name, "LITERAL", ANONYMOUS, "*", "WRITE", "ALLOW"]]
-    removed = odradek(secured, "acls", "remove", "--topic", name, "--force")
+    removed = odradek_as_admin(secured, "acls", "remove", "--topic", name, "--force")
     assert removed.returncode == 0, removed.stderr
     assert produce_error(secured, name).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
@@ -213,13 +252,13 @@ def test_transactions_need_write_on_the_transactional_id(secured, name):
 def test_acl_apis_describe_and_delete_by_filter(secured, name):
     allow(secured, ResourceType.GROUP, f"{name}-", AclOperation.READ, pattern=ResourcePatternType.PREFIXED)
     allow(secured, ResourceType.GROUP, f"{name}-a", AclOperation.DESCRIBE, permission=AclPermissionType.DENY)
-    found = admin(secured).describe_acls(AclBindingFilter(
+    found = super_admin(secured).describe_acls(AclBindingFilter(
         ResourceType.GROUP, f"{name}-a", ResourcePatternType.MATCH, None, None, AclOperation.ANY,
         AclPermissionType.ANY)).result(10)
     assert {(b.name, b.resource_pattern_type, b.operation, b.permission_type) for b in found} == {
         (f"{name}-", ResourcePatternType.PREFIXED, AclOperation.READ, AclPermissionType.ALLOW),
         (f"{name}-a", ResourcePatternType.LITERAL, AclOperation.DESCRIBE, AclPermissionType.DENY)}
-    deleted = [b for future in admin(secured).delete_acls([AclBindingFilter(
+    deleted = [b for future in super_admin(secured).delete_acls([AclBindingFilter(
         ResourceType.GROUP, None, ResourcePatternType.PREFIXED, None, None, AclOperation.ANY,
         AclPermissionType.ANY)]).values() for b in future.result(10)]
     assert [(b.name, b.operation) for b in deleted if b.name.startswith(name)] == [(f"{name}-", AclOperation.READ)]
@@ -258,6 +297,7 @@ def test_describe_topic_partitions_hides_topics_the_principal_may_not_describe(s
 
 def test_cluster_describe_denied(secured):
     """A DENY of DESCRIBE on the cluster beats the ALTER that implies it: the cluster-level views refuse."""
+    allow(secured, ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER)
     allow(secured, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE, permission=AclPermissionType.DENY)
     client = RawClient(secured.port)
     try:
@@ -269,29 +309,54 @@ def test_cluster_describe_denied(secured):
                            permission_type=1).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     finally:
         client.close()
-        for future in admin(secured).delete_acls([AclBindingFilter(
-                ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANONYMOUS, "*",
-                AclOperation.DESCRIBE, AclPermissionType.DENY)]).values():
-            future.result(10)
+        revoke_cluster_acls(secured)
 
 
 def test_cli_consumer_and_producer_sets_and_prefixed_list(secured, name):
-    added = odradek(secured, "acls", "add", "--allow-principal", "User:carol", "--consumer", "--producer",
-                    "--topic", f"{name}-", "--group", name, "--resource-pattern-type", "prefixed")
+    added = odradek_as_admin(secured, "acls", "add", "--allow-principal", "User:carol", "--consumer", "--producer",
+                             "--topic", f"{name}-", "--group", name, "--resource-pattern-type", "prefixed")
     assert added.returncode == 0, added.stderr
-    listed = odradek(secured, "acls", "list", "--principal", "User:carol", "--resource-pattern-type", "prefixed")
+    listed = odradek_as_admin(secured, "acls", "list", "--principal", "User:carol", "--resource-pattern-type",
+                              "prefixed")
     rows = {tuple(line.split()[:3] + line.split()[5:6]) for line in listed.stdout.splitlines()[1:]}
     assert {row for row in rows if row[1].startswith(name)} == {
         ("TOPIC", f"{name}-", "PREFIXED", "WRITE"), ("TOPIC", f"{name}-", "PREFIXED", "DESCRIBE"),
         ("TOPIC", f"{name}-", "PREFIXED", "CREATE"), ("TOPIC", f"{name}-", "PREFIXED", "READ"),
         ("GROUP", name, "PREFIXED", "READ")}
-    bad = odradek(secured, "acls", "add", "--allow-principal", "User:carol", "--operation", "Fly", "--topic", name)
+    bad = odradek_as_admin(secured, "acls", "add", "--allow-principal", "User:carol", "--operation", "Fly", "--topic",
+                           name)
     assert bad.returncode == 2 and "Fly" in bad.stderr
 
 
 def test_authorized_operations_are_the_principals_own(secured, name):
-    cluster = admin(secured).describe_cluster(include_authorized_operations=True).result(10)
-    assert set(cluster.authorized_operations) == {AclOperation.ALTER, AclOperation.DESCRIBE}  # the seeded ALTER
+    allow(secured, ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER_CONFIGS)
+    try:
+        cluster = admin(secured).describe_cluster(include_authorized_operations=True).result(10)
+    finally:
+        revoke_cluster_acls(secured)
+    assert set(cluster.authorized_operations) == {AclOperation.ALTER_CONFIGS, AclOperation.DESCRIBE_CONFIGS}
     allow(secured, ResourceType.GROUP, name, AclOperation.READ)
     [group] = admin(secured).describe_consumer_groups([name], include_authorized_operations=True).values()
     assert set(group.result(10).authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+
+
+def test_broker_and_credential_apis_need_their_cluster_operations(secured):
+    """WriteTxnMarkers (sent between brokers) needs CLUSTER_ACTION on the cluster, DescribeUserScramCredentials
+    DESCRIBE and AlterUserScramCredentials ALTER, as KafkaApis checks them."""
+    client = RawClient(secured.port)
+    try:
+        Markers = api("WriteTxnMarkers").request
+        marker = Markers.WritableTxnMarker(producer_id=1, producer_epoch=0, transaction_result=True,
+                                           coordinator_epoch=0, topics=[Markers.WritableTxnMarkerTopic(
+                                               name="__consumer_offsets", partition_indexes=[0])])
+        answer = client.call("WriteTxnMarkers", 1, markers=[marker])
+        assert answer.markers[0].topics[0].partitions[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        described = client.call("DescribeUserScramCredentials", 0, users=None)
+        assert described.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        Alter = api("AlterUserScramCredentials").request
+        altered = client.call("AlterUserScramCredentials", 0, upsertions=[], deletions=[
+            Alter.ScramCredentialDeletion(name="alice", mechanism=1)])
+        assert [(r.user, r.error_code) for r in altered.results] == [("alice", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]
+    finally:
+        client.close()
+    assert super_admin(secured).describe_user_scram_credentials().result(10) == {}  # the super user may

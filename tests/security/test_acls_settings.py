@@ -1,26 +1,29 @@
-"""super.users and allow.everyone.if.no.acl.found through real brokers, with User:ANONYMOUS (every connection
-until SASL lands): ACLs seeded into the catalogue before start, as an operator bootstraps them."""
+"""super.users and allow.everyone.if.no.acl.found through real brokers, with User:ANONYMOUS (every PLAINTEXT
+connection). The topics and ACLs are made over the wire by ANONYMOUS itself, which may: with
+allow.everyone.if.no.acl.found the cluster has no ACL to stop it, and as a super user nothing does."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
+                                   ResourcePatternType, ResourceType)
 
-from odradek.cluster.metadata import ClusterMetadata
 from odradek.embedded import BrokerProcess
-from odradek.protocol.acl import AclOperation, ResourceType
-from odradek.security.acl import AclBinding, PatternType, Permission
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
 def start(tmp_path_factory, settings: dict, acls: list[AclBinding]) -> BrokerProcess:
-    data_dir = tmp_path_factory.mktemp("acl-settings") / "data"
-    catalogue = ClusterMetadata.load(data_dir, 1)
-    catalogue.create_topic("owned", 1, 1, {})
-    catalogue.create_topic("free", 1, 1, {})
-    catalogue.add_acls(acls)
-    return BrokerProcess(data_dir, settings={"authorizer.class.name": AUTHORIZER, **settings}).start()
+    """A broker with the topics "owned" and "free" and `acls`, all made through it."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("acl-settings") / "data",
+                           settings={"authorizer.class.name": AUTHORIZER, **settings}).start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for future in admin.create_topics([NewTopic("owned", 1, 1), NewTopic("free", 1, 1)]).values():
+        future.result(10)
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    return broker
 
 
 def produce_error(broker, topic: str):
@@ -35,7 +38,8 @@ def produce_error(broker, topic: str):
 def open_broker(tmp_path_factory):
     """allow.everyone.if.no.acl.found=true; only "owned" has an ACL, for someone else."""
     broker = start(tmp_path_factory, {"allow.everyone.if.no.acl.found": "true"}, [AclBinding(
-        ResourceType.TOPIC, "owned", PatternType.LITERAL, "User:bob", "*", AclOperation.WRITE, Permission.ALLOW)])
+        ResourceType.TOPIC, "owned", ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.WRITE,
+        AclPermissionType.ALLOW)])
     yield broker
     broker.stop()
 
@@ -47,7 +51,8 @@ def test_allow_everyone_if_no_acl_found_opens_only_resources_without_acls(open_b
 
 def test_a_super_user_passes_a_deny(tmp_path_factory):
     broker = start(tmp_path_factory, {"super.users": "User:admin;User:ANONYMOUS"}, [AclBinding(
-        ResourceType.TOPIC, "*", PatternType.LITERAL, "User:*", "*", AclOperation.ALL, Permission.DENY)])
+        ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "User:*", "*", AclOperation.ALL,
+        AclPermissionType.DENY)])
     try:
         assert produce_error(broker, "owned") is None
     finally:

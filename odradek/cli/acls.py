@@ -47,10 +47,12 @@ def add_commands(commands) -> None:
     remove = actions.add_parser("remove", help="remove ACLs", description="Remove ACLs matching the options.")
     remove.set_defaults(run=run_remove)
     for action in (add, listing, remove):
-        action.add_argument("--topic", action="append", default=[], metavar="TOPIC")
-        action.add_argument("--group", action="append", default=[], metavar="GROUP")
-        action.add_argument("--transactional-id", action="append", default=[], metavar="ID")
-        action.add_argument("--delegation-token", action="append", default=[], metavar="TOKEN")
+        action.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="a topic; repeatable")
+        action.add_argument("--group", action="append", default=[], metavar="GROUP", help="a group; repeatable")
+        action.add_argument("--transactional-id", action="append", default=[], metavar="ID",
+                            help="a transactional id; repeatable")
+        action.add_argument("--delegation-token", action="append", default=[], metavar="TOKEN",
+                            help="a delegation token; repeatable")
         action.add_argument("--cluster", action="store_true", help="the cluster resource")
         action.add_argument("--resource-pattern-type", type=_enum_value(ResourcePatternType),
                             default=ResourcePatternType.LITERAL if action is add else None,
@@ -58,10 +60,14 @@ def add_commands(commands) -> None:
         add_admin_options(action)
         add_command_config(action)
     for action in (add, remove):
-        action.add_argument("--allow-principal", action="append", default=[], metavar="PRINCIPAL")
-        action.add_argument("--deny-principal", action="append", default=[], metavar="PRINCIPAL")
-        action.add_argument("--allow-host", action="append", default=[], metavar="HOST")
-        action.add_argument("--deny-host", action="append", default=[], metavar="HOST")
+        action.add_argument("--allow-principal", action="append", default=[], metavar="PRINCIPAL",
+                            help="a principal the ACLs allow, e.g. User:alice (User:* is everyone); repeatable")
+        action.add_argument("--deny-principal", action="append", default=[], metavar="PRINCIPAL",
+                            help="a principal the ACLs deny; repeatable")
+        action.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                            help="a host the allow ACLs apply from (default *); repeatable")
+        action.add_argument("--deny-host", action="append", default=[], metavar="HOST",
+                            help="a host the deny ACLs apply from (default *); repeatable")
         action.add_argument("--operation", action="append", default=[], type=_enum_value(AclOperation),
                             help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, "
                                  "AlterConfigs, IdempotentWrite, All (default All); repeatable")

@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
-.PHONY: serve test bench fuzz system-packages
+.PHONY: serve test bench fuzz chaos system-packages
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,14 @@ FUZZ_SECONDS ?= 3600
 fuzz: $(INSTALLED)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_SEED=$(FUZZ_SEED) $(BIN)/python -m pytest -q -s -p no:cacheprovider \
 	  tests/broker/test_fuzz.py
+
+# Jepsen-style fault runs against three brokers and ZooKeeper for CHAOS_SECONDS (default 10 minutes), runs of up to
+# 120 s with seeds CHAOS_SEED, +1, ... (random unless given, printed); prints the table of runs, faults, operations
+# and anomalies (docs/chaos.md). CHAOS_RF/CHAOS_MIN_ISR/CHAOS_UNCLEAN set the topic (default 1/1/off).
+CHAOS_SECONDS ?= 600
+chaos: $(INSTALLED) system-packages
+	CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_SEED=$(CHAOS_SEED) $(BIN)/python -m pytest -q -s -p no:cacheprovider \
+	  -o timeout=0 tests/chaos/test_chaos.py -k long
 
 $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,bench]'

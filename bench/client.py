@@ -27,11 +27,13 @@ CONSUMER = {"enable.auto.commit": False, "queued.min.messages": 10_000_000, "fet
             "auto.offset.reset": "earliest", "receive.message.max.bytes": 2_000_000_000}
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> float:
+def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1,
+                 configs: dict[str, str] | None = None) -> float:
     """Create the topic and wait until the broker has it; the seconds CreateTopics took."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     started = time.perf_counter()
-    admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=60)[topic].result(120)
+    admin.create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
+                        operation_timeout=60)[topic].result(120)
     elapsed = time.perf_counter() - started
     deadline = time.monotonic() + 30
     while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < partitions:

@@ -275,6 +275,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "Longest wait for the first ZooKeeper connection (0: zookeeper.session.timeout.ms)", minimum=0),
         ConfigKey("num.partitions", _T.INT, 1, "Partitions of an auto-created topic", minimum=1),
         ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
+        ConfigKey("replica.lag.time.max.ms", _T.LONG, 30000, "A follower that has not caught up this long leaves "
+                  "the ISR", minimum=0),
+        ConfigKey("replica.fetch.wait.max.ms", _T.INT, 500, "Longest wait of a follower's fetch", minimum=0),
+        ConfigKey("replica.fetch.min.bytes", _T.INT, 1, "Bytes a follower's fetch waits for", minimum=1),
+        ConfigKey("replica.fetch.max.bytes", _T.INT, 1048576, "Bytes a follower fetches per partition", minimum=0),
+        ConfigKey("replica.fetch.response.max.bytes", _T.INT, 10485760, "Bytes a follower fetches per request",
+                  minimum=0),
+        ConfigKey("replica.socket.timeout.ms", _T.INT, 30000, "A follower's wait for an answer beyond its fetch "
+                  "wait", minimum=1),
         ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),
         ConfigKey("delete.topic.enable", _T.BOOLEAN, True, "Allow DeleteTopics"),
         ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),
@@ -296,6 +305,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("log.cleaner.io.max.bytes.per.second", _T.DOUBLE, 1.7976931348623157e308, "Cleaner I/O cap"),
         ConfigKey("log.cleaner.backoff.ms", _T.LONG, 15000, "Sleep when no log is cleanable", minimum=0),
         ConfigKey("offsets.topic.num.partitions", _T.INT, 50, "Partitions of __consumer_offsets", minimum=1),
+        ConfigKey("offsets.topic.replication.factor", _T.SHORT, 3, "Replication factor of __consumer_offsets in a "
+                  "ZooKeeper cluster (a single node: 1)", minimum=1),
+        ConfigKey("transaction.state.log.replication.factor", _T.SHORT, 3, "Replication factor of "
+                  "__transaction_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
         ConfigKey("offsets.retention.minutes", _T.INT, 10080, "Keep an empty group's offsets this long", minimum=1),
         ConfigKey("offsets.retention.check.interval.ms", _T.LONG, 600000, "How often offsets expire", minimum=1),
@@ -484,7 +497,6 @@ _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
     "inter.broker.listener.name", "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",
 })

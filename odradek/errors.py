@@ -148,6 +148,14 @@ class ErrorCode(enum.IntEnum):
     SHARE_SESSION_LIMIT_REACHED = 133
 
 
+def error_name(code: int) -> str:
+    """The name of an error code a broker answered with, also for codes newer than this list."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
+
+
 class KafkaError(Exception):
     """A failure that maps to one Kafka error code; `message` goes into responses that carry an error message."""
 

@@ -62,6 +62,7 @@ class Broker:
         self.log_dir = Path(static_config["log.dirs"][0]).resolve()
         self.membership = self._membership(static_config)  # connects only below, after the lock and the bind
         self.controller = None  # odradek.cluster.controller.Controller in a ZooKeeper cluster
+        self.replica_fetchers = None  # odradek.broker.replica_fetcher.ReplicaFetchers in a ZooKeeper cluster
         self._dir_locks: list[int] = []
         self._sockets: list[socket.socket] = []  # one listening socket per listener, until the server takes them
         try:
@@ -75,6 +76,8 @@ class Broker:
             self.metadata = self._catalogue(static_config)
             self.props = self._layered_props()  # the settings in force: static under the dynamic ones
             self.config = resolve_broker_config(self.props)
+            if self.controller is not None:
+                self.controller.unclean_default = LogConfig.resolve(None, self.props).unclean_leader_election_enable
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
             self.cleaner = LogCleaner(self.logs, self.config)
             self.authorizer = make_authorizer(self.config, self.metadata.acls)
@@ -175,12 +178,20 @@ class Broker:
             log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
         return topic
 
-    def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str]) -> None:
-        """Create a coordinator's topic on first use; in a cluster another broker may have just made it."""
+    def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str],
+                              replication_factor_key: str) -> None:
+        """Create a coordinator's topic on first use; in a cluster another broker may have just made it. In a
+        ZooKeeper cluster it is replicated by `replication_factor_key` (offsets.topic.replication.factor...), and
+        as Kafka, refused with COORDINATOR_NOT_AVAILABLE while fewer brokers are live; a single node has one."""
         if name not in self.metadata.topics:
+            replication_factor = 1 if self.controller is None else self.config[replication_factor_key]
             try:
-                self.create_topic(name, num_partitions, 1, configs)
+                self.create_topic(name, num_partitions, replication_factor, configs)
             except KafkaError as exc:
+                if exc.code == ErrorCode.INVALID_REPLICATION_FACTOR:
+                    raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                     f"{exc.message} The replication factor of {name} is {replication_factor_key}; "
+                                     f"the topic is created once enough brokers are live.") from exc
                 if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                     raise
 
@@ -242,9 +253,10 @@ class Broker:
             for index, assignment in enumerate(topic.partitions):
                 partition = self.partitions.get((topic.name, index))
                 if partition is not None:
-                    partition.assignment = assignment
+                    partition.update_assignment(assignment, now_ms())
             if self._applied_topic_configs.get(topic.name) != topic.configs:
                 self._reconfigure_logs(topic)
+        self.replica_fetchers.follow()
         self.group_coordinator.follow_leadership()
         self.transaction_coordinator.follow_leadership()
         waiters, self._catalogue_waiters = self._catalogue_waiters, []
@@ -377,6 +389,9 @@ class Broker:
         await asyncio.to_thread(self.membership.register,
                                 BrokerEndpoint.of(self.node_id, self.config["broker.rack"] or None, advertised))
         if self.controller is not None:
+            from odradek.broker.replica_fetcher import ReplicaFetchers
+
+            self.replica_fetchers = ReplicaFetchers(self)
             loop = asyncio.get_running_loop()
             self.metadata.listeners.append(lambda: self._catalogue_changed(loop))
             self._follow_catalogue()
@@ -397,6 +412,11 @@ class Broker:
             loop.create_task(every(self.config["log.retention.check.interval.ms"], self._expire_producers,
                                    "producer id expiration")),
         ]
+        if self.controller is not None:
+            from odradek.broker.replica_fetcher import ISR_CHECK_INTERVAL_MS
+
+            self._tasks.append(loop.create_task(every(ISR_CHECK_INTERVAL_MS, self.replica_fetchers.check_isr,
+                                                      "ISR check")))
         self.cleaner.start()
         return self.host, self.port
 
@@ -432,6 +452,8 @@ class Broker:
             await self.server.close()
             await self.group_coordinator.stop()
             await self.transaction_coordinator.stop()
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

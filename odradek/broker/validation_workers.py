@@ -1,12 +1,17 @@
 """Worker processes that check produced records (records.validation) off the event loop.
 
 Plain child processes (`python -m odradek.broker.validation_workers`) that read a request from stdin and write the
-answer to stdout, each a length-prefixed pickle, rather than multiprocessing's pools: those start their workers by
-re-running the parent's main module (spawn, forkserver), which an embedded broker's host program need not guard,
-or by forking a process that has threads (fork). Processes rather than threads because cramjam holds the GIL while
-it decompresses, which is most of the time a bomb costs. A worker exits when its stdin closes, so workers never
-outlive the broker, even after kill -9. At most `size` workers run, which bounds the memory such checks take; a
-request waits for an idle one.
+answer to stdout, rather than multiprocessing's pools: those start their workers by re-running the parent's main
+module (spawn, forkserver), which an embedded broker's host program need not guard, or by forking a process that has
+threads (fork). Processes rather than threads because cramjam holds the GIL while it decompresses, which is most of
+the time a bomb costs. A worker exits when its stdin closes, so workers never outlive the broker, even after kill
+-9. At most `size` workers run, which bounds the memory such checks take; a request waits for an idle one.
+
+A request is a small fixed header (_REQUEST: the record bytes' length, the time range, whether keys are required,
+the topic-partition's name) followed by the record bytes as they came, which the worker reads into one buffer and
+walks in place, its batch headers read again from the bytes (they passed the broker's checks already); pickling
+them cost two more copies of every byte. The answer is a length-prefixed pickle of the refusal, empty if the records
+pass.
 """
 
 from __future__ import annotations
@@ -15,13 +20,13 @@ import asyncio
 import pickle
 import struct
 import sys
-from collections.abc import Sequence
 
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import BatchHeader
+from odradek.records.batch import whole_batches
 from odradek.records.validation import RecordsRefused, refusal
 
 _LENGTH = struct.Struct(">Q")
+_REQUEST = struct.Struct(">Q??qqH")  # records' length, time range?, keys required?, earliest, latest, name's length
 
 
 class ValidationWorkers:
@@ -34,16 +39,20 @@ class ValidationWorkers:
         self._freed: asyncio.Condition | None = None
         self._starting: asyncio.Future | None = None
 
-    async def check(self, records, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool,
+    async def check(self, records, topic_partition: str, keys_required: bool,
                     create_time_range: tuple[int, int] | None) -> None:
-        """records.validation.validate_records in a worker; raises what it would raise."""
+        """records.validation.validate_records in a worker (of batches through batch.validate_batches already);
+        raises what it would raise."""
+        name = topic_partition.encode()
+        earliest, latest = create_time_range or (0, 0)
         worker = await self._take()
         try:
-            request = pickle.dumps((bytes(records), list(headers), topic_partition, keys_required, create_time_range))
-            worker.stdin.write(_LENGTH.pack(len(request)) + request)
+            worker.stdin.write(_REQUEST.pack(len(records), create_time_range is not None, keys_required, earliest,
+                                             latest, len(name)) + name)
+            worker.stdin.write(records)
             await worker.stdin.drain()
             (size,) = _LENGTH.unpack(await worker.stdout.readexactly(_LENGTH.size))
-            refused = pickle.loads(await worker.stdout.readexactly(size))
+            refused = pickle.loads(await worker.stdout.readexactly(size)) if size else None
         except BaseException as exc:  # a dead worker, or a cancelled check whose answer would be left in the pipe
             try:
                 worker.kill()
@@ -106,11 +115,15 @@ class ValidationWorkers:
 def serve(requests, answers) -> None:
     """A worker's loop: requests from `requests`, answers to `answers`, until `requests` ends."""
     while True:
-        head = requests.read(_LENGTH.size)
-        if len(head) < _LENGTH.size:
+        head = requests.read(_REQUEST.size)
+        if len(head) < _REQUEST.size:
             return
-        (size,) = _LENGTH.unpack(head)
-        answer = pickle.dumps(refusal(*pickle.loads(requests.read(size))))
+        size, timed, keys_required, earliest, latest, name_size = _REQUEST.unpack(head)
+        topic_partition = requests.read(name_size).decode()
+        records = requests.read(size)
+        headers = [header for header, _ in whole_batches(records)]
+        refused = refusal(records, headers, topic_partition, keys_required, (earliest, latest) if timed else None)
+        answer = b"" if refused is None else pickle.dumps(refused)
         answers.write(_LENGTH.pack(len(answer)) + answer)
         answers.flush()
 

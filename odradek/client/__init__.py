@@ -2,12 +2,14 @@
 
 - `Producer`: sync and async sends, batched by librdkafka, with a pluggable partitioner (Java's murmur2 by default)
   and pluggable key/value encoders.
-- `SimpleConsumer`: read one partition from an offset, find the offset for a time.
+- `SimpleConsumer`: read one partition from an offset, find the offset for a time; and the seeds' low-level
+  `multifetch` / `fetch(FetchRequest)` / `get_offsets_before`, which send exactly one Fetch or ListOffsets v0 request.
 - `ConsumerConnector`: a group member handing out message streams per topic, or by a whitelist/blacklist filter,
   committing what the streams handed out.
 - `Admin`: the topic and group administration the CLI and the mirror share.
 
-There is deliberately no second wire-protocol client here: everything goes through confluent-kafka.
+Everything goes through confluent-kafka except those low-level calls, whose point is the request they send:
+they use odradek.protocol.connection, the blocking connection the Spark fetcher reads with.
 """
 
 from odradek.client.admin import Admin, GroupOffset, PartitionInfo, TopicInfo
@@ -16,10 +18,10 @@ from odradek.client.errors import ClientError
 from odradek.client.messages import Message, RecordMetadata
 from odradek.client.partitioners import murmur2, murmur2_partitioner, random_partitioner
 from odradek.client.producer import Producer
-from odradek.client.simple import SimpleConsumer
+from odradek.client.simple import FetchedMessages, FetchRequest, SimpleConsumer
 
 __all__ = [
-    "Admin", "Blacklist", "ClientError", "ConsumerConnector", "GroupOffset", "KafkaStream", "Message",
-    "PartitionInfo", "Producer", "RecordMetadata", "SimpleConsumer", "TopicInfo", "Whitelist", "murmur2",
-    "murmur2_partitioner", "random_partitioner",
+    "Admin", "Blacklist", "ClientError", "ConsumerConnector", "FetchRequest", "FetchedMessages", "GroupOffset",
+    "KafkaStream", "Message", "PartitionInfo", "Producer", "RecordMetadata", "SimpleConsumer", "TopicInfo", "Whitelist",
+    "murmur2", "murmur2_partitioner", "random_partitioner",
 ]

@@ -14,7 +14,9 @@ The writes are conditional, as Kafka's: each one is a ZooKeeper transaction that
 thread of its own, woken by the catalogue's and the membership's watches and one on /admin/delete_topics; each pass
 re-reads the whole view, so events that come together are handled once and a failed write is retried by the next.
 
-Only the leader holds a partition's data until replication lands: the ISR written is the leader alone.
+The ISR otherwise belongs to each partition's leader, which writes the same znode (conditionally on its version)
+when followers fall behind or catch up (odradek/broker/replica_fetcher.py); the controller only takes brokers that
+left out of it.
 """
 
 from __future__ import annotations
@@ -36,24 +38,35 @@ LOST_RACE_PAUSE_S = 0.05  # a conditional write lost: the watches bring the newe
 
 
 def next_state(replicas: list[int], current: PartitionState | None, live: set[int],
-               controller_epoch: int) -> PartitionState | None:
-    """The state the partition should have, or None when it needs no write."""
+               controller_epoch: int, unclean: bool = False) -> PartitionState | None:
+    """The state the partition should have, or None when it needs no write. Replicas of brokers that left go out
+    of the ISR (Kafka's onReplicasBecomeOffline), except the last member of an offline partition's ISR; a leader
+    that left is replaced by a live ISR member, or with `unclean` (unclean.leader.election.enable) by any live
+    replica, which may lose records."""
     if current is None:
-        leader = next((r for r in replicas if r in live), None)
-        return None if leader is None else PartitionState(leader, 0, [leader], controller_epoch)
+        alive = [r for r in replicas if r in live]
+        return PartitionState(alive[0], 0, alive, controller_epoch) if alive else None
+    isr = [r for r in current.isr if r in live]
     if current.leader in live:
-        return None
-    candidates = current.isr if current.leader != NO_LEADER else current.isr or replicas
-    leader = next((r for r in candidates if r in live and r in replicas), NO_LEADER)
-    if leader == current.leader:
-        return None
-    isr = [leader] if leader != NO_LEADER else current.isr
+        return None if isr == current.isr else PartitionState(current.leader, current.leader_epoch, isr,
+                                                              controller_epoch)
+    leader = next((r for r in isr if r in replicas), NO_LEADER)
+    if leader == NO_LEADER and unclean:
+        leader = next((r for r in replicas if r in live), NO_LEADER)
+        if leader != NO_LEADER:
+            log.warning("unclean leader election: broker %d leads without being in the ISR %s; records may be lost",
+                        leader, current.isr)
+            isr = [leader]
+    if leader == NO_LEADER:
+        return None if current.leader == NO_LEADER else PartitionState(
+            NO_LEADER, current.leader_epoch + 1, current.isr, controller_epoch)
     return PartitionState(leader, current.leader_epoch + 1, isr, controller_epoch)
 
 
 class Controller:
-    def __init__(self, membership, catalogue):
+    def __init__(self, membership, catalogue, unclean_default: bool = False):
         self.membership = membership
+        self.unclean_default = unclean_default  # unclean.leader.election.enable of the broker
         self.catalogue = catalogue
         self._wake = threading.Event()
         self._closed = False
@@ -102,7 +115,8 @@ class Controller:
             for index, assignment in enumerate(topic.partitions):
                 known = self.catalogue.state_version(topic.name, index)
                 current, version = known if known else (None, None)
-                wanted = next_state(assignment.replicas, current, live, epoch)
+                unclean = topic.configs.get("unclean.leader.election.enable", str(self.unclean_default))
+                wanted = next_state(assignment.replicas, current, live, epoch, unclean.lower() == "true")
                 if wanted is not None:
                     retry |= not self._write_state(client, topic.name, index, wanted, version, epoch_stat.version)
         if retry:

@@ -1,9 +1,15 @@
 """One partition as this broker holds it: the log plus what replication needs around it.
 
 The log knows bytes and offsets; the partition adds the leader epoch, the replica set, the in-sync replicas and the
-high watermark (the offset below which every in-sync replica has the data, so consumers may see it). With one broker
-the in-sync set is this broker alone, so the high watermark follows the log end at every append; a follower fetch
-path will move it instead once replication lands, without changing readers.
+high watermark (the offset below which every in-sync replica has the data, so consumers may see it). While the
+in-sync set is this broker alone (always on a single node) the high watermark follows the log end at every append.
+Otherwise, as Kafka's Partition.scala: the leader keeps each follower's log end offset and when it last caught up
+(`FollowerState`, updated by the followers' fetches), the high watermark is the smallest log end offset in the ISR,
+and `wanted_isr` says how the ISR should change (a follower that has not caught up for replica.lag.time.max.ms
+leaves; one that reached the high watermark joins); the broker writes that to ZooKeeper and the new ISR comes back
+through the catalogue. A follower appends the leader's batches as they are (`append_replicated`) and takes the
+leader's high watermark, capped at its own log end. A replica that becomes a follower at a new leader epoch cuts its
+log to its high watermark (Kafka's pre-KIP-101 rule) and fetches the rest from the leader.
 
 Idempotent and transactional appends pass the log's producer state first (odradek/storage/producer_state.py): a
 client's retry of a recent batch is answered with that batch's offsets and not written again, and the first offset of
@@ -31,8 +37,32 @@ PREFERRED_ELECTION = 0  # ElectLeaders' election types (Kafka's ElectionType)
 UNCLEAN_ELECTION = 1
 
 
+class FollowerState:
+    """What the leader knows of one follower: its log end offset (its last fetch offset) and when it last caught up
+    (Kafka's lastCaughtUpTimeMs: it fetched from the leader's log end, or from the end the leader had at its
+    previous fetch)."""
+
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "_last_fetch_leader_end", "_last_fetch_ms")
+
+    def __init__(self, now_ms: int):
+        self.log_end_offset = -1
+        self.last_caught_up_ms = now_ms
+        self._last_fetch_leader_end = -1
+        self._last_fetch_ms = now_ms
+
+    def fetched(self, fetch_offset: int, leader_end: int, now_ms: int) -> None:
+        if fetch_offset >= leader_end:
+            self.last_caught_up_ms = now_ms
+        elif fetch_offset >= self._last_fetch_leader_end:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self._last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self._last_fetch_leader_end = leader_end
+        self._last_fetch_ms = now_ms
+
+
 class Partition:
-    __slots__ = ("topic", "index", "topic_id", "log", "assignment", "node_id", "high_watermark", "_waiters")
+    __slots__ = ("topic", "index", "topic_id", "log", "assignment", "node_id", "high_watermark", "_waiters",
+                 "followers")
 
     def __init__(self, topic: str, index: int, topic_id: uuid.UUID, log: Log,
                  assignment: PartitionAssignment, node_id: int):
@@ -44,6 +74,82 @@ class Partition:
         self.node_id = node_id
         self.high_watermark = log.log_end_offset if self.isr_is_self else log.recovery_point
         self._waiters: list[Callable[[], None]] = []
+        self.followers: dict[int, FollowerState] = {}  # as leader: every other replica
+        if not self.is_leader and self.high_watermark < log.log_end_offset:
+            log.truncate_to(self.high_watermark)  # a follower's tail past what it knows was committed
+
+    def update_assignment(self, assignment: PartitionAssignment, now_ms: int) -> None:
+        """Take the catalogue's replicas, leader, epoch and ISR. A new epoch starts the leader's view of its
+        followers afresh (each one counts as caught up now, as Kafka's makeLeader), or, on a follower, cuts the log
+        to the high watermark."""
+        previous = self.assignment
+        self.assignment = assignment
+        new_epoch = (assignment.leader_epoch, assignment.leader) != (previous.leader_epoch, previous.leader)
+        if self.is_leader:
+            if new_epoch or set(self.followers) != set(assignment.replicas) - {self.node_id}:
+                self.followers = {r: FollowerState(now_ms) for r in assignment.replicas if r != self.node_id}
+            self._advance_high_watermark()
+        else:
+            self.followers = {}
+            if new_epoch and self.high_watermark < self.log.log_end_offset:
+                self.log.truncate_to(self.high_watermark)
+            self.wake()
+
+    def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """A follower's fetch from `fetch_offset`: everything below it is on that follower's log."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"Broker {replica_id} is no replica of this partition")
+        follower.fetched(fetch_offset, self.log.log_end_offset, now_ms)
+        self._advance_high_watermark()
+
+    def _advance_high_watermark(self) -> None:
+        """The smallest log end offset in the ISR (never backwards); waiters are woken when it moves."""
+        end = self.log.log_end_offset
+        for replica in self.assignment.isr:
+            follower = self.followers.get(replica)
+            if follower is not None:
+                end = min(end, follower.log_end_offset)
+        if end > self.high_watermark:
+            self.high_watermark = end
+            self.wake()
+
+    def wanted_isr(self, now_ms: int, lag_time_max_ms: int) -> list[int] | None:
+        """As leader, the ISR the partition should have, or None when the current one is right: members that have
+        not caught up for lag_time_max_ms leave (maybeShrinkIsr), replicas that reached the high watermark join
+        (maybeExpandIsr)."""
+        isr = self.assignment.isr
+        wanted = [r for r in isr if r == self.node_id or r not in self.followers
+                  or now_ms - self.followers[r].last_caught_up_ms <= lag_time_max_ms]
+        wanted += [r for r, follower in self.followers.items()
+                   if r not in isr and follower.log_end_offset >= self.high_watermark
+                   and now_ms - follower.last_caught_up_ms <= lag_time_max_ms]
+        return None if wanted == isr else wanted
+
+    def check_min_insync(self) -> None:
+        """acks=all on a partition with fewer in-sync replicas than min.insync.replicas (before the append)."""
+        if len(self.assignment.isr) < self.log.config.min_insync_replicas:
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                             f"The size of the current ISR {set(self.assignment.isr)} is insufficient to satisfy the "
+                             f"min.isr requirement of {self.log.config.min_insync_replicas} for partition "
+                             f"{self.topic}-{self.index}")
+
+    def append_replicated(self, data, headers, leader_high_watermark: int) -> None:
+        """As follower: the leader's batches as they are (offsets, leader epochs), its producers' state with them,
+        then the leader's high watermark up to our log end."""
+        if headers:
+            self.log.append(data, headers, assign_offsets=False)
+            position = 0
+            for header in headers:
+                if header.producer_id >= 0:
+                    completed = self.log.producer_state.replay(header, data[position:position + header.size])
+                    if completed is not None and completed.aborted:
+                        self.log.segments[-1].transaction_index.append(
+                            self.log.producer_state.aborted_entry(completed))
+                position += header.size
+        high_watermark = min(leader_high_watermark, self.log.log_end_offset)
+        if high_watermark > self.high_watermark:
+            self.high_watermark = high_watermark
 
     @property
     def isr_is_self(self) -> bool:
@@ -135,7 +241,7 @@ class Partition:
     def _appended(self) -> None:
         if self.isr_is_self:
             self.high_watermark = self.log.log_end_offset
-        self.wake()
+        self.wake()  # long polls, followers' fetches among them
 
     def on_next_append(self, callback: Callable[[], None]) -> None:
         self._waiters.append(callback)

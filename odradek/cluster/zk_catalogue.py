@@ -6,7 +6,8 @@ watches, and the writes any broker makes for a client: a new topic's assignment 
 live brokers by odradek.cluster.placement, as Kafka's AdminZkClient.createTopicWithAssignment does on whichever
 broker took the request), more partitions, config overrides (with a /config/changes notification), a deletion
 request (/admin/delete_topics/[topic]) and producer-id blocks (/latest_producer_id_block). Leadership itself (the
-state znodes) is written only by the controller (odradek.cluster.controller).
+state znodes) is written by the controller (odradek.cluster.controller), and their ISR also by each partition's
+leader (`write_isr`).
 
 Kafka's controller pushes LeaderAndIsr/UpdateMetadata requests to brokers; here every broker watches the znodes
 instead, so handlers never call kazoo: they read `topics` / `topics_by_id`, which watch callbacks (on kazoo's
@@ -147,6 +148,25 @@ class ZooKeeperCatalogue(ClusterMetadata):
         """The partition's state znode as last read, with its version (for the controller's conditional write)."""
         watch = self._watches.get(name)
         return watch.states.get(index) if watch is not None else None
+
+    def write_isr(self, name: str, index: int, leader_epoch: int, isr: list[int]) -> bool:
+        """A leader's ISR change, on Kafka 2.x's path: the leader rewrites the state znode itself, conditionally on
+        the version it last read and only while that state names it leader at `leader_epoch`. False when the write
+        lost to the controller's (the next check sees the newer state). Kafka's leader also leaves an
+        /isr_change_notification entry for its controller to push UpdateMetadata; every broker here watches the
+        state znodes, so none is needed."""
+        known = self.state_version(name, index)
+        if known is None:
+            return False
+        state, version = known
+        if state.leader != self.node_id or state.leader_epoch != leader_epoch:
+            return False
+        try:
+            self._client.set(state_path(name, index), dataclasses.replace(state, isr=isr).encode(), version=version)
+        except (BadVersionError, NoNodeError):
+            return False
+        log.info("%s-%d: isr %s -> %s", name, index, state.isr, isr)
+        return True
 
     def _on_topics(self, children: list[str]) -> None:
         with self._lock:

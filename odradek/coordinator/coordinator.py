@@ -91,7 +91,8 @@ class GroupCoordinator:
 
     def ensure_offsets_topic(self) -> None:
         self.broker.ensure_internal_topic(OFFSETS_TOPIC, self.num_partitions, {
-            "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])})
+            "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])},
+            "offsets.topic.replication.factor")
 
     def check_available(self, group_id: str) -> None:
         """NOT_COORDINATOR when another broker leads the group's partition (never on one node); a group whose

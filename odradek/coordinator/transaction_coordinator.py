@@ -68,7 +68,8 @@ class TransactionCoordinator:
         self._tasks = []
 
     def ensure_topic(self) -> None:
-        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"})
+        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"},
+                                          "transaction.state.log.replication.factor")
 
     def _check_available(self, transactional_id: str) -> None:
         if not transactional_id:

@@ -9,7 +9,10 @@ UNSUPPORTED_COMPRESSION_TYPE, as Kafka answers a producer.
 
 Decompression is bounded: a payload that would inflate past MAX_DECOMPRESSED_BYTES is refused with CORRUPT_MESSAGE
 before that much memory is taken (a 1 MB zstd frame can claim gigabytes). The output buffer starts near a typical
-ratio and doubles, so an ordinary batch decodes in one pass and a bomb stops at the cap.
+ratio and doubles, so an ordinary batch decodes in one pass and a bomb stops at the cap; each doubling decodes again
+from the start. An LZ4 frame states its block size and every block's length up front, so its decoded size is
+bounded (blocks times block size) by reading a few block headers, and a highly compressible one (1 KiB records of
+repeated bytes: 34 to 1) decodes in one pass instead of four.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 _FIRST_BUFFER_BYTES = 64 * 1024
 _TYPICAL_RATIO = 8
 _BUFFER_FULL = "failed to write whole buffer"
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_BLOCK_BYTES = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}  # by the frame descriptor's block size id
+_LZ4_MAX_BLOCKS = 256  # block headers read for a bound, at most (64 KiB blocks: 16 MB)
 
 
 def _check_codec(codec: int) -> None:
@@ -71,7 +77,7 @@ def decompress(codec: int, data, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
                 return _xerial_decompress(data, limit)
             return _snappy_raw_decompress(data, limit)
         if codec == LZ4:
-            return _bounded(cramjam.lz4.decompress_into, data, limit, codec)
+            return _bounded(cramjam.lz4.decompress_into, data, limit, codec, _lz4_frame_bound(data))
         if codec == ZSTD:
             return _bounded(cramjam.zstd.decompress_into, data, limit, codec)
     except cramjam.DecompressionError as exc:
@@ -92,10 +98,12 @@ def _too_large(codec: int, limit: int) -> KafkaError:
     return DecompressedTooLarge(codec, limit)
 
 
-def _bounded(decompress_into, data, limit: int, codec: int) -> bytes:
-    """decompress_into a buffer that doubles from a typical ratio up to `limit` + 1 bytes; a payload that fills
-    even that is over the limit. cramjam reports a full buffer as "failed to write whole buffer"."""
-    size = min(limit + 1, max(_FIRST_BUFFER_BYTES, _TYPICAL_RATIO * len(data)))
+def _bounded(decompress_into, data, limit: int, codec: int, most: int | None = None) -> bytes:
+    """decompress_into a buffer that doubles from a typical ratio (or `most` + 1 bytes, if the payload is known to
+    decode to at most `most`) up to `limit` + 1 bytes; a payload that fills even that is over the limit. cramjam
+    reports a full buffer as "failed to write whole buffer"."""
+    first = max(_FIRST_BUFFER_BYTES, _TYPICAL_RATIO * len(data)) if most is None else most + 1
+    size = min(limit + 1, first)
     while True:
         out = bytearray(size)
         try:
@@ -109,6 +117,25 @@ def _bounded(decompress_into, data, limit: int, codec: int) -> bytes:
         if size > limit:
             raise _too_large(codec, limit)
         size = min(limit + 1, size * 2)
+
+
+def _lz4_frame_bound(data) -> int | None:
+    """At most how many bytes the LZ4 frame `data` decodes to (its blocks times its block size), or None if that
+    takes more than _LZ4_MAX_BLOCKS block headers to tell or the frame does not parse (the decoder then says why)."""
+    view = memoryview(data)
+    if len(view) < 7 or view[:4] != _LZ4_MAGIC or (view[5] >> 4) & 7 not in _LZ4_BLOCK_BYTES:
+        return None
+    flags = view[4]
+    position = 7 + 8 * bool(flags & 0x08) + 4 * bool(flags & 0x01)  # after the content size and dictionary id
+    block_checksum = 4 * bool(flags & 0x10)
+    for blocks in range(_LZ4_MAX_BLOCKS + 1):
+        if position + 4 > len(view):
+            return None
+        size = int.from_bytes(view[position:position + 4], "little") & 0x7FFFFFFF  # high bit: stored uncompressed
+        if size == 0:  # the end mark
+            return blocks * _LZ4_BLOCK_BYTES[(view[5] >> 4) & 7]
+        position += 4 + size + block_checksum
+    return None
 
 
 def _snappy_raw_decompress(block, limit: int, already: int = 0) -> bytes:

@@ -13,16 +13,14 @@ is retried until kafkaConsumer.pollTimeoutMs passes without progress.
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
-from collections import deque
 from typing import Iterator
 
 import pyarrow as pa
 
-from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol import ProtocolError, RequestHeader, api, decode_response, encode_request
+from odradek.errors import ErrorCode, KafkaError, error_name
+from odradek.protocol import api
+from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.arrow import HEADERS_TYPE, RecordColumns, batches_to_columns
 from odradek.records.batch import decode_batch, is_abort_marker, whole_batches
 from odradek.spark.kafka_io import BrokerUnavailableError, DataLossError, OffsetRange, TopicNotFoundError
@@ -50,82 +48,6 @@ LEADER_MOVED = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE
                 ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION,
                 ErrorCode.OFFSET_NOT_AVAILABLE}
 UNKNOWN_PARTITION = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID}
-_FRAME_SIZE = struct.Struct(">i")
-
-
-class Unreachable(Exception):
-    """The leader could not be reached or asked: worth another attempt, after finding the leader again."""
-
-
-class Connection:
-    """One broker connection: requests encoded and answers decoded by odradek.protocol, answered in order, at the
-    highest version of each API that both this reader and the broker serve."""
-
-    def __init__(self, address: tuple[str, int], timeout_s: float, client_id: str):
-        self.address = address
-        self.client_id = client_id
-        self._correlation_id = 0
-        self._waiting: deque[tuple[int, object, int]] = deque()  # (correlation id, api, version) sent, unanswered
-        try:
-            self._socket = socket.create_connection(address, timeout=timeout_s)
-        except OSError as exc:
-            raise Unreachable(f"cannot connect to {address[0]}:{address[1]}: {exc}") from None
-        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.versions = {"ApiVersions": 0}
-        served = {entry.api_key: entry for entry in self.call("ApiVersions").api_keys}
-        for name, (lowest, highest) in VERSIONS.items():
-            entry = served.get(api(name).key)
-            top = min(highest, entry.max_version) if entry else -1
-            if entry is None or top < max(lowest, entry.min_version):
-                self.close()
-                raise BrokerUnavailableError(f"the broker at {address[0]}:{address[1]} does not serve {name} "
-                                             f"v{lowest}-{highest}, which the odradek source reads with")
-            self.versions[name] = top
-
-    def send(self, name: str, **fields) -> None:
-        target, version = api(name), self.versions[name]
-        self._correlation_id += 1
-        header = RequestHeader(api_key=target.key, api_version=version, correlation_id=self._correlation_id,
-                               client_id=self.client_id)
-        try:
-            self._socket.sendall(encode_request(header, target.request(**fields)))
-        except OSError as exc:
-            raise Unreachable(f"sending {name} to {self._where}: {exc}") from None
-        self._waiting.append((self._correlation_id, target, version))
-
-    def receive(self):
-        """The answer to the oldest request still unanswered."""
-        correlation_id, target, version = self._waiting.popleft()
-        try:
-            (size,) = _FRAME_SIZE.unpack(self._read_exactly(4))
-            answered, body = decode_response(target.key, version, self._read_exactly(size))
-        except (OSError, ProtocolError) as exc:
-            raise Unreachable(f"reading {target.name} from {self._where}: {exc}") from None
-        if answered != correlation_id:
-            raise Unreachable(f"{self._where} answered request {answered} where {correlation_id} was due")
-        return body
-
-    def call(self, name: str, **fields):
-        self.send(name, **fields)
-        return self.receive()
-
-    def close(self) -> None:
-        self._socket.close()
-
-    @property
-    def _where(self) -> str:
-        return f"{self.address[0]}:{self.address[1]}"
-
-    def _read_exactly(self, size: int) -> bytearray:
-        buffer = bytearray(size)
-        view = memoryview(buffer)
-        filled = 0
-        while filled < size:
-            received = self._socket.recv_into(view[filled:])
-            if not received:
-                raise ConnectionError("closed by the broker")
-            filled += received
-        return buffer
 
 
 def read_range(client_config: dict[str, str], offset_range: OffsetRange, *, include_headers: bool,
@@ -151,7 +73,7 @@ class PartitionReader:
     def __init__(self, client_config: dict[str, str], offset_range: OffsetRange, poll_timeout_s: float):
         self.range = offset_range
         self.bootstrap = client_config["bootstrap.servers"]
-        self.addresses = [_address(server) for server in self.bootstrap.split(",") if server.strip()]
+        self.addresses = [server_address(server) for server in self.bootstrap.split(",") if server.strip()]
         self.client_id = client_config.get("client.id", "odradek-spark-source")
         committed = client_config.get("isolation.level", "read_uncommitted").strip().lower() == "read_committed"
         self.isolation_level = READ_COMMITTED if committed else READ_UNCOMMITTED
@@ -199,12 +121,12 @@ class PartitionReader:
                 offset = earliest
                 continue
             if error in LEADER_MOVED:
-                self.retry_later(offset, _error_name(error))
+                self.retry_later(offset, error_name(error))
                 continue
             if error in UNKNOWN_PARTITION:
-                raise TopicNotFoundError(f"{self._where(offset)}: {_error_name(error)}")
+                raise TopicNotFoundError(f"{self._where(offset)}: {error_name(error)}")
             if error != ErrorCode.NONE:
-                raise BrokerUnavailableError(f"reading {self._where(offset)}: {_error_name(error)}")
+                raise BrokerUnavailableError(f"reading {self._where(offset)}: {error_name(error)}")
             batches = self.in_context(offset, whole_batches, answer.records or b"")
             if not batches:
                 readable_end = answer.last_stable_offset if self.isolation_level else answer.high_watermark
@@ -286,10 +208,10 @@ class PartitionReader:
             if error == ErrorCode.NONE:
                 return answer.offset
             if error in UNKNOWN_PARTITION:
-                raise TopicNotFoundError(f"{self._where(offset)}: {_error_name(error)}")
+                raise TopicNotFoundError(f"{self._where(offset)}: {error_name(error)}")
             if error not in LEADER_MOVED:
-                raise BrokerUnavailableError(f"reading offsets of {self._where(offset)}: {_error_name(error)}")
-            self.retry_later(offset, _error_name(error))
+                raise BrokerUnavailableError(f"reading offsets of {self._where(offset)}: {error_name(error)}")
+            self.retry_later(offset, error_name(error))
 
     def leader(self) -> Connection:
         """The connection to the partition's leader, found through the bootstrap servers if there is none."""
@@ -298,7 +220,7 @@ class PartitionReader:
         causes = []
         for address in self.addresses:
             try:
-                bootstrap = Connection(address, self._attempt_timeout(), self.client_id)
+                bootstrap = self._connect(address)
             except Unreachable as exc:
                 causes.append(str(exc))
                 continue
@@ -311,7 +233,7 @@ class PartitionReader:
                 self.connection = bootstrap
             else:
                 bootstrap.close()
-                self.connection = Connection(leader_address, self._attempt_timeout(), self.client_id)
+                self.connection = self._connect(leader_address)
             return self.connection
         raise Unreachable("; ".join(causes))
 
@@ -324,6 +246,12 @@ class PartitionReader:
                                          f"{self.poll_timeout_s:.0f}s (kafka.bootstrap.servers={self.bootstrap}; "
                                          f"last: {cause})")
         time.sleep(min(RETRY_BACKOFF_S, max(0.0, self.deadline - time.monotonic())))
+
+    def _connect(self, address: tuple[str, int]) -> Connection:
+        try:
+            return Connection(address, self._attempt_timeout(), self.client_id, VERSIONS)
+        except UnsupportedApi as exc:
+            raise BrokerUnavailableError(f"{exc}, which the odradek source reads with") from None
 
     def _leader_address(self, connection: Connection) -> tuple[str, int]:
         request = api("Metadata").request
@@ -339,7 +267,7 @@ class PartitionReader:
         broker = next((b for b in answer.brokers if partition is not None and b.node_id == partition.leader_id), None)
         if broker is None:
             raise Unreachable(f"no leader for {self.range.topic}-{self.range.partition} "
-                              f"({_error_name(error) if error != ErrorCode.NONE else 'leader not known'})")
+                              f"({error_name(error) if error != ErrorCode.NONE else 'leader not known'})")
         return broker.host, broker.port
 
     def _only_partition(self, topics):
@@ -371,19 +299,6 @@ def to_arrow(columns: RecordColumns, topic: str, partition: int, include_headers
     if include_headers:
         return pa.RecordBatch.from_arrays(arrays + [columns.headers], schema=RECORD_SCHEMA_WITH_HEADERS)
     return pa.RecordBatch.from_arrays(arrays, schema=RECORD_SCHEMA)
-
-
-def _address(server: str) -> tuple[str, int]:
-    """host:port from one bootstrap.servers entry (a PLAINTEXT:// prefix allowed, IPv6 hosts in brackets)."""
-    host, _, port = server.strip().rpartition("://")[2].rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error code {code}"
 
 
 def _data_loss(fail_on_data_loss: bool, what: str) -> None:

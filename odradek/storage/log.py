@@ -148,6 +148,15 @@ class Log:
     def segments(self) -> tuple[Segment, ...]:
         return self._segments
 
+    def offset_times(self, now_ms: int) -> list[tuple[int, int]]:
+        """(offset, last modified ms) of each segment's first offset still in the log, then of the log end when the
+        active segment holds data (written up to now): the points Kafka's old-style offsets answer with."""
+        segments, start = self._segments, self._log_start_offset
+        points = [(max(segment.base_offset, start), segment.last_modified_ms) for segment in segments]
+        if segments[-1].size > 0:
+            points.append((max(self._log_end_offset, start), now_ms))
+        return points
+
     @property
     def size_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
@@ -462,6 +471,11 @@ class Log:
             self._log_start_offset = min(self._log_start_offset, offset)
             self._truncations += 1
             self.producer_state.load(kept, self._log_start_offset, offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it at `offset` (a follower behind its leader's log start)."""
+        with self._lock:
+            self._truncate_fully_and_start_at(offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         removed = self._segments

@@ -282,18 +282,23 @@ class ProducerStateManager:
             for position, header in segment.iter_headers(found[0]):
                 if header.last_offset < start or header.producer_id < 0:
                     continue
-                if not header.is_control:
-                    self.record_batch(header)
-                    continue
-                _, records = decode_batch(os.pread(segment.fd, header.size, position))
-                if not records:
-                    continue
-                control_type, coordinator_epoch = decode_control_record(records[0])
-                completed = self.record_marker(header.producer_id, header.producer_epoch,
-                                               control_type == CONTROL_COMMIT, coordinator_epoch,
-                                               header.base_offset, header.max_timestamp)
+                completed = self.replay(header, None if not header.is_control
+                                        else os.pread(segment.fd, header.size, position))
                 if completed is not None and completed.aborted:
                     segment.transaction_index.append(self.aborted_entry(completed))
+
+    def replay(self, header: BatchHeader, batch) -> CompletedTransaction | None:
+        """Take in a batch already in the log (recovery, or a follower copying its leader); `batch` is its bytes,
+        needed only for a control batch. The transaction a marker closed, if any."""
+        if not header.is_control:
+            self.record_batch(header)
+            return None
+        _, records = decode_batch(bytes(batch))
+        if not records:
+            return None
+        control_type, coordinator_epoch = decode_control_record(records[0])
+        return self.record_marker(header.producer_id, header.producer_epoch, control_type == CONTROL_COMMIT,
+                                  coordinator_epoch, header.base_offset, header.max_timestamp)
 
     def clear(self) -> None:
         """Forget everything and delete every snapshot (the log starts over)."""

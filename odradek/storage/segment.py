@@ -300,6 +300,11 @@ class Segment:
         """What retention.ms ages the segment by: its max record timestamp, else the file's mtime."""
         if self.max_timestamp >= 0:
             return self.max_timestamp
+        return self.last_modified_ms
+
+    @property
+    def last_modified_ms(self) -> int:
+        """The log file's mtime: when a batch was last written to it (Kafka's LogSegment.lastModified)."""
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
 
     # -- recovery and truncation -------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ import time
 import numpy as np
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.protocol import api
 from odradek.records.batch import Record, encode_batch
 from odradek.records.compression import ZSTD, compress
 
@@ -132,6 +134,29 @@ def test_a_bomb_of_keyed_records_does_not_stall_other_connections(broker, client
     assert len(latencies) >= 5 and max(latencies) < 0.05, (refused_after, sorted(latencies)[-5:])
 
 
+def test_a_request_checks_only_so_many_records_on_the_event_loop(broker, client, topic_name):
+    """One Produce request for 20 partitions, each a batch of 16,384 tiny records of scattered sizes (the walk's
+    worst case, about 5 ms each): only as many records as one request may have checked on the event loop are (one
+    partition's), the rest go to the worker processes, so that a request's partitions cannot add up to a long stall
+    of every other connection. (Timed from outside, the stall without that allowance, 20 times 5 ms, is no longer
+    than what the loop loses to its own busy workers on a loaded two-core machine, so the test counts the workers'
+    CPU instead.) Every partition is appended."""
+    partitions = 20
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, partitions, 1)])[topic_name].result(10)
+    sizes = np.random.default_rng(7).integers(0, 4, 16_384)
+    batch = encode_batch([Record(i, TS, b"", b"x" * int(size)) for i, size in enumerate(sizes)])
+    request = api("Produce").request
+    assert produce(client, topic_name, encode_batch([Record(0, TS, b"", b"")])).error_code == 0  # starts workers
+    before = settled_worker_cpu_seconds(broker)
+    answer = client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        request.TopicProduceData(name=topic_name, partition_data=[
+            request.PartitionProduceData(index=index, records=batch) for index in range(partitions)])])
+    assert [p.error_code for p in answer.responses[0].partition_responses] == [0] * partitions
+    worker_seconds = sum(worker_cpu_seconds(broker).values()) - sum(before.values())
+    assert worker_seconds > 0.02, worker_seconds  # about 19 x 5 ms
+
+
 def test_pipelined_appends_to_one_partition_keep_their_order(broker, client, topic_name):
     """An idempotent producer pipelines: a large compressed batch (checked in a worker process) and a small plain
     one right behind it (checked inline) on one connection. The small one must not be appended first: both
@@ -153,8 +178,6 @@ def test_pipelined_appends_to_one_partition_keep_their_order(broker, client, top
 
 
 def produce_data(topic: str, records: bytes):
-    from odradek.protocol import api
-
     request = api("Produce").request
     return request.TopicProduceData(name=topic, partition_data=[request.PartitionProduceData(index=0,
                                                                                              records=records)])
@@ -172,8 +195,8 @@ class ClientLog(logging.Logger):
 
 
 def test_idempotent_producer_with_mixed_batches_keeps_every_record_in_order(broker, topic_name):
-    """confluent-kafka, enable.idempotence with max.in.flight=5, zstd (every batch checked in a worker process):
-    bursts of 10,000 records in 100 KB batches, each followed by one record alone, to one partition; no
+    """confluent-kafka, enable.idempotence with max.in.flight=5, zstd: bursts of 10,000 records in 100 KB batches,
+    each followed by one record alone, to one partition; no
     OUT_OF_ORDER_SEQUENCE, every record once and in order. (librdkafka did not pipeline these tightly enough to
     catch appends out of order here; test_pipelined_appends_to_one_partition_keep_their_order does.)"""
     create(broker, topic_name)
@@ -211,6 +234,47 @@ def test_idempotent_producer_with_mixed_batches_keeps_every_record_in_order(brok
         received += [m.value() for m in consumer.consume(10_000, 1.0) if m.error() is None]
     consumer.close()
     assert received == sent
+
+
+def worker_cpu_seconds(broker) -> dict[int, float]:
+    """CPU seconds used so far by each of the broker's running child processes (its validation workers)."""
+    pid = broker.process.pid
+    used = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        for child in open(f"/proc/{pid}/task/{task}/children").read().split():
+            fields = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()
+            used[int(child)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def settled_worker_cpu_seconds(broker) -> dict[int, float]:
+    """worker_cpu_seconds once the workers (started at the first Produce) have loaded and sit idle."""
+    deadline = time.monotonic() + 10
+    used = worker_cpu_seconds(broker)
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        used, before = worker_cpu_seconds(broker), used
+        if used and used == before:
+            break
+    return used
+
+
+def test_client_sized_batches_are_checked_without_a_worker(broker, client, topic_name):
+    """A client's 1 MB batches (8,000 keyed 100-byte records, plain and zstd) are checked by the broker itself: a
+    hop to a worker process cost more CPU (pickling and piping every byte) than the check. The workers, started at
+    the first Produce, use no CPU for them; their records are still checked (one keyless record is refused)."""
+    create(broker, topic_name, {"cleanup.policy": "compact"})
+    plain = encode_batch([Record(i, TS, b"key-%05d" % i, b"v" * 100) for i in range(8_000)])
+    packed = encode_batch([Record(i, TS, b"key-%05d" % i, b"v" * 100) for i in range(8_000)], compression=ZSTD)
+    assert 900_000 < len(plain) < 1_000_000 and produce(client, topic_name, plain).error_code == 0
+    before = settled_worker_cpu_seconds(broker)
+    for _ in range(40):
+        assert produce(client, topic_name, plain).error_code == 0
+        assert produce(client, topic_name, packed).error_code == 0
+    after = worker_cpu_seconds(broker)
+    assert sum(after.values()) - sum(before.values()) < 0.03, (before, after)
+    keyless = encode_batch([Record(i, TS, None if i == 7_999 else b"k", b"v" * 100) for i in range(8_000)])
+    assert produce(client, topic_name, keyless).error_code == INVALID_RECORD
 
 
 def test_a_worker_that_died_while_idle_is_replaced(broker, client, topic_name):

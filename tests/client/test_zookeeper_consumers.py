@@ -306,3 +306,30 @@ def test_zk_producer_and_group_follow_added_partitions_and_auto_commit_reaches_z
         assert consume_exactly(connector, stream, 1) == [(5, 0)]
     finally:
         connector.shutdown()
+
+
+def test_simple_consumer_found_through_zookeeper_multifetches_from_its_leader(cluster, zk):  # noqa: F811
+    """The seeds' low-level calls go to the one broker the SimpleConsumer found through ZooKeeper: the partitions it
+    leads answer their records, the others their error alone."""
+    from odradek.client import Admin, Producer, SimpleConsumer
+    from odradek.client.simple import LATEST_TIME, FetchRequest
+
+    name = f"zk-simple-{uuid.uuid4().hex[:6]}"
+    Admin(cluster.bootstrap_servers).create_topic(name, 6, 1)
+    with Producer(zk_connect=cluster.zookeeper_connect, linger_ms=0) as producer:
+        assert wait_until(lambda: producer.partition_count(name) == 6, 10)
+        for partition in range(6):
+            for i in range(3):
+                producer.send_sync(name, f"{partition}/{i}", partition=partition)
+    leaders = {p: json.loads(zk.get(f"/brokers/topics/{name}/partitions/{p}/state")[0])["leader"] for p in range(6)}
+    assert len(set(leaders.values())) > 1
+    with SimpleConsumer(None, name, 0, zk_connect=cluster.zookeeper_connect) as simple:
+        assert simple.leader.node_id == leaders[0]
+        answers = simple.multifetch([FetchRequest(name, p, 1) for p in range(6)])
+        for partition, answer in enumerate(answers):
+            if leaders[partition] == leaders[0]:
+                assert (answer.error, [m.value for m in answer.messages]) == (
+                    None, [f"{partition}/{i}".encode() for i in (1, 2)])
+            else:
+                assert (answer.messages, answer.error.name) == ([], "NOT_LEADER_OR_FOLLOWER")
+        assert simple.get_offsets_before(name, 0, LATEST_TIME, 5) == [3, 0]

@@ -113,3 +113,19 @@ def test_payload_inflating_past_the_limit_is_refused(framing):
         decompress(codec, frame, limit=len(ZEROS) - 1)
     assert info.value.code == ErrorCode.CORRUPT_MESSAGE
     assert f"more than {len(ZEROS) - 1} bytes" in info.value.message
+
+
+def test_lz4_frame_of_a_high_ratio_decodes_in_one_pass(monkeypatch):
+    """An LZ4 frame's block headers bound what it decodes to, so a payload far past the typical ratio (here 3 MB of
+    zeros from a few KB) is decoded once, not again for every doubling of the output buffer; still whole."""
+    calls = []
+    decode = cramjam.lz4.decompress_into
+
+    def counted(data, out):
+        calls.append(len(out))
+        return decode(data, out)
+
+    compressed = compress(LZ4, ZEROS)
+    monkeypatch.setattr(cramjam.lz4, "decompress_into", counted)
+    assert decompress(LZ4, compressed) == ZEROS
+    assert len(calls) == 1 and calls[0] <= len(ZEROS) + (64 << 10) + 1

@@ -3,7 +3,8 @@ arrives (a long poll woken by appends, never a sleep loop).
 
 The log answers a read with a FileRegion; it goes into the response as it is and the network shell sends it with
 sendfile, so record bytes never pass through Python. Reads stop at the high watermark (read_uncommitted) or the last
-stable offset (read_committed); read_committed answers also list the aborted transactions that overlap the range up
+stable offset (read_committed), or for a follower (replica_id, odradek/broker/replica_fetcher.py) at the log end,
+where the fetch offset also tells the leader how far that follower has the log; read_committed answers also list the aborted transactions that overlap the range up
 to the last stable offset (from the segments' `.txnindex`), which the consumer uses to drop aborted records.
 
 Limits follow KIP-74 and Kafka's ReplicaManager.readFromLog: max_bytes for the whole answer and partition_max_bytes
@@ -18,10 +19,11 @@ fetch.max.bytes. (Kafka's v0-2 answers cut even that first batch short; we send 
 
 from __future__ import annotations
 
-import asyncio
 import time
 
+from odradek.broker.append_waits import next_change
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
+from odradek.clock import now_ms
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
@@ -70,9 +72,10 @@ def handlers(broker) -> dict:
         return targets, forgotten, unknown
 
     def read(targets: list[FetchTarget], max_bytes: int, isolation_level: int, incremental: bool,
-             denied: frozenset):
-        """One pass over the targets: (partition answers by target, bytes of records gathered, any error seen).
-        Topics in `denied` (no READ for this principal) answer TOPIC_AUTHORIZATION_FAILED."""
+             denied: frozenset, replica_id: int = -1):
+        """One pass over the targets: (partition answers by target, bytes of records gathered, any error seen). A
+        follower's fetch (replica_id >= 0) reads up to the log end and tells the partition how far that follower
+        has the log. Topics in `denied` (no READ for this principal) answer TOPIC_AUTHORIZATION_FAILED."""
         answers = []
         total = 0
         saw_error = False
@@ -99,6 +102,10 @@ def handlers(broker) -> dict:
                 partition.check_leader_epoch(target.current_leader_epoch)
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+                if replica_id >= 0:
+                    partition.follower_fetched(replica_id, target.fetch_offset, now_ms())
+                    high_watermark = partition.high_watermark
+                    bound = log.log_end_offset
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
                     # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
                     region = log.read(target.fetch_offset, min(target.max_bytes, remaining), max_offset=bound,
@@ -127,11 +134,14 @@ def handlers(broker) -> dict:
                 preferred_read_replica=-1, records=records)))
         return answers, total, saw_error
 
-    def respond(connection, header, answers, session, unknown_topics, error=ErrorCode.NONE):
+    def respond(connection, header, answers, session, unknown_topics, error=ErrorCode.NONE, follower=False):
+        """The answer; a consumer's records count against its consumer_byte_rate (a follower's do not, as in
+        Kafka, whose replication quotas are another matter)."""
         session_id = session.session_id if session is not None else 0
         sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion) else len(data.records or b"")
                          for _, data in answers)
-        throttle_ms = throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
+        throttle_ms = 0 if follower else throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE,
+                                                             sent_bytes)
         if throttle_ms and sent_bytes:
             # Kafka's throttled fetch: an empty answer, its bytes not counted, the session told nothing
             forget_usage(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
@@ -169,41 +179,31 @@ def handlers(broker) -> dict:
             return respond(connection, header, [], None, [], exc.code)
         max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
         isolation = request.isolation_level if version >= 4 else 0
+        replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
         access = broker.access(connection)
-        denied = frozenset(target.topic for target in targets
-                           if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
-        answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied)
+        if replica_id >= 0:  # a follower: CLUSTER_ACTION on the cluster for all of it, as Kafka, not READ per topic
+            denied = frozenset() if access.allows_cluster(AclOperation.CLUSTER_ACTION) else \
+                frozenset(target.topic for target in targets)
+        else:
+            denied = frozenset(target.topic for target in targets
+                               if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
+        answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied, replica_id)
         if total >= request.min_bytes or request.max_wait_ms <= 0 or saw_error or unknown:
-            return respond(connection, header, answers, session, unknown)
+            return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
         return long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
-                         denied)
+                         denied, replica_id)
 
     async def long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
-                        denied):
-        loop = asyncio.get_running_loop()
+                        denied, replica_id):
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
                    if key in broker.partitions]
         answers: list = []
         while True:
-            woken = loop.create_future()
-
-            def wake(woken=woken):
-                if not woken.done():
-                    woken.set_result(None)
-
-            for partition in watched:
-                partition.on_next_append(wake)
-            try:
-                await asyncio.wait_for(woken, max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                pass
-            finally:
-                for partition in watched:
-                    partition.cancel_wait(wake)
-            answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied)
+            await next_change(watched, deadline - time.monotonic())
+            answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied, replica_id)
             if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
-                return respond(connection, header, answers, session, unknown)
+                return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
 
     return {FETCH.key: answer_fetch}
 

@@ -2,10 +2,13 @@
 
 ListOffsets answers the special timestamps Kafka defines (-1 latest, -2 earliest, -3 the record with the largest
 timestamp, -4 earliest local, -5 latest tiered) and otherwise the first offset whose timestamp is at or after the
-one asked, using the logs' time indexes.
+one asked, using the logs' time indexes. Version 0 asks instead for up to max_num_offsets "old-style offsets" by
+segment: see `old_style_offsets`.
 """
 
 from __future__ import annotations
+
+import time
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -20,6 +23,27 @@ OffsetForLeaderEpochResponse = OFFSET_FOR_LEADER_EPOCH.response
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 READ_COMMITTED = 1
+CONSUMER_REPLICA_ID = -1
+
+
+def old_style_offsets(offset_times: list[tuple[int, int]], timestamp: int, max_num_offsets: int,
+                      high_watermark: int | None) -> list[int]:
+    """ListOffsets v0's answer, as Kafka's Log.legacyFetchOffsetsBefore gives it: from `offset_times` (each
+    segment's base offset and last modified time, then the log end's, in log order) the offsets of the latest point
+    (LATEST), the first (EARLIEST) or the last one modified at or before `timestamp`, and those before it, at most
+    `max_num_offsets`, in descending order. A consumer (`high_watermark` given) sees none above the high watermark:
+    they are replaced by the high watermark itself, as Kafka's ReplicaManager does."""
+    if timestamp == LATEST:
+        start = len(offset_times) - 1
+    elif timestamp == EARLIEST:
+        start = 0 if offset_times else -1
+    else:
+        start = next((index for index in range(len(offset_times) - 1, -1, -1)
+                      if offset_times[index][1] <= timestamp), -1)
+    offsets = [offset for offset, _ in offset_times[max(0, start + 1 - max_num_offsets):start + 1]][::-1]
+    if high_watermark is not None and offsets and offsets[0] > high_watermark:
+        offsets = [high_watermark] + [offset for offset in offsets if offset <= high_watermark]
+    return offsets
 
 
 def handlers(broker) -> dict:
@@ -51,16 +75,20 @@ def handlers(broker) -> dict:
                     leader_epoch=-1, old_style_offsets=[])
                 try:
                     access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.name)
+                    if version == 0 and query.timestamp < EARLIEST:
+                        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)  # v0 knows only -1 and -2 among them
                     partition = broker.partition(wanted.name, query.partition_index)
                     partition.check_leader_epoch(query.current_leader_epoch if version >= 4 else -1)
-                    offset, timestamp = lookup(partition, query.timestamp, isolation)
+                    if version == 0:
+                        answer.old_style_offsets = old_style_offsets(
+                            partition.log.offset_times(time.time_ns() // 1_000_000), query.timestamp,
+                            query.max_num_offsets,
+                            partition.high_watermark if request.replica_id == CONSUMER_REPLICA_ID else None)
+                    else:
+                        answer.offset, answer.timestamp = lookup(partition, query.timestamp, isolation)
+                        answer.leader_epoch = partition.leader_epoch
                 except KafkaError as exc:
                     answer.error_code = exc.code
-                else:
-                    answer.offset, answer.timestamp = offset, timestamp
-                    answer.leader_epoch = partition.leader_epoch
-                    if version == 0:
-                        answer.old_style_offsets = [offset] if offset >= 0 else []
                 partitions.append(answer)
             topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=wanted.name, partitions=partitions))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,156 @@
+"""Replication between the brokers of a ZooKeeper cluster: followers fetching from leaders, leaders keeping the ISR.
+
+`ReplicaFetchers` runs one task per leader this broker follows (Kafka's ReplicaFetcherThread, one per source
+broker): over one connection it sends Fetch with replica_id = this broker, for every partition it follows there,
+from each log's end, and appends what comes back as it is (offsets and leader epochs kept; Partition.append_replicated)
+with the leader's high watermark. The leader answers from its segment files as it answers consumers (sendfile),
+holding the request open until an append (replica.fetch.wait.max.ms), so a follower is one round trip behind.
+`follow()` is called after every catalogue change and starts or ends tasks to match who leads what.
+
+`check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
+each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
+change to the state znode (ZooKeeperCatalogue.write_isr), off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+
+from odradek.errors import ErrorCode
+from odradek.protocol import RequestHeader, api, decode_response, encode_request
+from odradek.records.batch import validate_batches
+
+log = logging.getLogger("odradek.replication")
+
+FETCH = api("Fetch")
+FETCH_VERSION = 12  # topics by name, flexible; what a 2.8 broker sends
+RETRY_BACKOFF_S = 0.5  # replica.fetch.backoff.ms: after an error or a lost connection
+ISR_CHECK_INTERVAL_MS = 250
+
+
+class ReplicaFetchers:
+    def __init__(self, broker):
+        self.broker = broker
+        self._tasks: dict[int, asyncio.Task] = {}
+        self._isr_writes: set[tuple[str, int]] = set()  # writes under way, one per partition at a time
+
+    def followed(self, leader_id: int) -> list:
+        return [p for p in self.broker.partitions.values() if not p.is_leader and p.assignment.leader == leader_id]
+
+    def follow(self) -> None:
+        """Start a task for every leader of a partition this broker follows; tasks of leaders it no longer follows
+        end by themselves."""
+        leaders = {p.assignment.leader for p in self.broker.partitions.values()
+                   if not p.is_leader and p.assignment.leader >= 0}
+        for leader_id in leaders:
+            task = self._tasks.get(leader_id)
+            if task is None or task.done():
+                self._tasks[leader_id] = asyncio.get_running_loop().create_task(self._fetch_from(leader_id))
+
+    async def close(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        self._tasks = {}
+
+    async def _fetch_from(self, leader_id: int) -> None:
+        connection = None
+        try:
+            while self.followed(leader_id):
+                try:
+                    if connection is None:
+                        connection = await self._connect(leader_id)
+                    if connection is None:
+                        await asyncio.sleep(RETRY_BACKOFF_S)
+                        continue
+                    if not await self._fetch_once(leader_id, *connection):
+                        await asyncio.sleep(RETRY_BACKOFF_S)
+                except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
+                    log.info("fetching from broker %d failed (%r); retrying", leader_id, exc)
+                    if connection is not None:
+                        connection[1].close()
+                    connection = None
+                    await asyncio.sleep(RETRY_BACKOFF_S)
+        finally:
+            if connection is not None:
+                connection[1].close()
+
+    async def _connect(self, leader_id: int):
+        endpoint = next((b for b in self.broker.membership.live_brokers() if b.node_id == leader_id), None)
+        if endpoint is None:
+            return None
+        return await asyncio.wait_for(asyncio.open_connection(endpoint.host, endpoint.port), RETRY_BACKOFF_S * 4)
+
+    async def _fetch_once(self, leader_id: int, reader, writer) -> bool:
+        """One Fetch round trip; False when an answer calls for a pause (an epoch the leader does not know yet)."""
+        partitions = {(p.topic, p.index): p for p in self.followed(leader_id)}
+        config = self.broker.config
+        topics: dict[str, list] = {}
+        for (topic, index), partition in partitions.items():
+            topics.setdefault(topic, []).append(FETCH.request.FetchPartition(
+                partition=index, current_leader_epoch=partition.leader_epoch,
+                fetch_offset=partition.log.log_end_offset, last_fetched_epoch=-1,
+                log_start_offset=partition.log.log_start_offset,
+                partition_max_bytes=config["replica.fetch.max.bytes"]))
+        request = FETCH.request(
+            replica_id=self.broker.node_id, max_wait_ms=config["replica.fetch.wait.max.ms"],
+            min_bytes=config["replica.fetch.min.bytes"], max_bytes=config["replica.fetch.response.max.bytes"],
+            isolation_level=0, session_id=0, session_epoch=-1,
+            topics=[FETCH.request.FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
+            forgotten_topics_data=[], rack_id="")
+        header = RequestHeader(api_key=FETCH.key, api_version=FETCH_VERSION, correlation_id=1,
+                               client_id=f"broker-{self.broker.node_id}-fetcher-{leader_id}")
+        writer.write(encode_request(header, request))
+        await writer.drain()
+        timeout = config["replica.fetch.wait.max.ms"] / 1000 + config["replica.socket.timeout.ms"] / 1000
+        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout))
+        response = decode_response(FETCH.key, FETCH_VERSION, await asyncio.wait_for(reader.readexactly(size), timeout))[1]
+        healthy = True
+        for topic in response.responses:
+            for data in topic.partitions:
+                partition = partitions.get((topic.topic, data.partition_index))
+                if partition is None or self.broker.partitions.get((topic.topic, data.partition_index)) is not partition \
+                        or partition.is_leader or partition.assignment.leader != leader_id:
+                    continue  # the catalogue moved on meanwhile
+                healthy &= self._take(partition, data)
+        return healthy
+
+    def _take(self, partition, data) -> bool:
+        code = data.error_code
+        if code == ErrorCode.NONE:
+            records = data.records or b""
+            headers = validate_batches(records) if records else []
+            partition.append_replicated(records, headers, data.high_watermark)
+            return True
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE and data.high_watermark >= 0:
+            log_end = partition.log.log_end_offset
+            if log_end > data.high_watermark:  # ahead of the leader: our tail is not the leader's
+                log.warning("%s-%d: truncating from %d to the leader's high watermark %d", partition.topic,
+                            partition.index, log_end, data.high_watermark)
+                partition.log.truncate_to(data.high_watermark)
+            elif log_end < data.log_start_offset:  # the leader no longer has what we lack
+                partition.log.truncate_fully_and_start_at(data.log_start_offset)
+            return True
+        log.debug("%s-%d: fetch from the leader answered %s", partition.topic, partition.index, ErrorCode(code).name)
+        return False
+
+    # -------------------------------------------------------------------------------------------- the ISR
+    def check_isr(self, now: int) -> None:
+        lag_ms = self.broker.config["replica.lag.time.max.ms"]
+        for (topic, index), partition in list(self.broker.partitions.items()):
+            if not partition.is_leader or not partition.followers or (topic, index) in self._isr_writes:
+                continue
+            wanted = partition.wanted_isr(now, lag_ms)
+            if wanted is not None:
+                self._isr_writes.add((topic, index))
+                asyncio.get_running_loop().create_task(self._write_isr(topic, index, partition.leader_epoch, wanted))
+
+    async def _write_isr(self, topic: str, index: int, leader_epoch: int, isr: list[int]) -> None:
+        try:
+            await asyncio.to_thread(self.broker.metadata.write_isr, topic, index, leader_epoch, isr)
+        except Exception as exc:  # ZooKeeper unreachable: the next check tries again
+            log.warning("%s-%d: ISR change to %s not written (%r)", topic, index, isr, exc)
+        finally:
+            self._isr_writes.discard((topic, index))

@@ -1,0 +1,422 @@
+"""A chaos run: a three-broker cluster behind fault proxies, clients writing and reading while a nemesis injects
+faults, then everything healed, a final read, and the checker over the whole history.
+
+- `ProxiedCluster`: odradek.embedded.Cluster whose every broker advertises a proxy of its own (so clients and the
+  other brokers reach it only through that proxy) and reaches ZooKeeper through another (its zookeeper.connect).
+- Clients (each a thread, recording into one `History`): confluent-kafka idempotent producers (acks=all, every value
+  unique, the delivery report's partition/offset or error recorded), an `assign` consumer reading every partition
+  from offset 0 and a `subscribe` consumer in a group (each poll's records, each assignment).
+- `Nemesis`: from a seeded random generator, one fault at a time on one broker, held for a while, then healed: kill
+  (-9, then start again), pause (SIGSTOP/SIGCONT), restart (clean stop and start), partition the broker from
+  everyone (its proxy blackholed or dropped) or from ZooKeeper alone.
+- `run`: all of the above for some seconds; the topic's settings (replication factor, min.insync.replicas, unclean
+  election) are parameters, so the same run proves replication once it lands (RF=3, min.insync.replicas=2).
+
+With RF=1 (today) a broker that is down or cut off takes its partitions offline: producers see errors for those,
+which is allowed; what is acknowledged must survive, once, and readers must agree on one history.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.embedded import BrokerProcess, Cluster, wait_until
+
+from .checker import Op, Report, check
+from .proxy import Proxy
+
+FAULTS = ("kill", "pause", "restart", "partition-broker", "partition-zookeeper")
+
+
+class ProxiedCluster(Cluster):
+    """A Cluster whose brokers advertise `broker_proxies[id]` and use `zookeeper_proxies[id]` as zookeeper.connect."""
+
+    def __init__(self, brokers: int = 3, *, zookeeper: str, **kwargs):
+        self.broker_proxies: dict[int, Proxy] = {}
+        self.zookeeper_proxies: dict[int, Proxy] = {}
+        super().__init__(brokers, zookeeper=zookeeper, **kwargs)
+
+    def new_broker(self, node_id: int, data_dir=None, settings=None) -> BrokerProcess:
+        broker = super().new_broker(node_id, data_dir, settings)
+        address, slash, chroot = self.zookeeper_connect.partition("/")
+        host, _, port = address.split(",")[0].rpartition(":")
+        zookeeper_proxy = Proxy(lambda: (host, int(port)), name=f"zookeeper-{node_id}")
+        broker_proxy = Proxy(lambda: (broker.host, broker.port), name=f"broker-{node_id}")
+        broker.settings["zookeeper.connect"] = zookeeper_proxy.address + slash + chroot
+        broker.settings["advertised.listeners"] = f"PLAINTEXT://{broker_proxy.address}"
+        self.zookeeper_proxies[node_id], self.broker_proxies[node_id] = zookeeper_proxy, broker_proxy
+        return broker
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(proxy.address for proxy in self.broker_proxies.values())
+
+    def proxies(self) -> list[Proxy]:
+        return [*self.broker_proxies.values(), *self.zookeeper_proxies.values()]
+
+    def close(self) -> None:
+        for broker in self.brokers:  # a paused broker would not hear SIGTERM
+            if broker.process is not None:
+                broker.process.send_signal(signal.SIGCONT)
+        for proxy in self.proxies():
+            proxy.heal()
+        super().close()
+        for proxy in self.proxies():
+            proxy.close()
+
+
+class History:
+    """The operations of every client, in the order they happened (appends from many threads)."""
+
+    def __init__(self):
+        self.ops: list[Op] = []
+        self._lock = threading.Lock()
+        self.started = time.monotonic()
+
+    def add(self, process: str, f: str, type: str, **fields) -> None:
+        with self._lock:
+            self.ops.append(Op(process, f, type, time=time.monotonic() - self.started, **fields))
+
+
+@dataclass
+class Settings:
+    """What a run does: topic settings as Kafka names them, clients, and how faults come."""
+
+    seconds: float = 60.0
+    seed: int = 0
+    partitions: int = 6
+    replication_factor: int = 1
+    topic_config: dict[str, str] = field(default_factory=dict)  # min.insync.replicas, unclean.leader.election...
+    producers: int = 2
+    sends_per_second: int = 100  # per producer
+    faults: tuple[str, ...] = FAULTS
+    fault_seconds: tuple[float, float] = (2.0, 9.0)  # how long a fault is held; ZooKeeper's session is 6 s
+    calm_seconds: tuple[float, float] = (1.0, 4.0)   # between a heal and the next fault
+    in_turn: bool = False  # brokers 1, 2, 3, 1, ... (a rolling restart) rather than at random
+
+
+@dataclass
+class Outcome:
+    settings: Settings
+    report: Report
+    faults: list[tuple[float, str, int, str]]  # (time, fault, broker id, detail)
+    longest_ack_gap: float                      # seconds without any acknowledged send, after the first one
+    longest_partition_stall: float              # the same on one partition
+    producer_fatal_errors: list[str]            # an idempotent producer told its sequence broke: data loss, often
+
+    def row(self) -> dict[str, object]:
+        kinds = Counter(fault for _, fault, _, _ in self.faults)
+        return {"seed": self.settings.seed, "seconds": f"{self.settings.seconds:.0f}", "rf": self.settings.replication_factor,
+                "faults": ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())) or "none",
+                "acked": self.report.acknowledged, "failed": self.report.failed,
+                "txns ok/aborted/?": "/".join(str(self.report.transactions.get(end, 0)) for end in ("ok", "fail", "info")),
+                "polled": self.report.polled_records, "final": self.report.final_records,
+                "ack-gap": f"{self.longest_ack_gap:.1f}s", "partition-stall": f"{self.longest_partition_stall:.1f}s",
+                "producer-fatal": len(self.producer_fatal_errors), **self.report.counts()}
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and not self.producer_fatal_errors
+
+    def summary(self) -> str:
+        return f"seed {self.settings.seed}: {self.report.summary()}; producer fatal errors {self.producer_fatal_errors}"
+
+
+def table(outcomes: list[Outcome]) -> str:
+    rows = [outcome.row() for outcome in outcomes]
+    if not rows:
+        return ""
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(str(row[c])) for row in rows)) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
+    lines += ["  ".join(str(row[c]).ljust(widths[c]) for c in columns) for row in rows]
+    return "\n".join(lines)
+
+
+class _Client(threading.Thread):
+    def __init__(self, name: str, history: History, stop: threading.Event):
+        super().__init__(name=name, daemon=True)
+        self.history, self.stop = history, stop
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as exc:  # the run reports it, rather than a thread dying in silence
+            self.failure = exc
+
+
+class ProducerClient(_Client):
+    """`partitions` None: the partitioner chooses (librdkafka's picks only partitions that have a leader);
+    else value n goes to partition n mod `partitions`, so an offline partition's sends fail, as a keyed write's."""
+
+    def __init__(self, name, history, stop, bootstrap: str, topic: str, rate: int, partitions: int | None):
+        super().__init__(name, history, stop)
+        self.bootstrap, self.topic, self.rate, self.partitions = bootstrap, topic, rate, partitions
+        self.fatal_errors: list[str] = []
+
+    def _producer(self) -> Producer:
+        return Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                         "linger.ms": 5, "message.timeout.ms": 15000, "log_level": 0})
+
+    def work(self) -> None:
+        producer = self._producer()
+
+        def delivered(error, message):
+            value = message.value()
+            if error is None:
+                self.history.add(self.name, "send", "ok", value=value, partition=message.partition(),
+                                 offset=message.offset())
+            else:
+                self.history.add(self.name, "send", "fail", value=value, error=error.name())
+
+        n = 0
+        while not self.stop.is_set():
+            value = f"{self.name}-{n}".encode()
+            self.history.add(self.name, "send", "invoke", value=value)
+            try:
+                if self.partitions is None:
+                    producer.produce(self.topic, value=value, on_delivery=delivered)
+                else:
+                    producer.produce(self.topic, value=value, partition=n % self.partitions, on_delivery=delivered)
+                producer.poll(1 / self.rate)
+            except BufferError:
+                self.history.add(self.name, "send", "fail", value=value, error="queue full")
+            except KafkaException as exc:  # fatal (the broker broke the idempotence contract): a new producer
+                self.history.add(self.name, "send", "info", value=value, error=exc.args[0].name())
+                self.fatal_errors.append(exc.args[0].str())
+                producer = self._producer()  # the old one's queue stays indeterminate
+            n += 1
+        try:
+            producer.flush(30)  # what is still not delivered then stays indeterminate (invoke only)
+        except KafkaException as exc:
+            self.fatal_errors.append(exc.args[0].str())
+
+
+class TransactionalClient(_Client):
+    """Transactions of 5 values each, committed or aborted at random (seeded): a committed one's values must be
+    read, an aborted one's never by read_committed consumers. A transaction whose end still failed after retries is
+    indeterminate (`info`); then the producer aborts if librdkafka says it must, else starts over (a new producer
+    with the same transactional id, fencing the old)."""
+
+    def __init__(self, name, history, stop, bootstrap: str, topic: str, partitions: int, seed: int):
+        super().__init__(name, history, stop)
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.random = random.Random(seed)
+
+    def _producer(self) -> Producer:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.topic}-{self.name}",
+                             "transaction.timeout.ms": 10000, "message.timeout.ms": 10000, "log_level": 0})
+        producer.init_transactions(30)
+        return producer
+
+    def work(self) -> None:
+        producer, n = None, 0
+        while not self.stop.is_set():
+            values = tuple(f"{self.name}-{n + i}".encode() for i in range(5))
+            n += len(values)
+            commit = self.random.random() < 0.5
+            self.history.add(self.name, "txn", "invoke", values=values)
+            try:
+                producer = producer or self._producer()
+                producer.begin_transaction()
+                for value in values:
+                    producer.produce(self.topic, value=value, partition=self.random.randrange(self.partitions))
+                self._end(producer.commit_transaction if commit else producer.abort_transaction)
+                self.history.add(self.name, "txn", "ok" if commit else "fail", values=values)
+            except KafkaException as exc:
+                error = exc.args[0]
+                self.history.add(self.name, "txn", "info", values=values, error=error.name())
+                producer = self._abort(producer) if producer and error.txn_requires_abort() else None
+                self.stop.wait(0.5)
+            self.stop.wait(0.05)
+
+    @staticmethod
+    def _end(end) -> None:
+        """Commit or abort, again while the error is retriable (librdkafka's rule: an abort after a commit that
+        timed out would be INVALID_TXN_STATE, fatal, if the commit was in fact prepared)."""
+        for attempt in range(4):
+            try:
+                return end(15)
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or attempt == 3:
+                    raise
+
+    @staticmethod
+    def _abort(producer: Producer) -> Producer | None:
+        try:
+            producer.abort_transaction(15)
+            return producer
+        except KafkaException:
+            return None
+
+
+class ConsumerClient(_Client):
+    """`assign`: every partition from offset 0; `subscribe`: a member of a group (auto commit), whose assignments
+    are recorded since a rebalance legitimately moves it back to the committed offset."""
+
+    def __init__(self, name, history, stop, bootstrap: str, topic: str, partitions: int, mode: str):
+        super().__init__(name, history, stop)
+        self.bootstrap, self.topic, self.partitions, self.mode = bootstrap, topic, partitions, mode
+
+    def work(self) -> None:
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"chaos-{self.topic}",
+                             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                             "enable.auto.commit": True, "auto.commit.interval.ms": 500,
+                             "session.timeout.ms": 10000, "log_level": 0})
+        if self.mode == "assign":
+            partitions = tuple(range(self.partitions))
+            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
+            self.history.add(self.name, "assign", "ok", partitions=partitions)
+        else:
+            consumer.subscribe([self.topic], on_assign=lambda _, assigned: self.history.add(
+                self.name, "assign", "ok", partitions=tuple(tp.partition for tp in assigned)))
+        while not self.stop.is_set():
+            messages = consumer.consume(500, 0.5)
+            records = tuple((m.partition(), m.offset(), m.value()) for m in messages if m.error() is None)
+            if records:
+                self.history.add(self.name, "poll", "ok", records=records, read_committed=True)
+        consumer.close()
+
+
+class Nemesis(threading.Thread):
+    def __init__(self, cluster: ProxiedCluster, settings: Settings, stop: threading.Event, started: float):
+        super().__init__(name="nemesis", daemon=True)
+        self.cluster, self.settings, self.stop, self.started = cluster, settings, stop, started
+        self.random = random.Random(settings.seed)
+        self.faults: list[tuple[float, str, int, str]] = []
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(self.random.uniform(*self.settings.calm_seconds)):
+                brokers = self.cluster.brokers
+                broker = brokers[len(self.faults) % len(brokers)] if self.settings.in_turn \
+                    else self.random.choice(brokers)
+                fault = self.random.choice(self.settings.faults)
+                held = self.random.uniform(*self.settings.fault_seconds)
+                heal = self.inject(fault, broker, held)
+                self.stop.wait(held)
+                heal()
+        except BaseException as exc:
+            self.failure = exc
+
+    def inject(self, fault: str, broker: BrokerProcess, held: float):
+        """Do `fault` to `broker` (for `held` seconds, recorded); returns what heals it."""
+        node_id, detail = broker.node_id, f"{held:.1f}s"
+        if fault == "kill":
+            broker.kill()
+            heal = lambda: broker.start(timeout=60)  # noqa: E731 - waits out its old session first
+        elif fault == "pause":
+            broker.process.send_signal(signal.SIGSTOP)
+            heal = lambda: broker.process.send_signal(signal.SIGCONT)  # noqa: E731
+        elif fault == "restart":
+            broker.stop()
+            heal = lambda: broker.start(timeout=60)  # noqa: E731
+        else:
+            proxy = (self.cluster.broker_proxies if fault == "partition-broker" else self.cluster.zookeeper_proxies)[
+                node_id]
+            mode = self.random.choice(("blackhole", "drop"))
+            proxy.cut(mode)
+            detail = f"{mode} {detail}"
+            heal = proxy.heal
+        self.faults.append((time.monotonic() - self.started, fault, node_id, detail))
+        return heal
+
+
+def create_topic(bootstrap: str, settings: Settings) -> str:
+    topic = f"chaos-{settings.seed}-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.create_topics([NewTopic(topic, settings.partitions, settings.replication_factor,
+                                  config=settings.topic_config)])[topic].result(30)
+    return topic
+
+
+def heal_everything(cluster: ProxiedCluster) -> None:
+    for proxy in cluster.proxies():
+        proxy.heal()
+    for broker in cluster.brokers:
+        if broker.process is None:
+            broker.start(timeout=60)
+        else:
+            broker.process.send_signal(signal.SIGCONT)
+
+
+def final_read(bootstrap: str, topic: str, partitions: int, history: History, timeout: float = 60) -> None:
+    """Every partition from 0 to its end (high watermark) once every partition has a leader again."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-final", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "log_level": 0})
+    deadline = time.monotonic() + timeout
+    ends = {}
+    for partition in range(partitions):
+        ends[partition] = wait_until(lambda: _high_watermark(consumer, topic, partition),
+                                     timeout=max(deadline - time.monotonic(), 1))
+        if ends[partition] is None:
+            raise RuntimeError(f"partition {partition} of {topic} has no leader after healing")
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    records: list = []
+    last = {p: -1 for p in range(partitions)}
+    quiet_since = time.monotonic()
+    while any(last[p] < ends[p] - 1 for p in range(partitions)) and time.monotonic() < deadline \
+            and time.monotonic() - quiet_since < 5:  # a log may end in transaction markers, which are not read
+        for m in consumer.consume(1000, 0.5):
+            if m.error() is None:
+                records.append((m.partition(), m.offset(), m.value()))
+                last[m.partition()] = m.offset()
+                quiet_since = time.monotonic()
+    consumer.close()
+    history.add("final", "poll", "ok", records=tuple(records), read_committed=True)
+
+
+def _high_watermark(consumer: Consumer, topic: str, partition: int) -> int | None:
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=2)[1]
+    except KafkaException:
+        return None
+
+
+def run(cluster: ProxiedCluster, settings: Settings) -> Outcome:
+    """Clients and nemesis for `settings.seconds`, heal, final read, check."""
+    bootstrap = cluster.bootstrap_servers
+    topic = create_topic(bootstrap, settings)
+    history = History()
+    clients_stop, nemesis_stop = threading.Event(), threading.Event()
+    clients = [ProducerClient(f"producer-{i}", history, clients_stop, bootstrap, topic, settings.sends_per_second,
+                              settings.partitions if i % 2 else None) for i in range(settings.producers)]
+    clients.append(TransactionalClient("transactions", history, clients_stop, bootstrap, topic, settings.partitions,
+                                       settings.seed))
+    clients += [ConsumerClient(f"consumer-{mode}", history, clients_stop, bootstrap, topic, settings.partitions, mode)
+                for mode in ("assign", "subscribe")]
+    nemesis = Nemesis(cluster, settings, nemesis_stop, history.started)
+    for thread in (*clients, nemesis):
+        thread.start()
+    time.sleep(settings.seconds)
+    nemesis_stop.set()
+    nemesis.join()
+    heal_everything(cluster)
+    time.sleep(5)  # clients get going again on a healed cluster before they stop
+    clients_stop.set()
+    for client in clients:
+        client.join(60)
+    failures = [thread.failure for thread in (*clients, nemesis) if thread.failure is not None]
+    if failures:
+        raise RuntimeError(f"a client or the nemesis failed: {failures!r}") from failures[0]
+    final_read(bootstrap, topic, settings.partitions, history)
+    acks = [op for op in history.ops if op.f == "send" and op.type == "ok"]
+    return Outcome(settings, check(history.ops), nemesis.faults, _longest_gap(acks),
+                   max((_longest_gap([op for op in acks if op.partition == p]) for p in range(settings.partitions)),
+                       default=0.0), [error for client in clients for error in getattr(client, "fatal_errors", ())])
+
+
+def _longest_gap(ops: list[Op]) -> float:
+    return max((b.time - a.time for a, b in zip(ops, ops[1:])), default=0.0)

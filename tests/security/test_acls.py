@@ -360,3 +360,24 @@ def test_broker_and_credential_apis_need_their_cluster_operations(secured):
     finally:
         client.close()
     assert super_admin(secured).describe_user_scram_credentials().result(10) == {}  # the super user may
+
+
+def test_a_followers_fetch_needs_cluster_action_not_read(secured, name):
+    """Kafka checks a follower's Fetch (replica_id set) for CLUSTER_ACTION on the cluster, not READ on the topics:
+    READ lets a consumer fetch, but not a fetch that claims to come from broker 2."""
+    make_topic(secured, name)
+    allow(secured, ResourceType.TOPIC, name, AclOperation.READ)
+    Fetch = api("Fetch").request
+    client = RawClient(secured.port)
+    try:
+        def fetch_error(replica_id: int) -> int:
+            answer = client.call("Fetch", 11, replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                                 isolation_level=0, session_id=0, session_epoch=-1, topics=[Fetch.FetchTopic(
+                                     topic=name, partitions=[Fetch.FetchPartition(
+                                         partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])],
+                                 forgotten_topics_data=[], rack_id="")
+            return answer.responses[0].partitions[0].error_code
+        assert fetch_error(-1) == ErrorCode.NONE
+        assert fetch_error(2) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        client.close()

@@ -330,6 +330,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "How often abandoned transactions are aborted", minimum=1),
         ConfigKey("transactional.id.expiration.ms", _T.INT, 604800000, "Forget idle transactional ids", minimum=1),
         ConfigKey("producer.id.expiration.ms", _T.INT, 86400000, "Forget idle idempotent producers", minimum=1),
+        ConfigKey("authorizer.class.name", _T.STRING, "", "Turns ACL checks on (Kafka's AclAuthorizer or "
+                  "StandardAuthorizer class name)"),
+        ConfigKey("super.users", _T.STRING, "", "Principals the authorizer always allows, ';'-separated"),
+        ConfigKey("allow.everyone.if.no.acl.found", _T.BOOLEAN, False, "Allow access to a resource without ACLs"),
+        ConfigKey("quota.window.num", _T.INT, 11, "Samples a client quota's rate is measured over", minimum=1),
+        ConfigKey("quota.window.size.seconds", _T.INT, 1, "Length of each client quota sample", minimum=1),
     ]
 }
 

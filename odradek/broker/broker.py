@@ -37,6 +37,8 @@ from odradek.config import (Listener, LogConfig, layered_broker_props, parse_adv
                             resolve_broker_config, warn_about_unknown_broker_keys)
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
+from odradek.security.acl import RequestAuthorizer, make_authorizer
+from odradek.security.quotas import ClientQuotas
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
@@ -80,6 +82,9 @@ class Broker:
                 self.controller.unclean_default = LogConfig.resolve(None, self.props).unclean_leader_election_enable
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
             self.cleaner = LogCleaner(self.logs, self.config)
+            self.authorizer = make_authorizer(self.config, self.metadata.acls)
+            self.quotas = ClientQuotas(self.metadata.client_quotas, self.config["quota.window.num"],
+                                       self.config["quota.window.size.seconds"] * 1000)
             self.partitions: dict[tuple[str, int], Partition] = {}
             for topic in self.metadata.topics.values():
                 self._open_partitions(topic)
@@ -313,6 +318,10 @@ class Broker:
                                  "is not the current leader.")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         return partition
+
+    def access(self, connection) -> RequestAuthorizer:
+        """What this connection's principal may do, asked per request (everything with no authorizer)."""
+        return RequestAuthorizer(self.authorizer, connection)
 
     def write_transaction_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int, commit: bool,
                                  coordinator_epoch: int) -> None:

@@ -146,7 +146,7 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
 class Connection:
     __slots__ = ("server", "sock", "ip", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
                  "_answer_ready", "fetch_sessions", "principal", "listener", "authenticating",
-                 "close_after_answer", "sasl", "session_expires_at")
+                 "close_after_answer", "sasl", "session_expires_at", "muted_until")
 
     def __init__(self, server: "NetworkServer", sock: socket.socket, address: tuple, listener: Listener,
                  authenticating: Any = None):
@@ -169,6 +169,7 @@ class Connection:
         self.fetch_sessions: dict = {}
         # who is asking, as Kafka's KafkaPrincipal text: "User:ANONYMOUS" until a certificate or SASL says otherwise
         self.principal = ANONYMOUS
+        self.muted_until = 0.0  # time.monotonic() before which no request is read (a client quota's throttle)
 
     async def run(self) -> None:
         writer = asyncio.ensure_future(self._write_answers())
@@ -254,6 +255,8 @@ class Connection:
                     start = end
                 else:
                     break
+                if self.muted_until > time.monotonic():  # a throttled client's channel is muted
+                    await asyncio.sleep(self.muted_until - time.monotonic())
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()
@@ -380,11 +383,18 @@ class Connection:
                 self.task.cancel()
                 return
             self.last_active = time.monotonic()
+            throttle_ms = getattr(answer, "throttle_time_ms", 0)
+            if throttle_ms > 0:  # KIP-219: a throttled client's channel is muted once its answer has gone out
+                self.mute(throttle_ms)
             self._observe(header, started)
             if self.close_after_answer:
                 log.info("closing connection from %s after its failed authentication", self.peer)
                 self.task.cancel()
                 return
+
+    def mute(self, throttle_ms: int) -> None:
+        """Read no further request from this connection for throttle_ms (a client quota's throttle)."""
+        self.muted_until = max(self.muted_until, time.monotonic() + throttle_ms / 1000)
 
     def _observe(self, header: RequestHeader, started: float) -> None:
         """Metrics, one call per request: from its arrival until its answer was written (Kafka's TotalTimeMs)."""

@@ -1,4 +1,5 @@
-"""What every client-side command shares: the --bootstrap-server option, KEY=VALUE and time arguments, tables.
+"""What every client-side command shares: the --bootstrap-server and --command-config options, KEY=VALUE and time
+arguments, tables.
 
 Commands talk to a cluster through odradek.client only; failures surface as ClientError (or ValueError for bad
 input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1; UsageError (arguments that
@@ -11,8 +12,10 @@ import argparse
 import datetime
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from odradek.client import Admin
+from odradek.config import parse_properties
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells and Kafka's own (JVM) tools report Ctrl-C
@@ -39,8 +42,20 @@ def add_admin_options(parser: argparse.ArgumentParser) -> None:
                         help="how long to wait for the cluster's answers (default 15)")
 
 
+def add_command_config(parser: argparse.ArgumentParser) -> None:
+    """--command-config: a client properties file for a secured listener, as Kafka's tools take it."""
+    parser.add_argument("--command-config", type=Path, metavar="FILE",
+                        help="client properties (security.protocol, sasl.*, ssl.*) for a secured listener")
+
+
+def command_config(args: argparse.Namespace) -> dict[str, str]:
+    """The client properties --command-config names (none without it, or for a command that lacks the option)."""
+    path = getattr(args, "command_config", None)
+    return parse_properties(path.read_text()) if path else {}
+
+
 def admin_of(args: argparse.Namespace) -> Admin:
-    return Admin(args.bootstrap_server, args.timeout)
+    return Admin(args.bootstrap_server, args.timeout, command_config(args))
 
 
 def key_value(text: str) -> tuple[str, str]:

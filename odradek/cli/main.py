@@ -20,7 +20,7 @@ from pathlib import Path
 import confluent_kafka
 
 from odradek import __version__
-from odradek.cli import brokers, cluster, consume, dump_log, groups, mirror, perf, produce, topics, users, zk
+from odradek.cli import acls, brokers, cluster, consume, dump_log, groups, mirror, perf, produce, topics, users, zk
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
-    for module in (topics, produce, consume, groups, brokers, zk, cluster, perf, dump_log, mirror, users):
+    for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import argparse
 import getpass
-from pathlib import Path
 
 from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
                                    UserScramCredentialUpsertion)
 
-from odradek.cli.common import add_admin_options, print_table
+from odradek.cli.common import add_admin_options, add_command_config, command_config, print_table
 from odradek.client.admin import _wait
 from odradek.client.errors import LIBRDKAFKA_LOGGER
-from odradek.config import parse_properties
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 _MECHANISMS = {name: getattr(ScramMechanism, name.replace("-", "_")) for name in MECHANISMS}
@@ -52,13 +50,12 @@ def add_commands(commands) -> None:
                             help="SCRAM-SHA-256 (default) or SCRAM-SHA-512")
     for action in (add, listing, remove):
         add_admin_options(action)
-        action.add_argument("--command-config", type=Path, metavar="FILE",
-                            help="client properties (security.protocol, sasl.*, ssl.*) for a secured listener")
+        add_command_config(action)
 
 
 def _admin(args: argparse.Namespace) -> AdminClient:
-    config = parse_properties(args.command_config.read_text()) if args.command_config else {}
-    return AdminClient({**config, "bootstrap.servers": args.bootstrap_server, "logger": LIBRDKAFKA_LOGGER})
+    return AdminClient({**command_config(args), "bootstrap.servers": args.bootstrap_server,
+                        "logger": LIBRDKAFKA_LOGGER})
 
 
 def run_add(args: argparse.Namespace) -> int:

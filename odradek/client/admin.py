@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 import confluent_kafka
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
-                                   NewTopic, OffsetSpec)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AdminClient, AlterConfigOpType, ConfigEntry,
+                                   ConfigResource, NewPartitions, NewTopic, OffsetSpec)
 
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo
@@ -69,10 +69,12 @@ def _wait(future, timeout: float = TIMEOUT_S):
 
 
 class Admin:
-    def __init__(self, bootstrap_servers: str, timeout: float = TIMEOUT_S):
+    def __init__(self, bootstrap_servers: str, timeout: float = TIMEOUT_S, config: dict[str, str] | None = None):
+        """config: further librdkafka client properties (security.protocol, sasl.*, ssl.* for a secured listener)."""
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
-        self._client = AdminClient({"bootstrap.servers": bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
+        self._client = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers,
+                                    "logger": LIBRDKAFKA_LOGGER})
 
     def describe_cluster(self) -> ClusterInfo:
         """The live brokers (with their racks) and the controller, by DescribeCluster."""
@@ -203,3 +205,18 @@ class Admin:
 
     def delete_group(self, group_id: str) -> None:
         _wait(self._client.delete_consumer_groups([group_id], request_timeout=self.timeout)[group_id], self.timeout)
+
+    # ---------------------------------------------------------------------------------------------- ACLs
+    def create_acls(self, bindings: list[AclBinding]) -> None:
+        for future in self._client.create_acls(bindings, request_timeout=self.timeout).values():
+            _wait(future, self.timeout)
+
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        return _wait(self._client.describe_acls(acl_filter, request_timeout=self.timeout), self.timeout)
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[AclBinding]:
+        """The bindings the filters matched, now removed."""
+        deleted = []
+        for future in self._client.delete_acls(filters, request_timeout=self.timeout).values():
+            deleted.extend(_wait(future, self.timeout))
+        return deleted

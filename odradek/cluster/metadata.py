@@ -20,6 +20,8 @@ from typing import Any
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
+from odradek.security.acl import AclBinding, AclFilter
+from odradek.security.quotas import Entity, entity_of
 from odradek.security.scram import ScramCredential
 from odradek.storage.segment import write_atomically
 
@@ -110,6 +112,8 @@ class ClusterMetadata:
         # dynamic broker configs by resource name: "" the cluster default, "<node id>" one broker (Kafka's
         # ConfigRecords for a BROKER resource)
         self.broker_configs: dict[str, dict[str, str]] = {}
+        self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order
+        self.client_quotas: dict[Entity, dict[str, float]] = {}  # quota entity -> {quota key: value}
         # SCRAM credentials: user -> mechanism -> Kafka's credential text (odradek.security.scram), as Kafka keeps
         # them under /config/users/<user>
         self.scram_credentials: dict[str, dict[str, str]] = {}
@@ -127,6 +131,9 @@ class ClusterMetadata:
                 metadata.next_producer_id_block = stored.get("next_producer_id_block", 0)
                 metadata.broker_configs = {name: dict(configs)
                                            for name, configs in stored.get("broker_configs", {}).items()}
+                metadata.acls = [AclBinding.from_json(acl) for acl in stored.get("acls", [])]
+                metadata.client_quotas = {entity_of(entry["entity"].items()): dict(entry["values"])
+                                          for entry in stored.get("client_quotas", [])}
                 metadata.scram_credentials = {user: dict(by_mechanism) for user, by_mechanism
                                               in stored.get("scram_credentials", {}).items()}
                 for data in stored["topics"]:
@@ -161,7 +168,10 @@ class ClusterMetadata:
 
     def save(self) -> None:
         body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "broker_configs": self.broker_configs, "scram_credentials": self.scram_credentials,
+                "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
+                "client_quotas": [{"entity": dict(entity), "values": values}
+                                  for entity, values in self.client_quotas.items()],
+                "scram_credentials": self.scram_credentials,
                 "topics": [t.to_json() for t in self._persisted_topics()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
@@ -279,6 +289,30 @@ class ClusterMetadata:
             self.broker_configs[resource_name] = dict(configs)
         else:
             self.broker_configs.pop(resource_name, None)
+        self.save()
+
+    def add_acls(self, acls: list[AclBinding]) -> None:
+        """Store new bindings; one already stored is not stored twice (Kafka's ACLs are a set)."""
+        for acl in acls:
+            if acl not in self.acls:
+                self.acls.append(acl)
+        self.save()
+
+    def remove_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """Remove every binding some filter matches; per filter, the bindings it matched."""
+        matched = [[acl for acl in self.acls if acl_filter.matches(acl)] for acl_filter in filters]
+        gone = {acl for acls in matched for acl in acls}
+        if gone:
+            self.acls[:] = [acl for acl in self.acls if acl not in gone]  # in place: the authorizer holds it
+            self.save()
+        return matched
+
+    def set_client_quotas(self, entity: Entity, values: dict[str, float]) -> None:
+        """Replace one entity's quotas (validated by the caller); none left removes the entity."""
+        if values:
+            self.client_quotas[entity] = dict(values)
+        else:
+            self.client_quotas.pop(entity, None)
         self.save()
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:

@@ -23,15 +23,16 @@ def read_frame(sock: socket.socket) -> bytes:
 
 
 class RawClient:
-    def __init__(self, port: int):
+    def __init__(self, port: int, client_id: str = "raw-test"):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.correlation_id = 0
+        self.client_id = client_id
 
     def call(self, api_name: str, version: int, **fields):
         target = api(api_name)
         self.correlation_id += 1
         header = RequestHeader(api_key=target.key, api_version=version, correlation_id=self.correlation_id,
-                               client_id="raw-test")
+                               client_id=self.client_id)
         self.sock.sendall(encode_request(header, target.request(**fields)))
         correlation_id, body = decode_response(target.key, version, read_frame(self.sock))
         assert correlation_id == self.correlation_id

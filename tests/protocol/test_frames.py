@@ -226,9 +226,9 @@ def test_requests_refuse_fields_their_version_lacks_responses_drop_them():
 
 def test_registry_ranges():
     expected = {0: 12, 1: 17, 2: 10, 3: 13, 8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 6, 16: 5, 17: 1,
-                18: 4, 19: 7, 20: 6, 21: 2, 22: 5, 23: 4, 24: 5, 25: 4, 26: 5, 27: 1, 28: 5, 32: 4, 33: 2, 35: 4, 36: 2,
-                34: 2, 37: 3, 42: 2, 43: 2, 44: 1, 45: 0, 46: 0, 47: 0, 50: 0, 51: 0, 60: 2, 61: 0, 65: 0, 66: 1,
-                68: 1, 69: 1, 74: 0, 75: 0}
+                18: 4, 19: 7, 20: 6, 21: 2, 22: 5, 23: 4, 24: 5, 25: 4, 26: 5, 27: 1, 28: 5, 29: 3, 30: 3, 31: 3,
+                32: 4, 33: 2, 35: 4, 36: 2, 34: 2, 37: 3, 42: 2, 43: 2, 44: 1, 45: 0, 46: 0, 47: 0, 48: 1, 49: 1,
+                50: 0, 51: 0, 60: 2, 61: 0, 65: 0, 66: 1, 68: 1, 69: 1, 74: 0, 75: 0}
     assert {k: a.max_version for k, a in API_BY_KEY.items()} == expected
     assert all(a.min_version == 0 for a in API_BY_KEY.values())
     assert api("Produce").flexible_from == 9 and api("SaslHandshake").flexible_from is None

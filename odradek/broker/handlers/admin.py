@@ -12,6 +12,8 @@ One exception, as in Kafka 4 (KAFKA-17870): a request that would create more tha
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
 partitions. A topic named twice in one CreateTopics or CreatePartitions gets INVALID_REQUEST, as in Kafka, and
 neither entry is acted on.
+With an authorizer, as KafkaApis: creating needs CREATE on the cluster or the topic, deleting DELETE on the topic,
+adding partitions ALTER on it (TOPIC_AUTHORIZATION_FAILED per topic).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import Counter
 from odradek.config import ConfigSource
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
 
 CREATE_TOPICS = api("CreateTopics")
@@ -51,6 +54,8 @@ def handlers(broker) -> dict:
                         else default_count if wanted.num_partitions == -1 else max(wanted.num_partitions, 0)
                         for wanted in request.topics if wanted.name not in duplicated)
         too_many = requested > MAX_PARTITIONS_PER_REQUEST
+        access = broker.access(connection)
+        may_create_any = access.allows_cluster(AclOperation.CREATE)
         results = []
         for wanted in request.topics:
             result = CreateTopicsResponse.CreatableTopicResult(
@@ -59,6 +64,8 @@ def handlers(broker) -> dict:
             try:
                 if wanted.name in duplicated:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
+                if not may_create_any:
+                    access.require(AclOperation.CREATE, ResourceType.TOPIC, wanted.name)
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
                 count, factor, replicas = wanted.num_partitions, wanted.replication_factor, None
@@ -127,6 +134,7 @@ def handlers(broker) -> dict:
             wanted = [(t.name, t.topic_id) for t in request.topics]
         else:
             wanted = [(name, None) for name in request.topic_names]
+        access = broker.access(connection)
         results = []
         for name, topic_id in wanted:
             result = DeleteTopicsResponse.DeletableTopicResult(
@@ -137,6 +145,7 @@ def handlers(broker) -> dict:
                     if topic is None:
                         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
                     name = result.name = topic.name
+                access.require(AclOperation.DELETE, ResourceType.TOPIC, name)
                 if name in broker.metadata.topics and broker.metadata.topics[name].internal:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Internal topic {name} cannot be deleted.")
                 deleted = broker.delete_topic(name)
@@ -156,6 +165,7 @@ def handlers(broker) -> dict:
                   for wanted in wanted_once}  # for a topic we do not know, add_partitions says so
         too_many = sum(max(growth[wanted.name], 0) for wanted in wanted_once
                        if wanted.name in topics) > MAX_PARTITIONS_PER_REQUEST
+        access = broker.access(connection)
         results = [CreatePartitionsResponse.CreatePartitionsTopicResult(
             name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic in request.")
             for name in duplicated]
@@ -163,6 +173,7 @@ def handlers(broker) -> dict:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=wanted.name, error_code=ErrorCode.NONE, error_message=None)
             try:
+                access.require(AclOperation.ALTER, ResourceType.TOPIC, wanted.name)
                 if too_many:
                     raise KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
                 replicas = None

@@ -10,8 +10,8 @@ transaction.version 2 feature, which we do not advertise), Fetch v17 adds a foll
 v10 a timeout for remote storage (we have none), DescribeGroups v6 GROUP_ID_NOT_FOUND with a message (KIP-1043),
 DescribeCluster v2 fenced brokers (never, with one broker). Of the APIs 4.0 adds or a 4.0 admin client calls, we
 serve those one broker can answer honestly (odradek/broker/handlers/partition_admin.py, AlterReplicaLogDirs, key 74
-as 4.0's ListClientMetricsResources v0, which 4.1 renames ListConfigResources); ACLs, quotas, SCRAM, features,
-delegation tokens, KRaft quorum and share groups are not advertised yet.
+as 4.0's ListClientMetricsResources v0, which 4.1 renames ListConfigResources), the ACL APIs (29-31) and the
+client quota APIs (48, 49); SCRAM, features, delegation tokens, KRaft quorum and share groups are not advertised yet.
 
 Ranges start at 0 (old librdkafka turns compression off unless Produce starts at 0; aiokafka fails when a minimum is
 above its own maximum). The answer carries no tagged fields, because Debian's kcat (librdkafka 2.0.2) mis-skips them.

@@ -8,7 +8,8 @@ then Kafka's own DEFAULT_CONFIG of that broker key), each layer in the broker ke
 named). AlterConfigs replaces a resource's whole set; IncrementalAlterConfigs edits it key by key (SET, DELETE,
 APPEND, SUBTRACT for list keys). On a BROKER resource, name "" is the cluster default and "<node id>" this broker:
 only the keys in DYNAMIC_BROKER_CONFIGS may change, and Kafka's validation failures are INVALID_REQUEST
-(KAFKA-13609 keeps them so).
+(KAFKA-13609 keeps them so). With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the
+topic, or on the cluster for a broker resource.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, DYNAMIC_BR
                             validate_topic_configs)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 
 DESCRIBE_CONFIGS = api("DescribeConfigs")
 ALTER_CONFIGS = api("AlterConfigs")
@@ -45,6 +47,15 @@ def in_order(entries: list, wanted) -> list:
         return entries
     by_name = {entry.name: entry for entry in entries}
     return [by_name[name] for name in dict.fromkeys(wanted) if name in by_name]
+
+
+def require_on(access, operation: AclOperation, resource) -> None:
+    """Kafka's check of a config resource: the operation on the topic, or on the cluster for a broker resource
+    (TOPIC_ or CLUSTER_AUTHORIZATION_FAILED)."""
+    if resource.resource_type == TOPIC:
+        access.require(operation, ResourceType.TOPIC, resource.resource_name)
+    elif resource.resource_type == BROKER:
+        access.require_cluster(operation)
 
 
 def handlers(broker) -> dict:
@@ -120,12 +131,14 @@ def handlers(broker) -> dict:
         version = header.api_version
         include_synonyms = version >= 1 and request.include_synonyms
         include_docs = version >= 3 and request.include_documentation
+        access = broker.access(connection)
         results = []
         for resource in request.resources:
             result = DescribeConfigsResponse.DescribeConfigsResult(
                 error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                 resource_name=resource.resource_name, configs=[])
             try:
+                require_on(access, AclOperation.DESCRIBE_CONFIGS, resource)
                 if resource.resource_type == TOPIC:
                     if resource.resource_name not in broker.metadata.topics:
                         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -206,12 +219,14 @@ def handlers(broker) -> dict:
 
     def answer_alter(response_class, compute):
         def answer(connection, header, request):
+            access = broker.access(connection)
             responses = []
             for resource in request.resources:
                 result = response_class.AlterConfigsResourceResponse(
                     error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                     resource_name=resource.resource_name)
                 try:
+                    require_on(access, AclOperation.ALTER_CONFIGS, resource)
                     names = [config.name for config in resource.configs]
                     if len(set(names)) != len(names):
                         raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")

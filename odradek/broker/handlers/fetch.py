@@ -26,7 +26,10 @@ from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
 from odradek.clock import now_ms
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
+from odradek.records.region import FileRegion
+from odradek.security.quotas import CONSUMER_BYTE_RATE, forget_usage, throttle_connection
 
 FETCH = api("Fetch")
 FetchResponse = FETCH.response
@@ -69,14 +72,18 @@ def handlers(broker) -> dict:
         return targets, forgotten, unknown
 
     def read(targets: list[FetchTarget], max_bytes: int, isolation_level: int, incremental: bool,
-             replica_id: int = -1):
+             denied: frozenset, replica_id: int = -1):
         """One pass over the targets: (partition answers by target, bytes of records gathered, any error seen). A
         follower's fetch (replica_id >= 0) reads up to the log end and tells the partition how far that follower
-        has the log."""
+        has the log. Topics in `denied` (no READ for this principal) answer TOPIC_AUTHORIZATION_FAILED."""
         answers = []
         total = 0
         saw_error = False
         for target in targets:
+            if target.topic in denied:  # checked first: says nothing of the topic to whoever may not read it
+                answers.append((target, _partition_error(target, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+                saw_error = True
+                continue
             try:
                 partition = broker.partition(target.topic, target.partition)
             except KafkaError as exc:  # unknown, or led by another broker
@@ -127,7 +134,18 @@ def handlers(broker) -> dict:
                 preferred_read_replica=-1, records=records)))
         return answers, total, saw_error
 
-    def respond(answers, version: int, session, unknown_topics, error=ErrorCode.NONE):
+    def respond(connection, header, answers, session, unknown_topics, error=ErrorCode.NONE, follower=False):
+        """The answer; a consumer's records count against its consumer_byte_rate (a follower's do not, as in
+        Kafka, whose replication quotas are another matter)."""
+        session_id = session.session_id if session is not None else 0
+        sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion) else len(data.records or b"")
+                         for _, data in answers)
+        throttle_ms = 0 if follower else throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE,
+                                                             sent_bytes)
+        if throttle_ms and sent_bytes:
+            # Kafka's throttled fetch: an empty answer, its bytes not counted, the session told nothing
+            forget_usage(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
+            return FetchResponse(throttle_time_ms=throttle_ms, error_code=error, session_id=session_id, responses=[])
         by_topic: dict = {}
         for target, data in answers:
             target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
@@ -147,8 +165,8 @@ def handlers(broker) -> dict:
                     _partition_error(FetchTarget("", p.partition, fetch_topic.topic_id, p.fetch_offset, 0),
                                      ErrorCode.UNKNOWN_TOPIC_ID)
                     for p in fetch_topic.partitions]))
-        return FetchResponse(throttle_time_ms=0, error_code=error,
-                             session_id=session.session_id if session is not None else 0, responses=responses)
+        return FetchResponse(throttle_time_ms=throttle_ms, error_code=error, session_id=session_id,
+                             responses=responses)
 
     def answer_fetch(connection, header, request):
         version = header.api_version
@@ -158,26 +176,34 @@ def handlers(broker) -> dict:
         try:
             session, targets, incremental = sessions.begin(session_id, epoch, targets, forgotten)
         except KafkaError as exc:
-            return respond([], version, None, [], exc.code)
+            return respond(connection, header, [], None, [], exc.code)
         max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
         isolation = request.isolation_level if version >= 4 else 0
         replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
-        answers, total, saw_error = read(targets, max_bytes, isolation, incremental, replica_id)
+        access = broker.access(connection)
+        if replica_id >= 0:  # a follower: CLUSTER_ACTION on the cluster for all of it, as Kafka, not READ per topic
+            denied = frozenset() if access.allows_cluster(AclOperation.CLUSTER_ACTION) else \
+                frozenset(target.topic for target in targets)
+        else:
+            denied = frozenset(target.topic for target in targets
+                               if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
+        answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied, replica_id)
         if total >= request.min_bytes or request.max_wait_ms <= 0 or saw_error or unknown:
-            return respond(answers, version, session, unknown)
-        return long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown, replica_id)
+            return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
+        return long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
+                         denied, replica_id)
 
-    async def long_poll(targets, request, version, session, max_bytes, isolation, incremental, unknown,
-                        replica_id):
+    async def long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
+                        denied, replica_id):
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
                    if key in broker.partitions]
         answers: list = []
         while True:
             await next_change(watched, deadline - time.monotonic())
-            answers, total, saw_error = read(targets, max_bytes, isolation, incremental, replica_id)
+            answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied, replica_id)
             if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
-                return respond(answers, version, session, unknown)
+                return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
 
     return {FETCH.key: answer_fetch}
 

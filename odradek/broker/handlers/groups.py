@@ -5,6 +5,10 @@ Only wire translation lives here: each handler reads the fields its version carr
 (odradek/coordinator/coordinator.py) and turns results and KafkaError codes into that version's response.
 JoinGroup and SyncGroup return a coroutine when the coordinator hands back a future, so the connection's in-order
 answer queue waits for the rebalance without blocking anything else.
+With an authorizer, each API checks what KafkaApis checks: DESCRIBE on the group (or transactional id) to find its
+coordinator, READ on the group to join, sync, heartbeat, leave and commit (READ on each committed topic), DESCRIBE
+to fetch offsets (topics the principal may not describe are left out) and to describe, DELETE to delete groups and
+offsets; ListGroups lists everything with DESCRIBE on the cluster, else the groups the principal may describe.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
-from odradek.protocol.acl import ResourceType, authorized_operations
+from odradek.protocol.acl import AclOperation, ResourceType, authorized_operations
 
 FIND_COORDINATOR = api("FindCoordinator")
 JOIN_GROUP = api("JoinGroup")
@@ -35,6 +39,7 @@ CONSUMER_GROUP_HEARTBEAT = api("ConsumerGroupHeartbeat")
 CONSUMER_GROUP_DESCRIBE = api("ConsumerGroupDescribe")
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
+_AUTHORIZATION_CODES = (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -52,6 +57,7 @@ def handlers(broker) -> dict:
         Response = FIND_COORDINATOR.response
         version = header.api_version
         key_type = request.key_type if version >= 1 else GROUP_KEY
+        access = broker.access(connection)
 
         def locate(key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
             """(code, message, (node, host, port)): the leader of the key's partition of __consumer_offsets or
@@ -62,13 +68,18 @@ def handlers(broker) -> dict:
             if not key:
                 return ErrorCode.INVALID_REQUEST, "The coordinator key must not be empty.", nowhere
             try:
+                access.require(AclOperation.DESCRIBE,
+                               ResourceType.GROUP if key_type == GROUP_KEY else ResourceType.TRANSACTIONAL_ID, key)
                 if key_type == GROUP_KEY:
                     coordinator().ensure_offsets_topic()
                     topic, count = OFFSETS_TOPIC, coordinator().num_partitions
                 else:
                     broker.transaction_coordinator.ensure_topic()
                     topic, count = TRANSACTION_STATE_TOPIC, broker.transaction_coordinator.num_partitions
-            except (KafkaError, OSError) as exc:
+            except KafkaError as exc:
+                return (exc.code, exc.message, nowhere) if exc.code in _AUTHORIZATION_CODES else (
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc), nowhere)
+            except OSError as exc:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc), nowhere
             state_topic = broker.metadata.topics.get(topic)
             leader = state_topic.partitions[partition_for(key, count)].leader if state_topic is not None else -1
@@ -104,6 +115,7 @@ def handlers(broker) -> dict:
                          for m, i, data in result.members])
 
         try:
+            broker.access(connection).require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             answer = coordinator().join(
                 request.group_id, member_id=request.member_id,
                 instance_id=request.group_instance_id if version >= 5 else None,
@@ -129,6 +141,7 @@ def handlers(broker) -> dict:
                             protocol_name=result.protocol_name, assignment=result.assignment)
 
         try:
+            broker.access(connection).require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             answer = coordinator().sync(
                 request.group_id, member_id=request.member_id,
                 instance_id=request.group_instance_id if version >= 3 else None,
@@ -145,6 +158,7 @@ def handlers(broker) -> dict:
     # ------------------------------------------------------------------------------------------ Heartbeat
     def answer_heartbeat(connection, header, request):
         try:
+            broker.access(connection).require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             coordinator().heartbeat(request.group_id, member_id=request.member_id,
                                     instance_id=request.group_instance_id if header.api_version >= 3 else None,
                                     generation=request.generation_id)
@@ -161,6 +175,7 @@ def handlers(broker) -> dict:
         else:
             leaving = [(request.member_id, None)]
         try:
+            broker.access(connection).require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             codes = coordinator().leave(request.group_id, leaving)
         except KafkaError as exc:
             return Response(throttle_time_ms=0, error_code=exc.code, members=[])
@@ -177,42 +192,53 @@ def handlers(broker) -> dict:
         wanted = [(topic.name, p.partition_index, p.committed_offset,
                    p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
                   for topic in request.topics for p in topic.partitions]
+        access = broker.access(connection)
+        denied = {topic.name for topic in request.topics
+                  if not access.allows(AclOperation.READ, ResourceType.TOPIC, topic.name)}
         try:
+            access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             codes = coordinator().commit_offsets(
                 request.group_id, member_id=request.member_id if version >= 1 else "",
                 instance_id=request.group_instance_id if version >= 7 else None,
                 generation=request.generation_id_or_member_epoch if version >= 1 else -1,
                 api_version=version,
-                retention_ms=request.retention_time_ms if 2 <= version <= 4 else -1, offsets=wanted)
-        except KafkaError as exc:
-            codes = [exc.code] * len(wanted)
+                retention_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
+                offsets=[offset for offset in wanted if offset[0] not in denied])
+        except KafkaError as exc:  # a group-level error covers every partition
+            codes, denied = [exc.code] * len(wanted), set()
         answers = iter(codes)
         return Response(throttle_time_ms=0, topics=[
             Response.OffsetCommitResponseTopic(name=topic.name, partitions=[
-                Response.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=next(answers))
+                Response.OffsetCommitResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
                 for p in topic.partitions])
             for topic in request.topics])
 
     # ---------------------------------------------------------------------------------------- OffsetFetch
-    def fetch_group(group_id: str, topics, member_id, member_epoch):
-        """(group error, [(topic, [(partition, committed or None, error)])]) for one group of the request."""
+    def fetch_group(access, group_id: str, topics, member_id, member_epoch):
+        """(group error, [(topic, [(partition, committed or None, error)])]) for one group of the request; topics
+        the principal may not describe are left out."""
         asked = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
         try:
+            access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
             found = coordinator().fetch_offsets(group_id, asked, member_id=member_id, member_epoch=member_epoch)
         except KafkaError as exc:
             return exc.code, []
         by_topic: dict[str, list] = {}
         for (topic, index), committed in found:
-            by_topic.setdefault(topic, []).append((index, committed))
+            if access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+                by_topic.setdefault(topic, []).append((index, committed))
         return ErrorCode.NONE, list(by_topic.items())
 
     def answer_offset_fetch(connection, header, request):
         Response = OFFSET_FETCH.response
         version = header.api_version
+        access = broker.access(connection)
         if version >= 8:
             groups = []
             for group in request.groups:
-                code, topics = fetch_group(group.group_id, group.topics,
+                code, topics = fetch_group(access, group.group_id, group.topics,
                                            group.member_id if version >= 9 else None,
                                            group.member_epoch if version >= 9 else -1)
                 groups.append(Response.OffsetFetchResponseGroup(group_id=group.group_id, error_code=code, topics=[
@@ -224,7 +250,7 @@ def handlers(broker) -> dict:
                         for index, c in partitions])
                     for name, partitions in topics]))
             return Response(throttle_time_ms=0, groups=groups)
-        code, topics = fetch_group(request.group_id, request.topics, None, -1)
+        code, topics = fetch_group(access, request.group_id, request.topics, None, -1)
         if code != ErrorCode.NONE and version < 2:  # no group-level error field: report it on every partition
             topics = [(t.name, [(i, None) for i in t.partition_indexes]) for t in request.topics or []]
         partition_code = code if version < 2 else ErrorCode.NONE
@@ -242,6 +268,7 @@ def handlers(broker) -> dict:
         Response = OFFSET_DELETE.response
         asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         try:
+            broker.access(connection).require(AclOperation.DELETE, ResourceType.GROUP, request.group_id)
             codes = iter(coordinator().delete_offsets(request.group_id, asked))
         except KafkaError as exc:
             return Response(error_code=exc.code, throttle_time_ms=0, topics=[])
@@ -255,13 +282,15 @@ def handlers(broker) -> dict:
     def answer_describe_groups(connection, header, request):
         Response = DESCRIBE_GROUPS.response
         version = header.api_version
-        operations = authorized_operations(ResourceType.GROUP, request.include_authorized_operations)
+        access = broker.access(connection)
         described = []
         for group_id in request.groups:
             answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
                                              protocol_type="", protocol_data="", members=[],
-                                             authorized_operations=operations)
+                                             authorized_operations=access.operations(
+                                                 ResourceType.GROUP, group_id, request.include_authorized_operations))
             try:
+                access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
                 group = coordinator().describe(group_id)
                 if version >= 6 and not isinstance(group, ClassicGroup):  # KIP-1043
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
@@ -288,8 +317,12 @@ def handlers(broker) -> dict:
         version = header.api_version
         states = {s.lower() for s in request.states_filter} if version >= 4 else set()
         types = {t.lower() for t in request.types_filter} if version >= 5 else set()
+        access = broker.access(connection)
+        every_group = access.allows_cluster(AclOperation.DESCRIBE)  # else only the groups it may describe
         listed = []
         for group_id, group in coordinator().list_groups():
+            if not (every_group or access.allows(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
+                continue
             if isinstance(group, ClassicGroup):
                 state, protocol_type, kind = group.state.value, group.protocol_type or "", "classic"
             else:
@@ -302,10 +335,12 @@ def handlers(broker) -> dict:
 
     def answer_delete_groups(connection, header, request):
         Response = DELETE_GROUPS.response
+        access = broker.access(connection)
         results = []
         for group_id in request.groups_names:
             code = ErrorCode.NONE
             try:
+                access.require(AclOperation.DELETE, ResourceType.GROUP, group_id)
                 coordinator().delete_group(group_id)
             except KafkaError as exc:
                 code = exc.code
@@ -319,6 +354,10 @@ def handlers(broker) -> dict:
         if request.topic_partitions is not None:
             owned = {tp.topic_id: set(tp.partitions) for tp in request.topic_partitions if tp.partitions}
         try:
+            access = broker.access(connection)
+            access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
+            for name in request.subscribed_topic_names or ():
+                access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
             result = coordinator().consumer_heartbeat(
                 request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
                 instance_id=request.instance_id, rack_id=request.rack_id,
@@ -350,13 +389,15 @@ def handlers(broker) -> dict:
                                          partitions=sorted(indexes))
                 for topic_id, indexes in parts.items()])
 
-        operations = authorized_operations(ResourceType.GROUP, request.include_authorized_operations)
+        access = broker.access(connection)
         described = []
         for group_id in request.group_ids:
             answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
                                              group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
-                                             authorized_operations=operations)
+                                             authorized_operations=access.operations(
+                                                 ResourceType.GROUP, group_id, request.include_authorized_operations))
             try:
+                access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
                 group = coordinator().describe(group_id)
                 if not isinstance(group, ConsumerGroup):
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")

@@ -9,6 +9,7 @@ answer does.
 AlterReplicaLogDirs answers as Kafka's ReplicaManager.alterReplicaLogDirs: a path that is not a configured log
 directory (absolute, as Kafka compares them) is LOG_DIR_NOT_FOUND, a partition we do not host REPLICA_NOT_AVAILABLE,
 and a partition already in the named directory succeeds without moving.
+With an authorizer, describing needs DESCRIBE on the cluster and moving ALTER on it (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 
 from odradek.errors import ErrorCode
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation
 
 DESCRIBE_LOG_DIRS = api("DescribeLogDirs")
 ALTER_REPLICA_LOG_DIRS = api("AlterReplicaLogDirs")
@@ -26,6 +28,9 @@ AlterReplicaLogDirsResponse = ALTER_REPLICA_LOG_DIRS.response
 
 def handlers(broker) -> dict:
     def answer_describe_log_dirs(connection, header, request):
+        if not broker.access(connection).allows_cluster(AclOperation.DESCRIBE):
+            return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                           results=[])
         if request.topics is None:
             wanted = {name: range(len(topic.partitions)) for name, topic in broker.metadata.topics.items()}
         else:
@@ -48,9 +53,12 @@ def handlers(broker) -> dict:
     def answer_alter_replica_log_dirs(connection, header, request):
         destinations = {(topic.name, index): entry.path
                         for entry in request.dirs for topic in entry.topics for index in topic.partitions}
+        allowed = broker.access(connection).allows_cluster(AclOperation.ALTER)
         by_topic: dict = {}
         for (name, index), path in destinations.items():
-            if path != str(broker.log_dir):
+            if not allowed:
+                code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            elif path != str(broker.log_dir):
                 code = ErrorCode.LOG_DIR_NOT_FOUND
             elif (name, index) not in broker.partitions:
                 code = ErrorCode.REPLICA_NOT_AVAILABLE

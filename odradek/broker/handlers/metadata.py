@@ -10,14 +10,20 @@ Topic ids in requests follow Kafka's KafkaApis: versions 10 and 11 carry the fie
 or a non-zero id answers every topic INVALID_REQUEST, the name null given as "" since those versions cannot encode
 it); from version 12 a request naming any topic by id is answered by ids alone, an unknown id with UNKNOWN_TOPIC_ID
 and a null name.
+
+With an authorizer (KafkaApis' checks): the topic list leaves out topics the principal may not DESCRIBE, a named
+one of those is TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id: with the id and a null name, ids not
+being secret), auto-creation needs CREATE on the cluster or the topic, and the authorized operations are the
+principal's own.
 """
 
 from __future__ import annotations
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
-from odradek.protocol.acl import ResourceType, authorized_operations
+from odradek.protocol.acl import AclOperation, ResourceType, authorized_operations
 from odradek.protocol.schema import ZERO_UUID
+from odradek.security.acl import CLUSTER_NAME
 
 METADATA = api("Metadata")
 DESCRIBE_CLUSTER = api("DescribeCluster")
@@ -44,20 +50,19 @@ def handlers(broker) -> dict:
             error_code=code, name=name, topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[],
             topic_authorized_operations=authorized_operations(ResourceType.TOPIC, False))
 
-    def by_id(topic_ids: list, operations: int) -> list:
-        topics = []
-        for topic_id in dict.fromkeys(topic_ids):
-            topic = broker.metadata.topics_by_id.get(topic_id)
-            topics.append(topic_entry(topic.name, topic, operations) if topic is not None
-                          else error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
-        return topics
-
     def answer_metadata(connection, header, request):
         version = header.api_version
         catalogue = broker.metadata
+        access = broker.access(connection)
         # the flags read False at versions without them (v0-7; the cluster one also from v11)
-        topic_operations = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
-        cluster_operations = authorized_operations(ResourceType.CLUSTER, request.include_cluster_authorized_operations)
+        with_operations = request.include_topic_authorized_operations
+
+        def described(name: str, topic) -> object:
+            return topic_entry(name, topic, access.operations(ResourceType.TOPIC, name, with_operations))
+
+        def may_describe(name: str) -> bool:
+            return access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+
         wanted_topics = request.topics or []
         topic_ids = [wanted.topic_id for wanted in wanted_topics if wanted.topic_id != ZERO_UUID]
         if version in (10, 11) and (topic_ids or any(wanted.name is None for wanted in wanted_topics)):
@@ -68,9 +73,18 @@ def handlers(broker) -> dict:
                 cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER, False),
                 error_code=ErrorCode.NONE)
         if request.topics is None or (version == 0 and not request.topics):
-            topics = [topic_entry(name, topic, topic_operations) for name, topic in catalogue.topics.items()]
+            # every topic the principal may describe; the others are not disclosed at all
+            topics = [described(name, topic) for name, topic in catalogue.topics.items() if may_describe(name)]
         elif topic_ids:
-            topics = by_id(topic_ids, topic_operations)
+            topics = []
+            for topic_id in dict.fromkeys(topic_ids):
+                topic = catalogue.topics_by_id.get(topic_id)
+                if topic is None:
+                    topics.append(error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                elif not may_describe(topic.name):
+                    topics.append(error_entry(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                else:
+                    topics.append(described(topic.name, topic))
         else:
             allow_create = broker.auto_create_allowed() and (version < 4 or request.allow_auto_topic_creation)
             topics = []
@@ -79,8 +93,15 @@ def handlers(broker) -> dict:
                 if name is None:  # v12+ with neither a name nor an id
                     topics.append(error_entry(None, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_ID))
                     continue
+                if not may_describe(name):  # whether it exists is not disclosed
+                    topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 topic = catalogue.topics.get(name)
                 if topic is None and allow_create:
+                    if not (access.allows_cluster(AclOperation.CREATE)
+                            or access.allows(AclOperation.CREATE, ResourceType.TOPIC, name)):
+                        topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                        continue
                     try:
                         topic = broker.create_topic(name)
                     except KafkaError as exc:
@@ -92,7 +113,9 @@ def handlers(broker) -> dict:
                 if topic is None:
                     topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 else:
-                    topics.append(topic_entry(name, topic, topic_operations))
+                    topics.append(described(name, topic))
+        cluster_operations = access.operations(ResourceType.CLUSTER, CLUSTER_NAME,
+                                               request.include_cluster_authorized_operations)
         return MetadataResponse(
             throttle_time_ms=0,
             brokers=[MetadataResponse.MetadataResponseBroker(node_id=node, host=host, port=port, rack=rack)
@@ -106,7 +129,7 @@ def handlers(broker) -> dict:
             cluster_id=broker.metadata.cluster_id, controller_id=broker.membership.controller_id,
             brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=node, host=host, port=port, rack=rack)
                      for node, host, port, rack in broker.live_brokers_at(connection.listener)],
-            cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER,
-                                                                request.include_cluster_authorized_operations))
+            cluster_authorized_operations=broker.access(connection).operations(
+                ResourceType.CLUSTER, CLUSTER_NAME, request.include_cluster_authorized_operations))
 
     return {METADATA.key: answer_metadata, DESCRIBE_CLUSTER.key: answer_describe_cluster}

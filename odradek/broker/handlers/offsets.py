@@ -14,6 +14,7 @@ import time
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 
 LIST_OFFSETS = api("ListOffsets")
 DELETE_RECORDS = api("DeleteRecords")
@@ -66,6 +67,7 @@ def handlers(broker) -> dict:
     def answer_list_offsets(connection, header, request):
         version = header.api_version
         isolation = request.isolation_level if version >= 2 else 0
+        access = broker.access(connection)
         topics = []
         for wanted in request.topics:
             partitions = []
@@ -74,6 +76,7 @@ def handlers(broker) -> dict:
                     partition_index=query.partition_index, error_code=ErrorCode.NONE, timestamp=-1, offset=-1,
                     leader_epoch=-1, old_style_offsets=[])
                 try:
+                    access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.name)
                     if version == 0 and query.timestamp < EARLIEST:
                         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)  # v0 knows only -1 and -2 among them
                     partition = broker.partition(wanted.name, query.partition_index)
@@ -93,6 +96,7 @@ def handlers(broker) -> dict:
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
     def answer_delete_records(connection, header, request):
+        access = broker.access(connection)
         topics = []
         for wanted in request.topics:
             partitions = []
@@ -100,6 +104,7 @@ def handlers(broker) -> dict:
                 answer = DeleteRecordsResponse.DeleteRecordsPartitionResult(
                     partition_index=query.partition_index, low_watermark=-1, error_code=ErrorCode.NONE)
                 try:
+                    access.require(AclOperation.DELETE, ResourceType.TOPIC, wanted.name)
                     partition = broker.partition(wanted.name, query.partition_index)
                     offset = partition.high_watermark if query.offset == -1 else query.offset
                     if offset < 0 or offset > partition.high_watermark:
@@ -112,6 +117,8 @@ def handlers(broker) -> dict:
         return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
     def answer_offset_for_leader_epoch(connection, header, request):
+        access = broker.access(connection)
+        every_topic = access.allows_cluster(AclOperation.CLUSTER_ACTION)  # a follower broker, as Kafka's KafkaApis
         topics = []
         for wanted in request.topics:
             partitions = []
@@ -119,6 +126,8 @@ def handlers(broker) -> dict:
                 answer = OffsetForLeaderEpochResponse.EpochEndOffset(
                     error_code=ErrorCode.NONE, partition=query.partition, leader_epoch=-1, end_offset=-1)
                 try:
+                    if not every_topic:
+                        access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.topic)
                     partition = broker.partition(wanted.topic, query.partition)
                     partition.check_leader_epoch(query.current_leader_epoch)
                     answer.leader_epoch, answer.end_offset = partition.last_offset_for_leader_epoch(query.leader_epoch)

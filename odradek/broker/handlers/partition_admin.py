@@ -7,7 +7,10 @@ partition's leader is its preferred replica (ElectLeaders: ELECTION_NOT_NEEDED, 
 asked for, as Kafka does), the only valid reassignment target is the current replica set (a no-op; cancelling:
 NO_REASSIGNMENT_IN_PROGRESS) and no reassignment is ever listed. DescribeTopicPartitions pages through topics in name
 order with response_partition_limit (at most max.request.partition.size.limit, 2000) and a cursor, as Kafka's
-DescribeTopicPartitionsRequestHandler does.
+DescribeTopicPartitionsRequestHandler does. With an authorizer, as KafkaApis: DescribeTopicPartitions lists only
+topics the principal may describe (a named other one is TOPIC_AUTHORIZATION_FAILED), ElectLeaders and
+AlterPartitionReassignments need ALTER on the cluster, ListPartitionReassignments DESCRIBE
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 from odradek.cluster.metadata import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
-from odradek.protocol.acl import ResourceType, authorized_operations
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
 
 DESCRIBE_TOPIC_PARTITIONS = api("DescribeTopicPartitions")
@@ -45,7 +48,9 @@ def handlers(broker) -> dict:
         cursor = request.cursor
         cursor_topic = cursor.topic_name if cursor is not None else ""
         all_topics = not request.topics
-        names = catalogue.topics if all_topics else {wanted.name for wanted in request.topics}
+        access = broker.access(connection)
+        names = ({name for name in catalogue.topics if access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)}
+                 if all_topics else {wanted.name for wanted in request.topics})
         names = sorted(name for name in names if name >= cursor_topic)
         if (cursor is not None and not all_topics and cursor_topic not in names) or (
                 cursor is not None and cursor.partition_index < 0):
@@ -54,12 +59,15 @@ def handlers(broker) -> dict:
                     error_code=ErrorCode.INVALID_REQUEST, name=wanted.name, topic_id=ZERO_UUID, partitions=[])
                 for wanted in request.topics])
         remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, request.response_partition_limit), 1)
-        operations = authorized_operations(ResourceType.TOPIC, True)
         topics, next_cursor = [], None
         for name in names:
             if remaining == 0:
                 next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name, partition_index=0)
                 break
+            if not access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name):  # existence not disclosed
+                topics.append(DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=ZERO_UUID, partitions=[]))
+                continue
             topic = catalogue.topics.get(name)
             if topic is None:
                 try:
@@ -80,7 +88,7 @@ def handlers(broker) -> dict:
                     isr_nodes=list(assignment.isr), eligible_leader_replicas=[], last_known_elr=[],
                     offline_replicas=[])
                     for index, assignment in enumerate(topic.partitions[start:end], start)],
-                topic_authorized_operations=operations))
+                topic_authorized_operations=access.operations(ResourceType.TOPIC, name, True)))
             if end < len(topic.partitions):
                 next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name, partition_index=end)
                 break
@@ -89,6 +97,9 @@ def handlers(broker) -> dict:
 
     # ------------------------------------------------------------------------------------------ ElectLeaders
     def answer_elect_leaders(connection, header, request):
+        if not broker.access(connection).allows_cluster(AclOperation.ALTER):
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                        replica_election_results=[])
         elect_all = request.topic_partitions is None
         wanted = ({name: range(len(topic.partitions)) for name, topic in broker.metadata.topics.items()}
                   if elect_all else {})
@@ -113,6 +124,10 @@ def handlers(broker) -> dict:
 
     # ------------------------------------------------------------------------------------- reassignments
     def answer_alter_partition_reassignments(connection, header, request):
+        if not broker.access(connection).allows_cluster(AclOperation.ALTER):
+            return AlterPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                error_message="Cluster authorization failed.", responses=[])
         responses = []
         for topic in request.topics:
             answers = []
@@ -133,6 +148,10 @@ def handlers(broker) -> dict:
                                                    error_message=None, responses=responses)
 
     def answer_list_partition_reassignments(connection, header, request):
+        if not broker.access(connection).allows_cluster(AclOperation.DESCRIBE):
+            return ListPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                error_message="Cluster authorization failed.", topics=[])
         if request.topics is None:
             wanted = broker.partitions.items()
         else:

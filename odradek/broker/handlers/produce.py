@@ -5,9 +5,13 @@ records are walked and checked as Kafka's LogValidator does (`records.validation
 deltas, keys on compacted topics, CreateTime timestamps) and the log stamps offsets (and LogAppendTime) in place.
 Produce v0-v2 carry the old message formats, which are converted to one v2 batch first. Errors are per partition,
 with Kafka's codes (and `record_errors` naming the records at fault), so one bad partition never fails the rest of
-the request. With acks=0 the client expects no answer at all; acks=1 is answered after the leader's append, acks=all
-(-1) once the in-sync replicas have the records (the partition's high watermark passed them; at once while the ISR
-is the leader alone), and refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than min.insync.replicas.
+the request. With an authorizer, each topic needs WRITE (TOPIC_AUTHORIZATION_FAILED) and a transactional produce
+WRITE on its transactional id (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as
+KafkaApis.handleProduceRequest checks. The batches' bytes count against the client's producer_byte_rate quota
+(odradek/security/quotas.py). With acks=0 the client expects no answer at all; acks=1 is answered after the leader's
+append, acks=all (-1) once the in-sync replicas have the records (the partition's high watermark passed them; at
+once while the ISR is the leader alone), and refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
+min.insync.replicas.
 
 Walking records costs time in proportion to how many there are, and a header says how many before any work (the
 count is checked against the bytes first, and the walk never goes past it). So the batches of a request holding at
@@ -38,10 +42,12 @@ from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.records.batch import validate_batches
 from odradek.records.compression import DecompressedTooLarge
 from odradek.records.legacy import convert_message_set
 from odradek.records.validation import validate_records
+from odradek.security.quotas import PRODUCER_BYTE_RATE, throttle_connection
 
 PRODUCE = api("Produce")
 ProduceResponse = PRODUCE.response
@@ -139,13 +145,13 @@ def handlers(broker) -> dict:
             index=index, error_code=ErrorCode.NONE, base_offset=outcome.first_offset,
             log_append_time_ms=outcome.log_append_time_ms, log_start_offset=outcome.log_start_offset)
 
-    def response(acks: int, outcomes: list):
+    def response(acks: int, outcomes: list, throttle_ms: int):
         if acks == 0:
             return None
         return ProduceResponse(responses=[
             ProduceResponse.TopicProduceResponse(name=name, partition_responses=[
                 partition_answer(name, index, outcome) for index, outcome in partitions])
-            for name, partitions in outcomes], throttle_time_ms=0)
+            for name, partitions in outcomes], throttle_time_ms=throttle_ms)
 
     def unreplicated(outcomes: list) -> bool:
         """Whether an append of an acks=all request is not below its partition's high watermark yet."""
@@ -175,7 +181,7 @@ def handlers(broker) -> dict:
             if not await next_change([partition], deadline - time.monotonic()):
                 return KafkaError(ErrorCode.REQUEST_TIMED_OUT, "The ISR did not have the records in time")
 
-    async def await_outcomes(acks: int, outcomes: list, timeout_ms: int = 0):
+    async def await_outcomes(acks: int, outcomes: list, throttle_ms: int, timeout_ms: int = 0):
         futures = [outcome for _, partitions in outcomes for _, outcome in partitions
                    if isinstance(outcome, asyncio.Future)]
         if futures:
@@ -193,12 +199,18 @@ def handlers(broker) -> dict:
                 for position, (index, outcome) in enumerate(partitions):
                     if not isinstance(outcome, BaseException):
                         partitions[position] = (index, await replicated(name, index, outcome, deadline))
-        return response(acks, outcomes)
+        return response(acks, outcomes, throttle_ms)
 
     def answer_produce(connection, header, request):
         workers.start()  # at the first Produce: by the time a batch needs a worker, one is ready
         version = header.api_version
         acks = request.acks
+        access = broker.access(connection)
+        transactional_id = request.transactional_id if version >= 3 else None
+        refusal = None  # Kafka refuses the whole request when the transactional id may not write
+        if transactional_id is not None and not access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                              transactional_id):
+            refusal = KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         outcomes = []
         waiting = False
         inline_allowance = [INLINE_RECORDS]
@@ -207,6 +219,9 @@ def handlers(broker) -> dict:
             partitions = []
             for data in topic_data.partition_data:
                 try:
+                    if refusal is not None:
+                        raise refusal
+                    access.require(AclOperation.WRITE, ResourceType.TOPIC, name)
                     if acks not in (0, 1, -1):
                         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
                     if acks == -1:
@@ -217,8 +232,13 @@ def handlers(broker) -> dict:
                 waiting = waiting or isinstance(outcome, asyncio.Future)
                 partitions.append((data.index, outcome))
             outcomes.append((name, partitions))
+        throttle_ms = throttle_connection(broker.quotas, connection, header, PRODUCER_BYTE_RATE,
+                                          sum(len(data.records or b"") for topic_data in request.topic_data
+                                              for data in topic_data.partition_data))
+        if acks == 0 and throttle_ms:  # no answer to carry it: muted at once, as Kafka does
+            connection.mute(throttle_ms)
         if waiting or (acks == -1 and unreplicated(outcomes)):
-            return await_outcomes(acks, outcomes, request.timeout_ms)
-        return response(acks, outcomes)
+            return await_outcomes(acks, outcomes, throttle_ms, request.timeout_ms)
+        return response(acks, outcomes, throttle_ms)
 
     return {PRODUCE.key: answer_produce}

@@ -8,13 +8,16 @@ a SaslAuthenticate after success is ILLEGAL_SASL_STATE and the connection stays 
 
 DescribeUserScramCredentials and AlterUserScramCredentials manage the SCRAM credentials in the catalogue with Kafka's
 checks and messages (KRaft's ScramControlManager and ScramImage): one change per user and request, known mechanism,
-non-empty name, 4096..16384 iterations; the client sends the salted password, never the password.
+non-empty name, 4096..16384 iterations; the client sends the salted password, never the password. With an
+authorizer, as KafkaApis: describing needs DESCRIBE on the cluster, altering ALTER on it, else every user asked
+about is answered CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
-from odradek.errors import ErrorCode
+from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation
 from odradek.security.sasl import SaslAuthenticationFailed
 from odradek.security.scram import (MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, ScramCredential,
                                     credential_from_salted)
@@ -60,6 +63,14 @@ def handlers(broker) -> dict:
                                           session_lifetime_ms=lifetime_ms)
 
     def answer_describe_scram(connection, header, request):
+        try:
+            broker.access(connection).require_cluster(AclOperation.DESCRIBE)
+        except KafkaError as exc:  # Kafka's getErrorResponse: the error on the request and on every user asked
+            return DESCRIBE_SCRAM.response(
+                throttle_time_ms=0, error_code=exc.code, error_message=exc.message, results=[
+                    DESCRIBE_SCRAM.response.DescribeUserScramCredentialsResult(
+                        user=user.name, error_code=exc.code, error_message=exc.message, credential_infos=[])
+                    for user in request.users or ()])
         stored = broker.metadata.scram_credentials
         asked = [user.name for user in request.users] if request.users else sorted(stored)
         results = []
@@ -88,6 +99,13 @@ def handlers(broker) -> dict:
         return None
 
     def answer_alter_scram(connection, header, request):
+        Result = ALTER_SCRAM.response.AlterUserScramCredentialsResult
+        try:
+            broker.access(connection).require_cluster(AclOperation.ALTER)
+        except KafkaError as exc:  # Kafka's getErrorResponse: every user named, once
+            named = dict.fromkeys(change.name for change in [*request.deletions, *request.upsertions])
+            return ALTER_SCRAM.response(throttle_time_ms=0, results=[
+                Result(user=name, error_code=exc.code, error_message=exc.message) for name in named])
         errors: dict[str, tuple[ErrorCode, str]] = {}
         changes: dict[str, tuple[str, str, ScramCredential | None]] = {}
         twice = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
@@ -130,7 +148,6 @@ def handlers(broker) -> dict:
                 mechanism, upsertion.salt, upsertion.salted_password, upsertion.iterations))
         if changes:
             broker.metadata.set_scram_credentials(list(changes.values()))
-        Result = ALTER_SCRAM.response.AlterUserScramCredentialsResult
         results = [Result(user=name, error_code=ErrorCode.NONE, error_message=None) for name in changes]
         results += [Result(user=name, error_code=code, error_message=message)
                     for name, (code, message) in errors.items()]

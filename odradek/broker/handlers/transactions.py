@@ -6,6 +6,10 @@ coordinator (odradek/coordinator/transaction_coordinator.py), the group coordina
 partition's producer state (DescribeProducers), and turns KafkaError codes into that version's answer. KIP-588's
 PRODUCER_FENCED goes only to versions that know it (InitProducerId v4+, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2+,
 TxnOffsetCommit v3+); older ones get INVALID_PRODUCER_EPOCH, as Kafka answers them.
+With an authorizer, as KafkaApis: a transactional id needs WRITE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for every
+transactional call, an idempotent InitProducerId IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679,
+else CLUSTER_AUTHORIZATION_FAILED); topics added need WRITE, offsets committed READ on the group and the topics;
+the admin views need DESCRIBE on the transactional id (ListTransactions leaves the others out) or READ on the topic.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from odradek.coordinator.transaction_state import TransactionState
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.storage.producer_state import NO_OFFSET
 
 INIT_PRODUCER_ID = api("InitProducerId")
@@ -42,6 +47,12 @@ def handlers(broker) -> dict:
         Response = INIT_PRODUCER_ID.response
         version = header.api_version
         try:
+            access = broker.access(connection)
+            if request.transactional_id is not None:
+                access.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+            elif not (access.allows_cluster(AclOperation.IDEMPOTENT_WRITE)
+                      or access.allows_any(AclOperation.WRITE, ResourceType.TOPIC)):  # KIP-679
+                access.require_cluster(AclOperation.IDEMPOTENT_WRITE)
             producer_id, epoch = coordinator().init_producer_id(
                 request.transactional_id, request.transaction_timeout_ms,
                 request.producer_id if version >= 3 else -1, request.producer_epoch if version >= 3 else -1)
@@ -50,12 +61,19 @@ def handlers(broker) -> dict:
                             producer_epoch=-1)
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch)
 
-    def add_partitions(transactional_id: str, producer_id: int, producer_epoch: int, topics, version: int,
+    def add_partitions(access, transactional_id: str, producer_id: int, producer_epoch: int, topics, version: int,
                        verify_only: bool = False):
         """[(topic, [(partition, code)])] for one transaction of AddPartitionsToTxn."""
         asked = [(topic.name, index) for topic in topics for index in topic.partitions]
+        denied = {topic.name for topic in topics if not access.allows(AclOperation.WRITE, ResourceType.TOPIC,
+                                                                       topic.name)}
         unknown = {key for key in asked if not broker.has_partition(*key)}
-        if unknown:
+        if not access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            codes = dict.fromkeys(asked, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif denied:
+            codes = {key: ErrorCode.TOPIC_AUTHORIZATION_FAILED if key[0] in denied
+                     else ErrorCode.OPERATION_NOT_ATTEMPTED for key in asked}
+        elif unknown:
             codes = {key: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if key in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                      for key in asked}
         else:
@@ -74,6 +92,7 @@ def handlers(broker) -> dict:
     def answer_add_partitions_to_txn(connection, header, request):
         Response = ADD_PARTITIONS_TO_TXN.response
         version = header.api_version
+        access = broker.access(connection)
 
         def topic_results(results):
             return [Response.AddPartitionsToTxnTopicResult(name=name, results_by_partition=[
@@ -81,16 +100,20 @@ def handlers(broker) -> dict:
                 for index, code in partitions]) for name, partitions in results]
 
         if version < BATCHED_ADD_PARTITIONS_VERSION:
-            results = add_partitions(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            results = add_partitions(access, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                                      request.v3_and_below_producer_epoch, request.v3_and_below_topics, version)
             return Response(throttle_time_ms=0, results_by_topic_v3_and_below=topic_results(results))
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=[
             Response.AddPartitionsToTxnResult(transactional_id=t.transactional_id, topic_results=topic_results(
-                add_partitions(t.transactional_id, t.producer_id, t.producer_epoch, t.topics, version, t.verify_only)))
+                add_partitions(access, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, version,
+                               t.verify_only)))
             for t in request.transactions])
 
     def answer_add_offsets_to_txn(connection, header, request):
         try:
+            access = broker.access(connection)
+            access.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+            access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             coordinator().add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
                                       request.group_id)
         except KafkaError as exc:
@@ -100,6 +123,8 @@ def handlers(broker) -> dict:
     def answer_end_txn(connection, header, request):
         Response = END_TXN.response
         try:
+            broker.access(connection).require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                              request.transactional_id)
             coordinator().end_transaction(request.transactional_id, request.producer_id, request.producer_epoch,
                                           request.committed)
         except KafkaError as exc:
@@ -113,31 +138,42 @@ def handlers(broker) -> dict:
         wanted = [(topic.name, p.partition_index, p.committed_offset,
                    p.committed_leader_epoch if version >= 2 else -1, p.committed_metadata)
                   for topic in request.topics for p in topic.partitions]
+        access = broker.access(connection)
+        denied = {topic.name for topic in request.topics
+                  if not access.allows(AclOperation.READ, ResourceType.TOPIC, topic.name)}
         try:
+            access.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+            access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             coordinator().check_producer(request.transactional_id, request.producer_id, request.producer_epoch)
             codes = broker.group_coordinator.commit_transactional_offsets(
                 request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
                 member_id=request.member_id if version >= 3 else "",
-                generation=request.generation_id if version >= 3 else -1, offsets=wanted)
-        except KafkaError as exc:
-            codes = [_code_for(exc, version, 3)] * len(wanted)
+                generation=request.generation_id if version >= 3 else -1,
+                offsets=[offset for offset in wanted if offset[0] not in denied])
+        except KafkaError as exc:  # a request-level error covers every partition
+            codes, denied = [_code_for(exc, version, 3)] * len(wanted), set()
         answers = iter(codes)
         return Response(throttle_time_ms=0, topics=[
             Response.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
-                Response.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=next(answers))
+                Response.TxnOffsetCommitResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
                 for p in topic.partitions])
             for topic in request.topics])
 
     def answer_describe_producers(connection, header, request):
         Response = DESCRIBE_PRODUCERS.response
+        access = broker.access(connection)
         topics = []
         for topic in request.topics:
             partitions = []
+            readable = access.allows(AclOperation.READ, ResourceType.TOPIC, topic.name)
             for index in topic.partition_indexes:
                 partition = broker.partitions.get((topic.name, index))
-                if partition is None:
+                if partition is None or not readable:
                     partitions.append(Response.PartitionResponse(
-                        partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, active_producers=[]))
+                        partition_index=index, active_producers=[], error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        if readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                     continue
                 partitions.append(Response.PartitionResponse(
                     partition_index=index, error_code=ErrorCode.NONE, active_producers=[
@@ -152,12 +188,14 @@ def handlers(broker) -> dict:
 
     def answer_describe_transactions(connection, header, request):
         Response = DESCRIBE_TRANSACTIONS.response
+        access = broker.access(connection)
         states = []
         for transactional_id in request.transactional_ids:
             answer = Response.TransactionState(
                 error_code=ErrorCode.NONE, transactional_id=transactional_id, transaction_state="",
                 transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[])
             try:
+                access.require(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id)
                 metadata = coordinator().describe(transactional_id)
             except KafkaError as exc:
                 answer.error_code = exc.code
@@ -179,6 +217,7 @@ def handlers(broker) -> dict:
         version = header.api_version
         known = {state.display_name for state in TransactionState}
         unknown = [name for name in request.state_filters if name not in known]
+        access = broker.access(connection)
         try:
             found = coordinator().list_transactions(
                 set(request.state_filters), set(request.producer_id_filters),
@@ -190,11 +229,14 @@ def handlers(broker) -> dict:
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
                         transaction_states=[Response.TransactionState(
                             transactional_id=m.transactional_id, producer_id=m.producer_id,
-                            transaction_state=m.state.display_name) for m in found])
+                            transaction_state=m.state.display_name) for m in found
+                            if access.allows(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                             m.transactional_id)])
 
     def answer_write_txn_markers(connection, header, request):
         """A transaction coordinator on another broker closes a transaction on partitions this broker leads."""
         Response = WRITE_TXN_MARKERS.response
+        allowed = broker.access(connection).allows_cluster(AclOperation.CLUSTER_ACTION)  # brokers only, in Kafka
         results = []
         for marker in request.markers:
             topics = []
@@ -203,6 +245,8 @@ def handlers(broker) -> dict:
                 for index in wanted.partition_indexes:
                     code = ErrorCode.NONE
                     try:
+                        if not allowed:
+                            raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
                         broker.write_transaction_marker(wanted.name, index, marker.producer_id,
                                                         marker.producer_epoch, marker.transaction_result,
                                                         marker.coordinator_epoch)

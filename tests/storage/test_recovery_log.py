@@ -25,8 +25,10 @@ def test_a_crc_failure_found_at_restart_is_logged_with_what_was_dropped(tmp_path
     broker = BrokerProcess(tmp_path / "data", settings={"num.partitions": 1})
     broker.start()
     try:
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
-        for index in range(10):  # one batch per flush; the last three batches hold two records each
+        # one batch per flush; the last three batches hold two records each (a linger keeps a pair together: with
+        # none, librdkafka may send the first record before the second is queued; flush sends at once anyway)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 1000})
+        for index in range(10):
             for _ in range(1 if index < 7 else 2):
                 producer.produce("recovered", value=b"value-%d" % index)
             producer.flush(10)

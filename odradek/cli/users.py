@@ -11,12 +11,10 @@ from __future__ import annotations
 import argparse
 import getpass
 
-from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
+from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
                                    UserScramCredentialUpsertion)
 
-from odradek.cli.common import add_admin_options, add_command_config, command_config, print_table
-from odradek.client.admin import _wait
-from odradek.client.errors import LIBRDKAFKA_LOGGER
+from odradek.cli.common import add_admin_options, add_command_config, admin_of, print_table
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 _MECHANISMS = {name: getattr(ScramMechanism, name.replace("-", "_")) for name in MECHANISMS}
@@ -53,28 +51,17 @@ def add_commands(commands) -> None:
         add_command_config(action)
 
 
-def _admin(args: argparse.Namespace) -> AdminClient:
-    return AdminClient({**command_config(args), "bootstrap.servers": args.bootstrap_server,
-                        "logger": LIBRDKAFKA_LOGGER})
-
-
 def run_add(args: argparse.Namespace) -> int:
     password = args.password if args.password is not None else getpass.getpass(f"Password for {args.user}: ")
     upsertion = UserScramCredentialUpsertion(
         args.user, ScramCredentialInfo(_MECHANISMS[args.mechanism], args.iterations), password.encode())
-    admin = _admin(args)
-    _wait(admin.alter_user_scram_credentials([upsertion])[args.user], args.timeout)
+    admin_of(args).alter_user_scram_credentials(upsertion)
     print(f"{args.mechanism} credential of {args.user} set ({args.iterations} iterations).")
     return 0
 
 
 def run_list(args: argparse.Namespace) -> int:
-    admin = _admin(args)
-    if args.users:
-        futures = admin.describe_user_scram_credentials(args.users)
-        described = {user: _wait(future, args.timeout) for user, future in futures.items()}
-    else:
-        described = _wait(admin.describe_user_scram_credentials(), args.timeout)
+    described = admin_of(args).describe_user_scram_credentials(args.users)
     names = {mechanism: name for name, mechanism in _MECHANISMS.items()}
     print_table(["USER", "MECHANISM", "ITERATIONS"],
                 [(user, names[info.mechanism], info.iterations)
@@ -84,8 +71,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    admin = _admin(args)
-    deletion = UserScramCredentialDeletion(args.user, _MECHANISMS[args.mechanism])
-    _wait(admin.alter_user_scram_credentials([deletion])[args.user], args.timeout)
+    admin_of(args).alter_user_scram_credentials(UserScramCredentialDeletion(args.user, _MECHANISMS[args.mechanism]))
     print(f"{args.mechanism} credential of {args.user} removed.")
     return 0

@@ -207,6 +207,18 @@ class Admin:
         _wait(self._client.delete_consumer_groups([group_id], request_timeout=self.timeout)[group_id], self.timeout)
 
     # ---------------------------------------------------------------------------------------------- ACLs
+    def alter_user_scram_credentials(self, alteration) -> None:
+        """One UserScramCredentialUpsertion or UserScramCredentialDeletion."""
+        _wait(self._client.alter_user_scram_credentials([alteration], request_timeout=self.timeout)[alteration.user],
+              self.timeout)
+
+    def describe_user_scram_credentials(self, users: list[str] | None = None) -> dict:
+        """Each user's UserScramCredentialsDescription: the users named, or all of them."""
+        if users:
+            futures = self._client.describe_user_scram_credentials(users, request_timeout=self.timeout)
+            return {user: _wait(future, self.timeout) for user, future in futures.items()}
+        return _wait(self._client.describe_user_scram_credentials(request_timeout=self.timeout), self.timeout)
+
     def create_acls(self, bindings: list[AclBinding]) -> None:
         for future in self._client.create_acls(bindings, request_timeout=self.timeout).values():
             _wait(future, self.timeout)

@@ -86,6 +86,15 @@ def reassigned(replicas: list[int], adding: list[int], removing: list[int],
     return full, [r for r in full if r not in original], [r for r in full if r not in target]
 
 
+def reassignment_in_force(replicas: list[int], adding: list[int], removing: list[int],
+                          target: list[int] | None) -> bool:
+    """Whether the view shows what AlterPartitionReassignments asked: `target` as the replicas to be (under way or
+    done), or for a cancellation (None) no reassignment."""
+    if target is None:
+        return not adding and not removing
+    return [r for r in replicas if r not in removing] == target
+
+
 def completed_reassignment(replicas: list[int], removing: list[int], leader: int, isr: list[int],
                            live: set[int]) -> tuple[int, list[int]] | None:
     """(leader, ISR) once every target replica is in the ISR (the reassignment can end: the removed replicas go),

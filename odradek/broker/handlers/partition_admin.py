@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 
-from odradek.cluster.elections import election_in_force, elected
+from odradek.cluster.elections import election_in_force, elected, reassignment_in_force
 from odradek.cluster.metadata import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -162,17 +162,47 @@ def handlers(broker) -> dict:
             return AlterPartitionReassignmentsResponse(
                 throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 error_message="Cluster authorization failed.", responses=[])
-        responses = []
-        for topic in request.topics:
-            outcomes = broker.metadata.reassign_partitions(
-                topic.name, {wanted.partition_index: wanted.replicas for wanted in topic.partitions})
-            responses.append(AlterPartitionReassignmentsResponse.ReassignableTopicResponse(
-                name=topic.name, partitions=[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
-                    partition_index=index, error_code=outcome.code if outcome else ErrorCode.NONE,
-                    error_message=outcome.message if outcome else None)
-                    for index, outcome in outcomes.items()]))
-        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                                   error_message=None, responses=responses)
+        catalogue = broker.metadata
+        outcomes = {topic.name: catalogue.reassign_partitions(
+            topic.name, {wanted.partition_index: wanted.replicas for wanted in topic.partitions})
+            for topic in request.topics}
+        accepted = [(topic.name, wanted.partition_index, wanted.replicas) for topic in request.topics
+                    for wanted in topic.partitions if outcomes[topic.name][wanted.partition_index] is None]
+
+        def in_force(name: str, index: int, target: list[int] | None) -> bool:
+            try:
+                assignment = catalogue.assignment_of(name, index)
+            except KafkaError:  # deleted meanwhile: nothing left to wait for
+                return True
+            return reassignment_in_force(assignment.replicas, assignment.adding_replicas,
+                                         assignment.removing_replicas, target)
+
+        def response():
+            return AlterPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=[
+                    AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=name, partitions=[
+                        AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+                            partition_index=index, error_code=outcome.code if outcome else ErrorCode.NONE,
+                            error_message=outcome.message if outcome else None)
+                        for index, outcome in partitions.items()])
+                    for name, partitions in outcomes.items()])
+
+        if all(in_force(*entry) for entry in accepted):
+            return response()
+
+        async def wait():  # until this broker's view shows the targets, so a ListPartitionReassignments sees them
+            try:
+                async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
+                    while not all(in_force(*entry) for entry in accepted):
+                        await broker.catalogue_followed()
+            except TimeoutError:
+                for name, index, target in accepted:
+                    if not in_force(name, index, target):
+                        outcomes[name][index] = KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                                           "The reassignment was not seen within the timeout.")
+            return response()
+
+        return wait()
 
     def answer_list_partition_reassignments(connection, header, request):
         if not broker.access(connection).allows_cluster(AclOperation.DESCRIBE):

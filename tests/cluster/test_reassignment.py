@@ -1,0 +1,78 @@
+"""Partition reassignment (KIP-455) on a three-broker cluster with kafka-python's admin client: while the new replica
+cannot catch up the reassignment is listed with its adding and removing replicas and cancelling it goes back to the
+original replicas; done, the data is on the new replicas before the old one goes, which deletes its copy."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KafkaTopicPartition
+
+from odradek.embedded import wait_until
+
+from .test_leader_epochs import create_on
+from .test_replication import pause, produce, read_all, resume, state
+
+COUNT = 2000
+
+
+@pytest.fixture(scope="module")
+def admin(cluster):
+    client = KafkaAdminClient(bootstrap_servers=cluster.brokers[1].bootstrap_servers, request_timeout_ms=15000)
+    yield client
+    client.close()
+
+
+def topic_znode(zk, topic: str) -> dict:
+    return json.loads(zk.get(f"/brokers/topics/{topic}")[0])
+
+
+def test_a_reassignment_copies_the_data_then_the_old_replica_deletes_its_copy(cluster, zk, admin):
+    controller = json.loads(zk.get("/controller")[0])["brokerid"]
+    new = next(b for b in cluster.brokers if b.node_id != controller)  # paused below: admin clients ask the controller
+    old, kept = [b for b in cluster.brokers if b is not new]
+    o, k, n = old.node_id, kept.node_id, new.node_id
+    topic = f"move-{uuid.uuid4().hex[:6]}"
+    partition = KafkaTopicPartition(topic, 0)
+    create_on(cluster, topic, [o, k])
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == sorted([o, k]), timeout=15)
+    values = [f"record-{n}".encode() for n in range(COUNT)]
+    assert produce(cluster.bootstrap_servers, topic, values, acks="all") == [None] * COUNT
+
+    assert admin.list_partition_reassignments() == {}  # kafka-python now knows the controller it sends these to
+    pause(new)  # it cannot catch up: the reassignment stays under way
+    try:
+        assert admin.alter_partition_reassignments({partition: [k, n]}) == {partition: None}
+        assert admin.list_partition_reassignments() == {
+            partition: {"replicas": [k, n, o], "adding_replicas": [n], "removing_replicas": [o]}}
+        assert topic_znode(zk, topic)["adding_replicas"] == {"0": [n]}
+        assert admin.alter_partition_reassignments({partition: None}) == {partition: None}  # cancel
+        assert admin.list_partition_reassignments() == {}
+        # the original replicas, in the order of the full set (target first), as Kafka's ReplicaAssignment
+        assert topic_znode(zk, topic)["partitions"] == {"0": [k, o]}
+    finally:
+        resume(new)
+    assert wait_until(lambda: not (new.data_dir / f"{topic}-0").exists(), timeout=10)
+
+    assert admin.alter_partition_reassignments({partition: [k, n]}) == {partition: None}
+    assert wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [k, n]}, timeout=30)
+    assert topic_znode(zk, topic)["adding_replicas"] == {} == topic_znode(zk, topic)["removing_replicas"]
+    final = state(zk, topic)
+    assert sorted(final["isr"]) == sorted([k, n]) and final["leader"] in (k, n)
+    assert admin.list_partition_reassignments() == {}
+    assert wait_until(lambda: not (old.data_dir / f"{topic}-0").exists(), timeout=10)
+    assert (kept.data_dir / f"{topic}-0").exists() and (new.data_dir / f"{topic}-0").exists()
+
+    old.kill()
+    try:
+        assert read_all(f"{kept.bootstrap_servers},{new.bootstrap_servers}", topic) == values
+        kept.stop()  # the new replica alone has every record
+        try:
+            assert read_all(new.bootstrap_servers, topic) == values
+        finally:
+            kept.start(timeout=30)
+    finally:
+        old.start(timeout=30)

@@ -1,6 +1,7 @@
 """Partition reassignment (KIP-455) on a three-broker cluster with kafka-python's admin client: while the new replica
 cannot catch up the reassignment is listed with its adding and removing replicas and cancelling it goes back to the
-original replicas; done, the data is on the new replicas before the old one goes, which deletes its copy."""
+original replicas; done, the data is on the new replicas before the old one goes, which deletes its copy. And the
+`odradek reassign` and `odradek elect-leaders` commands."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTopicPartition
 
 from odradek.embedded import wait_until
+from tests.cli.run import odradek
 
 from .test_leader_epochs import create_on
 from .test_replication import pause, produce, read_all, resume, state
@@ -76,3 +78,35 @@ def test_a_reassignment_copies_the_data_then_the_old_replica_deletes_its_copy(cl
             kept.start(timeout=30)
     finally:
         old.start(timeout=30)
+
+
+def test_the_reassign_and_elect_leaders_commands(cluster, zk, tmp_path):
+    """kafka-reassign-partitions' --execute/--verify with Kafka's JSON file, then kafka-leader-election's preferred
+    election after the move left the partition led by a replica that is not first in the new list."""
+    topic = f"cli-{uuid.uuid4().hex[:6]}"
+    create_on(cluster, topic, [1, 2])
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == [1, 2], timeout=15)
+    assert produce(cluster.bootstrap_servers, topic, [b"x"] * 100, acks="all") == [None] * 100
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [3, 1]}]}))
+
+    executed = odradek(cluster.brokers[0], "reassign", "--execute", str(plan))
+    assert executed.returncode == 0, executed.stderr
+    assert executed.stdout.strip() == f"Successfully started partition reassignment(s) for {topic}-0"
+    assert wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [3, 1]}, timeout=30)
+    verified = odradek(cluster.brokers[0], "reassign", "--verify", str(plan))
+    assert verified.stdout.splitlines() == ["Status of partition reassignment:",
+                                            f"Reassignment of partition {topic}-0 is completed."]
+    cancelled = odradek(cluster.brokers[0], "reassign", "--cancel", str(plan))
+    assert cancelled.returncode == 1 and "NO_REASSIGNMENT_IN_PROGRESS" in cancelled.stderr
+
+    assert state(zk, topic)["leader"] == 1  # it stayed: a target replica, so the move did not change the leader
+    elected = odradek(cluster.brokers[0], "elect-leaders", "--election-type", "preferred", "--topic", topic,
+                      "--partition", "0")
+    assert elected.returncode == 0, elected.stderr
+    assert elected.stdout.strip() == f"Successfully completed leader election (PREFERRED) for partitions {topic}-0"
+    assert state(zk, topic)["leader"] == 3
+    again = odradek(cluster.brokers[0], "elect-leaders", "--election-type", "preferred", "--all-topic-partitions")
+    assert again.returncode == 0, again.stderr  # the earlier test's restarts left others to move back
+    assert f"{topic}-0" not in again.stdout  # not needed: left out when all partitions are asked for, as Kafka
+    assert read_all(cluster.bootstrap_servers, topic) == [b"x"] * 100

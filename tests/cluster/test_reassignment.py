@@ -6,6 +6,7 @@ original replicas; done, the data is on the new replicas before the old one goes
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -51,6 +52,9 @@ def test_a_reassignment_copies_the_data_then_the_old_replica_deletes_its_copy(cl
         assert admin.list_partition_reassignments() == {
             partition: {"replicas": [k, n, o], "adding_replicas": [n], "removing_replicas": [o]}}
         assert topic_znode(zk, topic)["adding_replicas"] == {"0": [n]}
+        time.sleep(1.5)  # the new replica has nothing: the old one keeps its place and its copy
+        assert admin.list_partition_reassignments()[partition]["removing_replicas"] == [o]
+        assert (old.data_dir / f"{topic}-0").exists()
         assert admin.alter_partition_reassignments({partition: None}) == {partition: None}  # cancel
         assert admin.list_partition_reassignments() == {}
         # the original replicas, in the order of the full set (target first), as Kafka's ReplicaAssignment

@@ -1,4 +1,4 @@
-"""The controller's work in a ZooKeeper cluster: partition leadership and topic deletion.
+"""The controller's work in a ZooKeeper cluster: partition leadership, reassignments and topic deletion.
 
 Every broker runs one `Controller`; it acts only while its broker holds /controller (ZooKeeperMembership elects).
 It owns the state znodes (/brokers/topics/[topic]/partitions/[n]/state): a new partition gets its first live
@@ -7,6 +7,15 @@ replica, else the partition goes offline (leader -1, ISR kept, as Kafka's contro
 an offline partition whose in-sync replica comes back is led by it again. Every such change bumps the leader epoch.
 It also carries out deletions asked at /admin/delete_topics/[topic]: the topic's znodes and config go, then the
 request; brokers drop their logs when the topic leaves their view.
+
+Elections asked for (ElectLeaders through /admin/elect_leaders/*, Kafka 2.x's /admin/preferred_replica_election)
+and the auto leader rebalance (auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, brokers
+whose preferred partitions are led elsewhere beyond leader.imbalance.per.broker.percentage get them back) are decided
+by odradek.cluster.elections and written here, leader epoch bumped; a request znode goes once all its partitions are
+decided. Reassignments (KIP-455) are written into the topic znodes by whichever broker took the request (or taken
+from Kafka 2.x's /admin/reassign_partitions here); the controller ends each once its target replicas are all in the
+ISR: state znode (leader moved into the target if needed) and topic znode (replicas = target) in one transaction.
+A leader or ISR member that is no replica any more (a cancelled reassignment's) is replaced or dropped.
 
 Decisions are a plain function (`next_state`) of the partition's replicas, its current state and the live brokers.
 The writes are conditional, as Kafka's: each one is a ZooKeeper transaction that checks /controller_epoch's version

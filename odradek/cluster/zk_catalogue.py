@@ -5,9 +5,10 @@ What this owns: the broker's in-memory view of every topic (/brokers/topics/[top
 watches, and the writes any broker makes for a client: a new topic's assignment (computed here, spread over the
 live brokers by odradek.cluster.placement, as Kafka's AdminZkClient.createTopicWithAssignment does on whichever
 broker took the request), more partitions, config overrides (with a /config/changes notification), a deletion
-request (/admin/delete_topics/[topic]) and producer-id blocks (/latest_producer_id_block). Leadership itself (the
-state znodes) is written by the controller (odradek.cluster.controller), and their ISR also by each partition's
-leader (`write_isr`).
+request (/admin/delete_topics/[topic]), reassignment targets (adding/removing replicas in the topic znode), election
+requests for the controller (/admin/elect_leaders/*) and producer-id blocks (/latest_producer_id_block).
+Leadership itself (the state znodes) is written by the controller (odradek.cluster.controller), and their ISR also
+by each partition's leader (`write_isr`).
 
 Kafka's controller pushes LeaderAndIsr/UpdateMetadata requests to brokers; here every broker watches the znodes
 instead, so handlers never call kazoo: they read `topics` / `topics_by_id`, which watch callbacks (on kazoo's
@@ -351,8 +352,8 @@ class ZooKeeperCatalogue(ClusterMetadata):
                                   start_index=arranged.index(first) if first in arranged else None)
         if not validate_only:
             try:
-                self._client.set(topic_path(name), encode_assignment(topic_id or topic.topic_id, current + new, adding, removing),
-                                 version=stat.version)
+                self._client.set(topic_path(name), encode_assignment(topic_id or topic.topic_id, current + new,
+                                                                     adding, removing), version=stat.version)
             except BadVersionError:
                 raise KafkaError(ErrorCode.REASSIGNMENT_IN_PROGRESS,
                                  f"The topic {name} changed while partitions were added; try again.") from None

@@ -15,7 +15,10 @@ import pytest
 from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from odradek.cluster.elections import PREFERRED_ELECTION, UNCLEAN_ELECTION, elected, imbalanced_partitions
 from odradek.embedded import Cluster, wait_until
+from odradek.errors import ErrorCode
+from odradek.errors import KafkaError as BrokerError
 
 from .test_leader_epochs import create_on
 from .test_replication import produce, read_all, state
@@ -35,6 +38,35 @@ def elect(broker, election_type, topic: str) -> int:
 
 def in_sync(zk, topic: str, replicas: list[int]) -> bool:
     return sorted(state(zk, topic)["isr"]) == sorted(replicas)
+
+
+def refusal(election_type, replicas, leader, isr, live) -> int:
+    with pytest.raises(BrokerError) as refused:
+        elected(election_type, replicas, leader, isr, live)
+    return refused.value.code
+
+
+def test_what_an_asked_for_election_decides():
+    assert elected(PREFERRED_ELECTION, [1, 2, 3], 2, [2, 1], {1, 2, 3}) == (1, [2, 1])
+    assert refusal(PREFERRED_ELECTION, [1, 2, 3], 1, [1, 2], {1, 2, 3}) == ErrorCode.ELECTION_NOT_NEEDED
+    assert refusal(PREFERRED_ELECTION, [1, 2, 3], 2, [2, 3], {1, 2, 3}) == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    assert refusal(PREFERRED_ELECTION, [1, 2, 3], 2, [2, 1], {2, 3}) == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    assert refusal(UNCLEAN_ELECTION, [1, 2], 1, [1], {1, 2}) == ErrorCode.ELECTION_NOT_NEEDED
+    assert elected(UNCLEAN_ELECTION, [1, 2, 3], -1, [3, 1], {2, 3}) == (3, [3])  # a live ISR member first
+    assert elected(UNCLEAN_ELECTION, [1, 2, 3], -1, [1], {2, 3}) == (2, [2])  # else any live replica, alone
+    assert refusal(UNCLEAN_ELECTION, [1, 2], -1, [1], {3}) == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    assert refusal(7, [1], 1, [1], {1}) == ErrorCode.INVALID_REQUEST
+
+
+def test_the_auto_rebalance_moves_what_is_above_the_imbalance_percentage():
+    # broker 1 is the preferred replica of ten partitions; broker 2 leads one of them (10%), then two (20%)
+    led = [(n, [1, 2], 1, [1, 2]) for n in range(9)] + [(9, [1, 2], 2, [2, 1])]
+    assert imbalanced_partitions(led, {1, 2}, 10) == []  # not above 10%
+    led[0] = (0, [1, 2], 2, [2, 1])
+    assert imbalanced_partitions(led, {1, 2}, 10) == [0, 9]
+    assert imbalanced_partitions(led, {2}, 10) == []  # the preferred replica is down
+    led[9] = (9, [1, 2], 2, [2])  # out of the ISR: not moved
+    assert imbalanced_partitions(led, {1, 2}, 10) == [0]
 
 
 def test_a_preferred_election_moves_leadership_back_to_the_first_replica(cluster, zk):

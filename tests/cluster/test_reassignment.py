@@ -13,7 +13,9 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTopicPartition
 
+from odradek.cluster.elections import completed_reassignment, reassigned
 from odradek.embedded import wait_until
+from odradek.errors import ErrorCode, KafkaError
 from tests.cli.run import odradek
 
 from .test_leader_epochs import create_on
@@ -31,6 +33,20 @@ def admin(cluster):
 
 def topic_znode(zk, topic: str) -> dict:
     return json.loads(zk.get(f"/brokers/topics/{topic}")[0])
+
+
+def test_what_a_reassignment_writes_and_when_it_ends():
+    assert reassigned([1, 2], [], [], [2, 3]) == ([2, 3, 1], [3], [1])  # Kafka's RS = TRS + ORS, AR, RR
+    assert reassigned([2, 3, 1], [3], [1], [3, 4]) == ([3, 4, 2, 1], [3, 4], [2, 1])  # from the original replicas
+    assert reassigned([2, 3, 1], [3], [1], None) == ([2, 1], [], [])  # cancelled
+    assert reassigned([1, 2], [], [], [1, 2]) == ([1, 2], [], [])  # already there: nothing under way
+    with pytest.raises(KafkaError) as refused:
+        reassigned([1, 2], [], [], None)
+    assert refused.value.code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    assert completed_reassignment([2, 3, 1], [1], 1, [1, 2], {1, 2, 3}) is None  # 3 has not caught up
+    assert completed_reassignment([2, 3, 1], [1], 1, [1, 2, 3], {1, 2, 3}) == (2, [2, 3])  # 1 leaves: 2 leads
+    assert completed_reassignment([2, 3, 1], [1], 3, [1, 2, 3], {1, 2, 3}) == (3, [2, 3])  # the leader stays
+    assert completed_reassignment([2, 3, 1], [1], 1, [1, 2, 3], {1, 3}) == (3, [2, 3])  # the first live one
 
 
 def test_a_reassignment_copies_the_data_then_the_old_replica_deletes_its_copy(cluster, zk, admin):
@@ -114,3 +130,22 @@ def test_the_reassign_and_elect_leaders_commands(cluster, zk, tmp_path):
     assert again.returncode == 0, again.stderr  # the earlier test's restarts left others to move back
     assert f"{topic}-0" not in again.stdout  # not needed: left out when all partitions are asked for, as Kafka
     assert read_all(cluster.bootstrap_servers, topic) == [b"x"] * 100
+
+
+def test_kafka_2_x_tools_znodes(cluster, zk):
+    """What kafka-reassign-partitions and kafka-preferred-replica-election --zookeeper write: /admin/reassign_partitions
+    (here a new order of the same replicas, so the preferred replica changes) and /admin/preferred_replica_election;
+    the controller carries out each and deletes it."""
+    topic = f"legacy-{uuid.uuid4().hex[:6]}"
+    create_on(cluster, topic, [1, 2])
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == [1, 2], timeout=15)
+    epoch = state(zk, topic)["leader_epoch"]
+    zk.create("/admin/reassign_partitions", json.dumps(
+        {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [2, 1]}]}).encode())
+    assert wait_until(lambda: not zk.exists("/admin/reassign_partitions"), timeout=15)
+    assert wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [2, 1]}, timeout=15)
+    assert state(zk, topic)["leader"] == 1
+    zk.create("/admin/preferred_replica_election", json.dumps(
+        {"version": 1, "partitions": [{"topic": topic, "partition": 0}]}).encode())
+    assert wait_until(lambda: not zk.exists("/admin/preferred_replica_election"), timeout=15)
+    assert state(zk, topic)["leader"] == 2 and state(zk, topic)["leader_epoch"] == epoch + 1

@@ -88,7 +88,10 @@ def test_a_preferred_election_moves_leadership_back_to_the_first_replica(cluster
     assert wait_until(lambda: in_sync(zk, topic, replicas), timeout=20)
     before = state(zk, topic)
     assert before["leader"] == other.node_id  # nothing moves it back without being asked (auto rebalance: 300 s)
+    asked_at = time.monotonic()
     assert elect(asked_of, ElectionType.PREFERRED, topic) == KafkaError.NO_ERROR
+    print(f"preferred election asked of broker {asked_of.node_id}: answered "
+          f"{(time.monotonic() - asked_at) * 1000:.0f} ms later, with the new leader in force")
     after = state(zk, topic)
     assert after["leader"] == preferred.node_id and after["leader_epoch"] == before["leader_epoch"] + 1
     assert sorted(after["isr"]) == sorted(replicas)

@@ -79,8 +79,11 @@ def test_a_reassignment_copies_the_data_then_the_old_replica_deletes_its_copy(cl
         resume(new)
     assert wait_until(lambda: not (new.data_dir / f"{topic}-0").exists(), timeout=10)
 
+    asked_at = time.monotonic()
     assert admin.alter_partition_reassignments({partition: [k, n]}) == {partition: None}
     assert wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [k, n]}, timeout=30)
+    print(f"{COUNT} records moved from {[o, k]} to {[k, n]}: reassignment done "
+          f"{time.monotonic() - asked_at:.2f}s after it was asked")
     assert topic_znode(zk, topic)["adding_replicas"] == {} == topic_znode(zk, topic)["removing_replicas"]
     final = state(zk, topic)
     assert sorted(final["isr"]) == sorted([k, n]) and final["leader"] in (k, n)

@@ -13,7 +13,9 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTopicPartition
 
+from odradek.cluster.controller import next_state
 from odradek.cluster.elections import completed_reassignment, reassigned
+from odradek.cluster.zk_catalogue import PartitionState
 from odradek.embedded import wait_until
 from odradek.errors import ErrorCode, KafkaError
 from tests.cli.run import odradek
@@ -47,6 +49,9 @@ def test_what_a_reassignment_writes_and_when_it_ends():
     assert completed_reassignment([2, 3, 1], [1], 1, [1, 2, 3], {1, 2, 3}) == (2, [2, 3])  # 1 leaves: 2 leads
     assert completed_reassignment([2, 3, 1], [1], 3, [1, 2, 3], {1, 2, 3}) == (3, [2, 3])  # the leader stays
     assert completed_reassignment([2, 3, 1], [1], 1, [1, 2, 3], {1, 3}) == (3, [2, 3])  # the first live one
+    # a cancelled move's added replica, leader meanwhile, is no replica any more: replaced from the ISR, dropped
+    assert next_state([1, 2], PartitionState(3, 5, [3, 1, 2], 0), {1, 2, 3}, 0) == PartitionState(1, 6, [1, 2], 0)
+    assert next_state([1, 2], PartitionState(1, 5, [1, 3, 2], 0), {1, 2, 3}, 0) == PartitionState(1, 5, [1, 2], 0)
 
 
 def test_a_reassignment_copies_the_data_then_the_old_replica_deletes_its_copy(cluster, zk, admin):

@@ -376,7 +376,8 @@ def broker_default_for(topic_key: ConfigKey, broker_props: Mapping[str, Any]) ->
     for synonym in topic_key.broker_synonyms:
         if synonym in broker_props:
             value = topic_key.parse(broker_props[synonym], synonym)
-            return value * _BROKER_UNITS.get(synonym, 1), synonym
+            unit = _BROKER_UNITS.get(synonym)  # log.retention.hours and the like: a multiple of the topic's unit
+            return (value if unit is None else value * unit), synonym
     return topic_key.default, None
 
 

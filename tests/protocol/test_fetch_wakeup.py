@@ -37,10 +37,10 @@ def test_an_append_arriving_with_the_fetch_ends_its_long_poll(broker, topic_name
         produce_request = PRODUCE.request(acks=1, timeout_ms=10_000, topic_data=[
             PRODUCE.request.TopicProduceData(name=topic_name, partition_data=[
                 PRODUCE.request.PartitionProduceData(index=0, records=bytes(batch))])])
+        requests = [(FETCH, 12, FETCH.request(**fetch_fields(1, LONG_POLL_MS))), (PRODUCE, 8, produce_request)]
         frames = [encode_request(RequestHeader(api_key=spec.key, api_version=version, correlation_id=number,
                                                client_id="wake-up-test"), request)
-                  for number, (spec, version, request) in enumerate(
-                      [(FETCH, 12, FETCH.request(**fetch_fields(1, LONG_POLL_MS))), (PRODUCE, 8, produce_request)], start=1)]
+                  for number, (spec, version, request) in enumerate(requests, start=1)]
         started = time.monotonic()
         client.sock.settimeout(LONG_POLL_MS / 1000 + 10)
         client.sock.sendall(b"".join(frames))

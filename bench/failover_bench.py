@@ -42,9 +42,11 @@ def _leader_and_isr(admin: AdminClient, topic: str) -> tuple[int, list[int]]:
 
 def _new_topic_led_by_a_follower_of_the_controller(cluster: Cluster, topic: str, run: int):
     """Create `topic` led by a broker that is not the controller (a different one each run); that broker."""
+    for broker in cluster.brokers:  # each one's view: the one that takes CreateTopics must know the restarted broker
+        own = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
+        if not wait_until(lambda: len(own.list_topics(timeout=10).brokers) == len(cluster.brokers), timeout=30):
+            raise RuntimeError(f"broker {broker.node_id} does not see every broker of the cluster")
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
-    if not wait_until(lambda: len(admin.list_topics(timeout=10).brokers) == len(cluster.brokers), timeout=30):
-        raise RuntimeError("a broker restarted by the previous run is not back in the cluster's metadata")
     controller = admin.list_topics(timeout=10).controller_id
     candidates = [broker for broker in cluster.brokers if broker.node_id != controller]
     victim = candidates[run % len(candidates)]

@@ -2,8 +2,8 @@
 
 Three panels: Odradek's ratio to the best peer for every compared broker metric (log scale, 1x and the 1.5x goal marked,
 so "better" always points right whatever the metric's direction), produce/consume throughput per broker with the
-spread as error bars, and end-to-end latency percentiles per broker. matplotlib with the Agg backend, so it needs
-no display.
+spread as error bars, and end-to-end latency percentiles per broker; Odradek's replication rows (no peer replicates)
+follow in the last two. matplotlib with the Agg backend, so it needs no display.
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
 
 def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     compared = [row for row in rows if row["ratio_to_best_peer"] and not row["metric"].startswith("client CPU")]
-    rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1]  # brokers side by side
-    latencies = [row for row in rows if row["workload"] == "latency"]
+    replication = [row for row in rows if row["workload"] == "replication"]  # Odradek alone: no peer replicates
+    rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1] + \
+        [row for row in replication if row["unit"] == "records/s"]  # brokers side by side, then replication
+    latencies = [row for row in rows if row["workload"] == "latency"] + \
+        [row for row in replication if row["unit"] == "ms"]
     figure, (ratios, throughput, latency) = plt.subplots(
         3, 1, figsize=(14, 6 + 0.22 * len(compared)), gridspec_kw={"height_ratios": [max(3, len(compared) / 4), 2, 2]})
 

@@ -219,5 +219,11 @@ def main() -> None:
     print(f"\nwrote {stem.with_suffix('.json')} and {stem.with_suffix('.png')}")
 
 
+# Replication (issue 15): its own section at the end, so that it merges apart from the workloads above.
+from bench.workloads import replication  # noqa: E402
+
+WORKLOADS["replication"] = replication
+
+
 if __name__ == "__main__":
     main()

@@ -82,7 +82,7 @@ class Broker:
                 self.controller.unclean_default = LogConfig.resolve(None, self.props).unclean_leader_election_enable
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
             self.cleaner = LogCleaner(self.logs, self.config)
-            self.authorizer = make_authorizer(self.config, self.metadata.acls)
+            self.authorizer = make_authorizer(self.config, lambda: self.metadata.acls)
             self.quotas = ClientQuotas(self.metadata.client_quotas, self.config["quota.window.num"],
                                        self.config["quota.window.size.seconds"] * 1000)
             self.partitions: dict[tuple[str, int], Partition] = {}

@@ -33,6 +33,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.metadata import ClusterMetadata, PartitionAssignment, TopicMetadata
+from odradek.cluster.zk_acls import ZooKeeperAcls
 from odradek.cluster.placement import assign_replicas, check_replication_factor
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
@@ -132,16 +133,32 @@ class ZooKeeperCatalogue(ClusterMetadata):
         self._lock = threading.RLock()
         self._watches: dict[str, _TopicWatch] = {}
         self.listeners: list[Callable[[], None]] = []
+        self._acl_store: ZooKeeperAcls | None = None
 
     def follow(self, membership) -> None:
-        """Read every topic now (the watches' first reads are synchronous) and follow them from then on."""
+        """Read every topic and ACL now (the watches' first reads are synchronous) and follow them from then on."""
         self.membership = membership
         self._client = membership.client
         self.topics, self.topics_by_id = {}, {}  # ZooKeeper's, whatever the local file had
         ChildrenWatch(self._client, TOPICS, self._on_topics)
+        self._acl_store = ZooKeeperAcls(self._client, self._take_acls)
+        self._acl_store.follow()
 
     def _persisted_topics(self):
         return ()  # ZooKeeper keeps them
+
+    def _persisted_acls(self):
+        return ()  # ZooKeeper keeps them
+
+    # ------------------------------------------------------------------------------------------ ACLs
+    def _take_acls(self, acls: list) -> None:
+        self.acls = acls  # replaced whole: the authorizer reads it on the event loop
+
+    def add_acls(self, acls) -> None:
+        self._acl_store.add(acls)
+
+    def remove_acls(self, filters):
+        return self._acl_store.remove(filters)
 
     # ------------------------------------------------------------------------------------------ the view
     def state_version(self, name: str, index: int) -> tuple[PartitionState, int] | None:

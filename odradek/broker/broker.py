@@ -38,6 +38,7 @@ from odradek.config import (Listener, LogConfig, layered_broker_props, parse_adv
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import RequestAuthorizer, make_authorizer
+from odradek.security.inter_broker import inter_broker_security
 from odradek.security.quotas import ClientQuotas
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
@@ -78,6 +79,8 @@ class Broker:
             self.metadata = self._catalogue(static_config)
             self.props = self._layered_props()  # the settings in force: static under the dynamic ones
             self.config = resolve_broker_config(self.props)
+            # how this broker reaches the others (replica fetchers, transaction markers): checked at start
+            self.inter_broker = inter_broker_security(self.listeners, self.props) if self.controller else None
             if self.controller is not None:
                 self.controller.unclean_default = LogConfig.resolve(None, self.props).unclean_leader_election_enable
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)

@@ -8,9 +8,8 @@ Allow). Every change is written conditionally on the version read (two brokers c
 land) and followed by a sequential notification, `/kafka-acl-changes/acl_changes_<n>` holding `TOPIC:<name>` (literal)
 or `/kafka-acl-extended-changes/acl_changes_<n>` holding {"version":1,"resourceType","name","patternType"}.
 
-Every broker reads all ACLs at start and keeps a kazoo children watch on both change paths (Kafka's
-ZkNodeChangeNotificationListener): each notification newer than the last one processed makes it read that one
-resource's znode again; notifications older than 15 minutes are deleted, as Kafka purges them. So an ACL created
+Every broker reads all ACLs at start and follows both change paths (odradek.cluster.zk_changes, Kafka's
+ZkNodeChangeNotificationListener): each new notification makes it read that one resource's znode again. So an ACL created
 through any broker (or by Kafka's own kafka-acls.sh --authorizer-properties zookeeper.connect=...) is enforced by
 every broker once the watch fires. The view is replaced whole (a new list) at every change, never mutated, so the
 event loop's authorizer reads it without locks while kazoo's threads update it.
@@ -21,12 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.recipe.watchers import ChildrenWatch
 
+from odradek.cluster.zk_changes import change_path, follow_changes
 from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.security.acl import AclBinding, AclFilter, PatternType, Permission
 
@@ -35,7 +33,6 @@ log = logging.getLogger("odradek.zookeeper")
 ACL_ROOTS = {PatternType.LITERAL: "/kafka-acl", PatternType.PREFIXED: "/kafka-acl-extended/prefixed"}
 ACL_CHANGES = {PatternType.LITERAL: "/kafka-acl-changes", PatternType.PREFIXED: "/kafka-acl-extended-changes"}
 CHANGE_PREFIX = "acl_changes_"
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # ZkNodeChangeNotificationListener's changeExpirationMs
 ACL_VERSION = 1
 
 Resource = tuple[ResourceType, str, PatternType]  # a resource pattern: type, name, LITERAL or PREFIXED
@@ -113,11 +110,10 @@ class ZooKeeperAcls:
         self._on_change = on_change
         self._lock = threading.RLock()
         self._by_resource: dict[Resource, frozenset[AclBinding]] = {}
-        self._last_change = {pattern_type: -1 for pattern_type in ACL_CHANGES}
 
     def follow(self) -> None:
         """Read every ACL now, then follow the notifications (the watches' first calls are synchronous)."""
-        for path in (*ACL_ROOTS.values(), *ACL_CHANGES.values()):
+        for path in ACL_ROOTS.values():
             self._client.ensure_path(path)
         with self._lock:
             for pattern_type, root in ACL_ROOTS.items():
@@ -131,7 +127,8 @@ class ZooKeeperAcls:
                         self._read((resource_type, name, pattern_type))
             self._publish()
         for pattern_type, path in ACL_CHANGES.items():
-            ChildrenWatch(self._client, path, lambda children, p=pattern_type: self._on_changes(p, children))
+            follow_changes(self._client, path, CHANGE_PREFIX,
+                           lambda data, p=pattern_type: self._read(decode_change(p, data)), self._publish, self._lock)
 
     def _read(self, resource: Resource) -> None:
         try:
@@ -153,39 +150,6 @@ class ZooKeeperAcls:
     def _publish(self) -> None:
         self._on_change([b for resource in sorted(self._by_resource, key=lambda r: (r[0], r[1], r[2]))
                          for b in self._by_resource[resource]])
-
-    def _on_changes(self, pattern_type: PatternType, children: list[str]) -> None:
-        """Kafka's processNotifications: re-read the resource of every notification not processed yet, then purge
-        the expired ones."""
-        path = ACL_CHANGES[pattern_type]
-        fresh = sorted((int(child[len(CHANGE_PREFIX):]), child) for child in children
-                       if child.startswith(CHANGE_PREFIX))
-        with self._lock:
-            changed = False
-            for number, child in fresh:
-                if number <= self._last_change[pattern_type]:
-                    continue
-                self._last_change[pattern_type] = number
-                try:
-                    data, _ = self._client.get(f"{path}/{child}")
-                    resource = decode_change(pattern_type, data)
-                except NoNodeError:
-                    continue
-                except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-                    log.warning("ignoring unreadable ACL change %s/%s: %s", path, child, exc)
-                    continue
-                self._read(resource)
-                changed = True
-            if changed:
-                self._publish()
-        now_ms = time.time() * 1000
-        for _, child in fresh:
-            try:
-                _, stat = self._client.get(f"{path}/{child}")
-                if now_ms - stat.ctime > CHANGE_EXPIRATION_MS:
-                    self._client.delete(f"{path}/{child}")
-            except NoNodeError:
-                pass  # another broker purged it
 
     # ------------------------------------------------------------------------------------------ the writes
     def _update(self, resource: Resource, change: Callable[[frozenset[AclBinding]], frozenset[AclBinding]]
@@ -213,7 +177,8 @@ class ZooKeeperAcls:
                 break
             except (BadVersionError, NodeExistsError, NoNodeError):
                 continue  # another broker changed it meanwhile: read again
-        self._client.create(f"{ACL_CHANGES[resource[2]]}/{CHANGE_PREFIX}", encode_change(resource), sequence=True)
+        self._client.create(change_path(ACL_CHANGES[resource[2]], CHANGE_PREFIX), encode_change(resource),
+                            sequence=True)
         with self._lock:
             self._set(resource, wanted)
             self._publish()

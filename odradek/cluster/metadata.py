@@ -167,19 +167,19 @@ class ClusterMetadata:
         return cluster_id
 
     def save(self) -> None:
-        body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self._persisted_acls()],
-                "client_quotas": [{"entity": dict(entity), "values": values}
-                                  for entity, values in self.client_quotas.items()],
-                "scram_credentials": self.scram_credentials,
+        body = {"version": 1, "next_producer_id_block": self.next_producer_id_block, **self._persisted_security(),
                 "topics": [t.to_json() for t in self._persisted_topics()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def _persisted_topics(self):
         return self.topics.values()
 
-    def _persisted_acls(self):
-        return self.acls
+    def _persisted_security(self) -> dict[str, Any]:
+        """The file's dynamic broker configs, ACLs, client quotas and SCRAM credentials."""
+        return {"broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
+                "client_quotas": [{"entity": dict(entity), "values": values}
+                                  for entity, values in self.client_quotas.items()],
+                "scram_credentials": self.scram_credentials}
 
     def settled(self, name: str, *, deleted: bool = False) -> bool:
         """Whether a change to the topic is in force everywhere: at once here (a ZooKeeper catalogue waits for the

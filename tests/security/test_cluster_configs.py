@@ -197,3 +197,23 @@ def test_dynamic_broker_configs_set_through_one_broker_are_every_brokers(config_
     assert described(3)["log.segment.bytes"] == ("1073741824", ConfigSource.DEFAULT_CONFIG.value)
     assert described(2) == {"log.retention.ms": dynamic_default,
                             "log.segment.bytes": ("1048576", ConfigSource.DYNAMIC_BROKER_CONFIG.value)}
+
+
+def test_a_dynamic_broker_config_set_through_another_broker_is_applied(config_cluster):
+    """The cluster default log.segment.bytes, set through broker 1: broker 3's new partition rolls at 1 MiB."""
+    cluster, _ = config_cluster
+    Request = api("IncrementalAlterConfigs").request
+    answer = call(cluster.broker(1), "IncrementalAlterConfigs", 1, validate_only=False, resources=[
+        Request.AlterConfigsResource(resource_type=4, resource_name="", configs=[
+            Request.AlterableConfig(name="log.segment.bytes", config_operation=0, value="1048576")])])
+    assert answer.responses[0].error_code == 0, answer.responses[0].error_message
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic("rolled", 3, 1)])["rolled"].result(30)
+    topic = admin.list_topics("rolled", timeout=10).topics["rolled"]
+    [partition] = [p.id for p in topic.partitions.values() if p.leader == 3]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, "log_level": 0})
+    for _ in range(30):
+        producer.produce("rolled", b"x" * 100_000, partition=partition)
+    assert producer.flush(30) == 0
+    directory = cluster.broker(3).data_dir / f"rolled-{partition}"
+    assert len([path for path in directory.iterdir() if path.suffix == ".log"]) >= 2

@@ -14,7 +14,10 @@ instead, so handlers never call kazoo: they read `topics` / `topics_by_id`, whic
 threads) replace whole, never mutate, so the event loop reads them without locks. Listeners are told after every
 change (the broker opens or drops partitions, the controller re-checks leadership).
 
-The file beside the logs still keeps what is this broker's own: meta.properties and the dynamic broker configs.
+The security state is the cluster's too, in Kafka's znodes: ACLs (odradek.cluster.zk_acls), SCRAM credentials,
+client quotas and dynamic broker configs (odradek.cluster.zk_configs); the catalogue hands their writes on and takes
+their views (`acls`, `scram_credentials`, `client_quotas`, `broker_configs`), replaced whole. The file beside the logs
+keeps only what is this broker's own: meta.properties.
 """
 
 from __future__ import annotations

@@ -17,8 +17,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
 from odradek.embedded import Cluster
 from odradek.errors import ErrorCode
 from odradek.protocol import api
-from tests.broker.raw_client import RawClient
-from tests.security.conftest import free_port
+from tests.security.conftest import call_once, free_port, kazoo_client
 
 PASSWORDS = {"admin": "admin-secret"}
 JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"admin-secret\";"
@@ -43,13 +42,8 @@ def acl_cluster(odradek_zookeeper, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def zk(acl_cluster):
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=acl_cluster[0].zookeeper_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with kazoo_client(acl_cluster[0].zookeeper_connect) as client:
+        yield client
 
 
 def admin_of(acl_cluster, node_id: int = 1) -> AdminClient:
@@ -62,12 +56,8 @@ def anonymous_may_describe(cluster: Cluster, topic: str) -> dict[int, bool]:
     """Per broker: whether it lets User:ANONYMOUS describe the topic (it need not exist)."""
     seen = {}
     for broker in cluster.brokers:
-        client = RawClient(broker.port)
-        try:
-            answer = client.call("Metadata", 12, topics=[METADATA.MetadataRequestTopic(name=topic)],
-                                 allow_auto_topic_creation=False)
-        finally:
-            client.close()
+        answer = call_once(broker.port, "Metadata", 12, topics=[METADATA.MetadataRequestTopic(name=topic)],
+                           allow_auto_topic_creation=False)
         code = answer.topics[0].error_code
         assert code in (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         seen[broker.node_id] = code != ErrorCode.TOPIC_AUTHORIZATION_FAILED

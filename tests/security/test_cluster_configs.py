@@ -21,8 +21,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 from odradek.embedded import Cluster, wait_until
 from odradek.protocol import api
 from odradek.security.scram import new_credential
-from tests.broker.raw_client import RawClient
-from tests.security.conftest import free_port
+from tests.security.conftest import call_once, free_port, kazoo_client
 
 BROKER_PASSWORD = "broker-secret"
 SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
@@ -36,18 +35,11 @@ def zk_connect(odradek_zookeeper):
 
 @pytest.fixture(scope="module")
 def zk(zk_connect):
-    from kazoo.client import KazooClient
-
     hosts, chroot = zk_connect.split("/", 1)
-    client = KazooClient(hosts=hosts)
-    client.start(timeout=15)
-    client.ensure_path("/" + chroot)
-    client.stop()
-    client = KazooClient(hosts=zk_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with kazoo_client(hosts) as client:
+        client.ensure_path("/" + chroot)
+    with kazoo_client(zk_connect) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +61,6 @@ def config_cluster(zk, zk_connect, tmp_path_factory):
         yield cluster, sasl_ports
 
 
-def call(broker, api_name: str, version: int, **fields):
-    client = RawClient(broker.port)
-    try:
-        return client.call(api_name, version, **fields)
-    finally:
-        client.close()
-
-
 def logs_in(sasl_port: int, user: str, password: str, mechanism: str) -> bool:
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT",
                          "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password,
@@ -96,12 +80,12 @@ def test_brokers_replicate_logged_in_with_scram_credentials_from_zookeeper(confi
     failures = []
     for index in range(100):
         producer.produce("replicated", b"%d" % index, on_delivery=lambda err, msg: err and failures.append(err))
-    assert producer.flush(30) == 0 and failures == []
+    assert producer.flush(60) == 0 and failures == []
 
     def isr():
         return [sorted(json.loads(zk.get(f"/brokers/topics/replicated/partitions/{p}/state")[0])["isr"])
                 for p in range(3)]
-    assert wait_until(lambda: isr() == [[1, 2, 3]] * 3, 15), isr()
+    assert wait_until(lambda: isr() == [[1, 2, 3]] * 3, 30), isr()
     for broker in cluster.brokers:  # each leads a partition the two others fetch, logged in over BROKER
         assert "authenticated as User:broker with SCRAM-SHA-256" in broker.log_path.read_text()
 
@@ -136,7 +120,7 @@ def test_a_user_made_through_one_broker_logs_in_at_every_broker(config_cluster, 
 
 
 def describe_quotas(broker) -> dict:
-    answer = call(broker, "DescribeClientQuotas", 1, strict=False, components=[])
+    answer = call_once(broker.port, "DescribeClientQuotas", 1, strict=False, components=[])
     return {tuple((e.entity_type, e.entity_name) for e in entry.entity): {v.key: v.value for v in entry.values}
             for entry in answer.entries}
 
@@ -152,7 +136,7 @@ def test_quotas_set_through_one_broker_are_every_brokers(config_cluster, zk):
     entries = {(("user", "carol"),): [("producer_byte_rate", 1024.0)],
                (("client-id", "batch job"),): [("request_percentage", 50.0)],
                (("user", None), ("client-id", "c2")): [("consumer_byte_rate", 2048.0)]}
-    answer = call(cluster.broker(1), "AlterClientQuotas", 1, validate_only=False, entries=[Request.EntryData(
+    answer = call_once(cluster.broker(1).port, "AlterClientQuotas", 1, validate_only=False, entries=[Request.EntryData(
         entity=[Request.EntityData(entity_type=kind, entity_name=name) for kind, name in entity],
         ops=[Request.OpData(key=key, value=value, remove=False) for key, value in ops])
         for entity, ops in entries.items()])
@@ -173,7 +157,7 @@ def test_quotas_set_through_one_broker_are_every_brokers(config_cluster, zk):
 def test_dynamic_broker_configs_set_through_one_broker_are_every_brokers(config_cluster, zk):
     cluster, _ = config_cluster
     Request = api("IncrementalAlterConfigs").request  # the cluster default (""), which no client addresses
-    answer = call(cluster.broker(1), "IncrementalAlterConfigs", 1, validate_only=False, resources=[
+    answer = call_once(cluster.broker(1).port, "IncrementalAlterConfigs", 1, validate_only=False, resources=[
         Request.AlterConfigsResource(resource_type=4, resource_name="", configs=[
             Request.AlterableConfig(name="log.retention.ms", config_operation=0, value="3600000")])])
     assert answer.responses[0].error_code == 0, answer.responses[0].error_message
@@ -203,7 +187,7 @@ def test_a_dynamic_broker_config_set_through_another_broker_is_applied(config_cl
     """The cluster default log.segment.bytes, set through broker 1: broker 3's new partition rolls at 1 MiB."""
     cluster, _ = config_cluster
     Request = api("IncrementalAlterConfigs").request
-    answer = call(cluster.broker(1), "IncrementalAlterConfigs", 1, validate_only=False, resources=[
+    answer = call_once(cluster.broker(1).port, "IncrementalAlterConfigs", 1, validate_only=False, resources=[
         Request.AlterConfigsResource(resource_type=4, resource_name="", configs=[
             Request.AlterableConfig(name="log.segment.bytes", config_operation=0, value="1048576")])])
     assert answer.responses[0].error_code == 0, answer.responses[0].error_message

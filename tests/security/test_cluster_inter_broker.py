@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import Cluster, wait_until
-from tests.security.conftest import free_port
+from tests.security.conftest import free_port, kazoo_client
 
 PARTITIONS = 3
 RECORDS = 200
@@ -73,13 +73,8 @@ def isr_of(zk, topic: str) -> dict[int, list[int]]:
 
 @pytest.fixture(scope="module")
 def zk(secured_cluster):
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=secured_cluster.zookeeper_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with kazoo_client(secured_cluster.zookeeper_connect) as client:
+        yield client
 
 
 def test_rf3_topic_replicates_over_the_secured_inter_broker_listener(secured_cluster, certificates, zk):
@@ -98,7 +93,7 @@ def test_rf3_topic_replicates_over_the_secured_inter_broker_listener(secured_clu
             seen.append(message.value())
     consumer.close()
     assert sorted(seen) == sorted(values)
-    assert wait_until(lambda: isr_of(zk, "replicated") == {i: [1, 2, 3] for i in range(PARTITIONS)}, 15), \
+    assert wait_until(lambda: isr_of(zk, "replicated") == {i: [1, 2, 3] for i in range(PARTITIONS)}, 30), \
         isr_of(zk, "replicated")
 
 

@@ -3,7 +3,8 @@ inter.broker.listener.name), with the authorizer on and only User:broker and Use
 replicate over BROKER, TLS-verified against the CA and logged in with PLAIN as `broker` (the username/password of the
 listener's JAAS line), so an RF=3 topic takes acks=all records and gives them back, every replica in sync. A broker
 restarted with a wrong inter-broker password cannot log in to the leaders: it stays out of every ISR and says why in
-its log, while the others go on taking acks=all records."""
+its log, while the others go on taking acks=all records. With BROKER as SSL and client authentication required, the
+brokers are authorized by their certificate's subject instead."""
 
 from __future__ import annotations
 
@@ -109,3 +110,30 @@ def test_a_wrong_inter_broker_password_keeps_the_broker_out_of_the_isr(secured_c
     assert wait_until(lambda: "refused this broker's login on the inter-broker listener BROKER" in
                       broker.log_tail(400), 10), broker.log_tail()
     assert "Authentication failed: Invalid username or password" in broker.log_tail(400)
+
+
+def test_an_ssl_inter_broker_listener_authorizes_brokers_by_their_certificate(odradek_zookeeper, tmp_path_factory,
+                                                                              certificates):
+    """BROKER as SSL with ssl.client.auth=required: each broker presents its keystore's certificate and is
+    authorized as its subject, User:CN=localhost, the only super user besides the clients' admin."""
+    cluster = Cluster(0, zookeeper=f"{odradek_zookeeper.connect}/odradek-{uuid.uuid4().hex[:8]}",
+                      data_dir=tmp_path_factory.mktemp("inter-broker-ssl"), settings={
+                          "listener.security.protocol.map": "CLIENT:SASL_SSL,BROKER:SSL",
+                          "inter.broker.listener.name": "BROKER", "listener.name.broker.ssl.client.auth": "required",
+                          "sasl.enabled.mechanisms": "PLAIN",
+                          "listener.name.client.plain.sasl.jaas.config":
+                              'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                              'user_admin="admin-secret";',
+                          "ssl.keystore.type": "PEM", "ssl.keystore.location": certificates.path("broker-keystore.pem"),
+                          "ssl.truststore.type": "PEM", "ssl.truststore.location": certificates.path("ca.pem"),
+                          "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                          "super.users": "User:CN=localhost;User:admin"})
+    cluster.brokers = [cluster.new_broker(node_id, settings={
+        "listeners": f"CLIENT://127.0.0.1:0,BROKER://127.0.0.1:{free_port()}"}) for node_id in (1, 2, 3)]
+    with cluster, kazoo_client(cluster.zookeeper_connect) as zk:
+        config = client_config(cluster, certificates)
+        admin = AdminClient(config)
+        admin.create_topics([NewTopic("replicated", PARTITIONS, 3)])["replicated"].result(30)
+        assert produce_all(config, "replicated", [b"%d" % index for index in range(50)]) == []
+        assert wait_until(lambda: isr_of(zk, "replicated") == {i: [1, 2, 3] for i in range(PARTITIONS)}, 30), \
+            isr_of(zk, "replicated")

@@ -294,6 +294,9 @@ class ClusterMetadata:
             self.broker_configs.pop(resource_name, None)
         self.save()
 
+    def check_acl(self, acl: AclBinding) -> None:
+        """KafkaError unless this catalogue can store the binding (any valid one here)."""
+
     def add_acls(self, acls: list[AclBinding]) -> None:
         """Store new bindings; one already stored is not stored twice (Kafka's ACLs are a set)."""
         self.acls = self.acls + [acl for acl in dict.fromkeys(acls) if acl not in self.acls]

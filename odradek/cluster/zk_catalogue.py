@@ -162,6 +162,12 @@ class ZooKeeperCatalogue(ClusterMetadata):
     def _take_acls(self, acls: list) -> None:
         self.acls = acls  # replaced whole: the authorizer reads it on the event loop
 
+    def check_acl(self, acl) -> None:
+        """A resource name is a znode name here, so it may not hold '/' (Kafka's AclAuthorizer refuses it too)."""
+        if "/" in acl.resource_name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Failed to create ACL: ACL binding contains invalid resource "
+                             f"name: {acl.resource_name}")
+
     def add_acls(self, acls) -> None:
         self._acl_store.add(acls)
 

@@ -11,6 +11,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType)
 
@@ -128,3 +129,14 @@ def test_acl_written_into_zookeeper_as_kafka_tools_write_it(acl_cluster, zk):
         ResourceType.TOPIC, "from-zk", ResourcePatternType.ANY, None, None, AclOperation.ANY,
         AclPermissionType.ANY)).result(10)
     assert [(b.principal, b.operation) for b in listed] == [("User:ANONYMOUS", AclOperation.DESCRIBE)]
+
+
+def test_a_resource_name_with_a_slash_is_refused(acl_cluster, zk):
+    """A name is a znode name in ZooKeeper: Kafka's AclAuthorizer refuses '/' in it, and so does this broker."""
+    admin = admin_of(acl_cluster, 1)
+    binding = AclBinding(ResourceType.GROUP, "team/billing", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    with pytest.raises(KafkaException) as refused:
+        admin.create_acls([binding])[binding].result(10)
+    assert refused.value.args[0].code() == KafkaError.INVALID_REQUEST
+    assert zk.exists("/kafka-acl/Group/team") is None

@@ -2,11 +2,12 @@
 
 `ReplicaFetchers` runs one task per leader this broker follows (Kafka's ReplicaFetcherThread, one per source
 broker): over one connection to the leader's inter-broker listener (odradek.broker.peer: TLS and SASL as that
-listener needs; a refused login is logged as an error and tried again) it sends Fetch with replica_id = this broker, for every partition it follows there,
-from each log's end, and appends what comes back as it is (offsets and leader epochs kept; Partition.append_replicated)
-with the leader's high watermark. The leader answers from its segment files as it answers consumers (sendfile),
-holding the request open until an append (replica.fetch.wait.max.ms), so a follower is one round trip behind.
-`follow()` is called after every catalogue change and starts or ends tasks to match who leads what.
+listener needs; a refused login is logged as an error and tried again) it sends Fetch with replica_id = this broker,
+for every partition it follows there, from each log's end, and appends what comes back as it is (offsets and leader
+epochs kept; Partition.append_replicated) with the leader's high watermark. The leader answers from its segment
+files as it answers consumers (sendfile), holding the request open until an append (replica.fetch.wait.max.ms), so a
+follower is one round trip behind. `follow()` is called after every catalogue change and starts or ends tasks to
+match who leads what.
 
 Before fetching a partition that has just become a follower (`Partition.needs_truncation`), the task asks the leader
 OffsetForLeaderEpoch (v4, with replica_id, KIP-279) for the partition's latest leader epoch and cuts the log where the

@@ -9,10 +9,10 @@ land) and followed by a sequential notification, `/kafka-acl-changes/acl_changes
 or `/kafka-acl-extended-changes/acl_changes_<n>` holding {"version":1,"resourceType","name","patternType"}.
 
 Every broker reads all ACLs at start and follows both change paths (odradek.cluster.zk_changes, Kafka's
-ZkNodeChangeNotificationListener): each new notification makes it read that one resource's znode again. So an ACL created
-through any broker (or by Kafka's own kafka-acls.sh --authorizer-properties zookeeper.connect=...) is enforced by
-every broker once the watch fires. The view is replaced whole (a new list) at every change, never mutated, so the
-event loop's authorizer reads it without locks while kazoo's threads update it.
+ZkNodeChangeNotificationListener): each new notification makes it read that one resource's znode again. So an ACL
+created through any broker (or by Kafka's own kafka-acls.sh --authorizer-properties zookeeper.connect=...) is
+enforced by every broker once the watch fires. The view is replaced whole (a new list) at every change, never
+mutated, so the event loop's authorizer reads it without locks while kazoo's threads update it.
 """
 
 from __future__ import annotations

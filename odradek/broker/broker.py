@@ -79,9 +79,9 @@ class Broker:
             self.metadata = self._catalogue(static_config)
             self.props = self._layered_props()  # the settings in force: static under the dynamic ones
             self.config = resolve_broker_config(self.props)
-            # how this broker reaches the others (replica fetchers, transaction markers): checked at start
-            self.inter_broker = inter_broker_security(self.listeners, self.props) if self.controller else None
+            self.inter_broker = None  # how this broker reaches the others in a cluster: checked at start
             if self.controller is not None:
+                self.inter_broker = inter_broker_security(self.listeners, self.props)
                 self.controller.unclean_default = LogConfig.resolve(None, self.props).unclean_leader_election_enable
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
             self.cleaner = LogCleaner(self.logs, self.config)

@@ -71,12 +71,15 @@ class ReplicaFetchers:
         try:
             while self.followed(leader_id):
                 try:
+                    if connection is not None and connection.due_for_renewal():
+                        connection.close()  # its SASL session ends soon: log in again on a new one
+                        connection = None
                     if connection is None:
                         connection = await self._connect(leader_id)
                     if connection is None:
                         await asyncio.sleep(RETRY_BACKOFF_S)
                         continue
-                    if not await self._fetch_once(leader_id, *connection):
+                    if not await self._fetch_once(leader_id, connection.reader, connection.writer):
                         await asyncio.sleep(RETRY_BACKOFF_S)
                 except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
                     if isinstance(exc, PeerAuthenticationFailed):
@@ -85,12 +88,12 @@ class ReplicaFetchers:
                     else:
                         log.info("fetching from broker %d failed (%r); retrying", leader_id, exc)
                     if connection is not None:
-                        connection[1].close()
+                        connection.close()
                     connection = None
                     await asyncio.sleep(RETRY_BACKOFF_S)
         finally:
             if connection is not None:
-                connection[1].close()
+                connection.close()
 
     async def _connect(self, leader_id: int):
         """A connection to the leader over the inter-broker listener (odradek.broker.peer), None while it is not

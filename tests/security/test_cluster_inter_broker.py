@@ -45,6 +45,7 @@ def secured_cluster(odradek_zookeeper, tmp_path_factory, certificates):
                           "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                           "super.users": "User:broker;User:admin",
                           "offsets.topic.replication.factor": 3, "replica.lag.time.max.ms": 3000,
+                          "listener.name.broker.connections.max.reauth.ms": 2000,
                           "group.initial.rebalance.delay.ms": 0})
     cluster.brokers = [cluster.new_broker(node_id, settings={
         "listeners": f"CLIENT://127.0.0.1:0,BROKER://127.0.0.1:{free_port()}"}) for node_id in (1, 2, 3)]
@@ -96,6 +97,18 @@ def test_rf3_topic_replicates_over_the_secured_inter_broker_listener(secured_clu
     assert sorted(seen) == sorted(values)
     assert wait_until(lambda: isr_of(zk, "replicated") == {i: [1, 2, 3] for i in range(PARTITIONS)}, 30), \
         isr_of(zk, "replicated")
+
+
+def test_followers_renew_their_sasl_sessions_before_the_leader_ends_them(secured_cluster, zk):
+    """BROKER grants sessions of 2 s (connections.max.reauth.ms): the followers of the topic above connect and log
+    in again before theirs end, so no fetch is cut off by the leader closing an expired session."""
+    logs_before = {broker.node_id: len(broker.log_path.read_text()) for broker in secured_cluster.brokers}
+    time.sleep(5)
+    for broker in secured_cluster.brokers:
+        written = broker.log_path.read_text()[logs_before[broker.node_id]:]
+        assert "fetching from broker" not in written, written
+        assert written.count("authenticated as User:broker") >= 2  # its two followers came back at least once
+    assert isr_of(zk, "replicated") == {i: [1, 2, 3] for i in range(PARTITIONS)}
 
 
 def test_a_wrong_inter_broker_password_keeps_the_broker_out_of_the_isr(secured_cluster, certificates, zk):

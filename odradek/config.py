@@ -267,6 +267,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("listener.security.protocol.map", _T.STRING,
                   "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
                   "Security protocol of each listener name"),
+        ConfigKey("inter.broker.listener.name", _T.STRING, "",
+                  "Listener brokers connect to each other on (empty: security.inter.broker.protocol's)"),
+        ConfigKey("security.inter.broker.protocol", _T.STRING, "",
+                  "Names the inter-broker listener when inter.broker.listener.name is not set (empty: PLAINTEXT)"),
         ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
         ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
                                                       "(empty: a single-node broker)"),
@@ -508,7 +512,7 @@ def resolve_broker_config(props: Mapping[str, Any]) -> dict[str, Any]:
 # quietly (a note in the log) so a Kafka config file works as it is; any other unknown key is likely a typo.
 _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
-    "inter.broker.listener.name", "num.network.threads", "num.io.threads",
+    "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",

@@ -1,14 +1,15 @@
 """Replication between the brokers of a ZooKeeper cluster: followers fetching from leaders, leaders keeping the ISR.
 
 `ReplicaFetchers` runs one task per leader this broker follows (Kafka's ReplicaFetcherThread, one per source
-broker): over one connection it sends Fetch with replica_id = this broker, for every partition it follows there,
-from each log's end, and appends what comes back as it is (offsets and leader epochs kept; Partition.append_replicated)
-with the leader's high watermark. The leader answers from its segment files as it answers consumers (sendfile),
-holding the request open until an append (replica.fetch.wait.max.ms), so a follower is one round trip behind.
-`follow()` is called after every catalogue change and starts or ends tasks to match who leads what. A task whose
-long poll went out before this broker followed a partition from that leader (a leadership that just moved there)
-is restarted at once on a new connection: otherwise the new partition waits out the poll (up to 500 ms) while the
-leader's acks=all producers wait for this broker, a member of the partition's ISR.
+broker): over one connection to the leader's inter-broker listener (odradek.broker.peer: TLS and SASL as that
+listener needs; a refused login is logged as an error and tried again) it sends Fetch with replica_id = this broker,
+for every partition it follows there, from each log's end, and appends what comes back as it is (offsets and leader
+epochs kept; Partition.append_replicated) with the leader's high watermark. The leader answers from its segment
+files as it answers consumers (sendfile), holding the request open until an append (replica.fetch.wait.max.ms), so a
+follower is one round trip behind. `follow()` is called after every catalogue change and starts or ends tasks to
+match who leads what. A task whose long poll went out before this broker followed a partition from that leader (a
+leadership that just moved there) is restarted at once on a new connection: otherwise the new partition waits out
+the poll (up to 500 ms) while the leader's acks=all producers wait for this broker, a member of the partition's ISR.
 
 Before fetching a partition that has just become a follower (`Partition.needs_truncation`), the task asks the leader
 OffsetForLeaderEpoch (v4, with replica_id, KIP-279) for the partition's latest leader epoch and cuts the log where the
@@ -29,10 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 
+from odradek.broker.peer import PeerAuthenticationFailed, open_peer_connection, round_trip
 from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol import RequestHeader, api, decode_response, encode_request
+from odradek.protocol import api
 from odradek.records.batch import validate_batches
 
 log = logging.getLogger("odradek.replication")
@@ -82,29 +83,42 @@ class ReplicaFetchers:
         try:
             while self.followed(leader_id):
                 try:
+                    if connection is not None and connection.due_for_renewal():
+                        connection.close()  # its SASL session ends soon: log in again on a new one
+                        connection = None
                     if connection is None:
                         connection = await self._connect(leader_id)
                     if connection is None:
                         await asyncio.sleep(RETRY_BACKOFF_S)
                         continue
-                    pause_s = await self._fetch_once(leader_id, *connection)
+                    pause_s = await self._fetch_once(leader_id, connection.reader, connection.writer)
                     if pause_s:
                         await asyncio.sleep(pause_s)
                 except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
-                    log.info("fetching from broker %d failed (%r); retrying", leader_id, exc)
+                    if isinstance(exc, PeerAuthenticationFailed):
+                        log.error("broker %d refused this broker's login on the inter-broker listener %s (%s); "
+                                  "retrying", leader_id, self.broker.inter_broker.listener_name, exc)
+                    else:
+                        log.info("fetching from broker %d failed (%r); retrying", leader_id, exc)
                     if connection is not None:
-                        connection[1].close()
+                        connection.close()
                     connection = None
                     await asyncio.sleep(RETRY_BACKOFF_S)
         finally:
             if connection is not None:
-                connection[1].close()
+                connection.close()
 
     async def _connect(self, leader_id: int):
+        """A connection to the leader over the inter-broker listener (odradek.broker.peer), None while it is not
+        registered."""
         endpoint = next((b for b in self.broker.membership.live_brokers() if b.node_id == leader_id), None)
         if endpoint is None:
             return None
-        return await asyncio.wait_for(asyncio.open_connection(endpoint.host, endpoint.port), RETRY_BACKOFF_S * 4)
+        return await open_peer_connection(self.broker.inter_broker, endpoint, client_id=self._client_id(leader_id),
+                                          timeout=self.broker.config["replica.socket.timeout.ms"] / 1000)
+
+    def _client_id(self, leader_id: int) -> str:
+        return f"broker-{self.broker.node_id}-fetcher-{leader_id}"
 
     async def _fetch_once(self, leader_id: int, reader, writer) -> float:
         """One Fetch round trip; the seconds to pause before the next one (0 when every answer was right)."""
@@ -150,13 +164,8 @@ class ReplicaFetchers:
         return pause_s
 
     async def _round_trip(self, leader_id: int, reader, writer, spec, version: int, request, wait_s: float = 0.0):
-        header = RequestHeader(api_key=spec.key, api_version=version, correlation_id=1,
-                               client_id=f"broker-{self.broker.node_id}-fetcher-{leader_id}")
-        writer.write(encode_request(header, request))
-        await writer.drain()
-        timeout = wait_s + self.broker.config["replica.socket.timeout.ms"] / 1000
-        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout))
-        return decode_response(spec.key, version, await asyncio.wait_for(reader.readexactly(size), timeout))[1]
+        return await round_trip(reader, writer, spec, version, request, client_id=self._client_id(leader_id),
+                                timeout=wait_s + self.broker.config["replica.socket.timeout.ms"] / 1000)
 
     async def _truncate(self, leader_id: int, partitions: list, reader, writer) -> float:
         """One OffsetForLeaderEpoch round trip for `partitions` and the truncation each answer calls for; the

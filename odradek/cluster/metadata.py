@@ -122,7 +122,7 @@ class ClusterMetadata:
         # dynamic broker configs by resource name: "" the cluster default, "<node id>" one broker (Kafka's
         # ConfigRecords for a BROKER resource)
         self.broker_configs: dict[str, dict[str, str]] = {}
-        self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order
+        self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order; replaced whole on a change
         self.client_quotas: dict[Entity, dict[str, float]] = {}  # quota entity -> {quota key: value}
         # SCRAM credentials: user -> mechanism -> Kafka's credential text (odradek.security.scram), as Kafka keeps
         # them under /config/users/<user>
@@ -177,16 +177,19 @@ class ClusterMetadata:
         return cluster_id
 
     def save(self) -> None:
-        body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
-                "client_quotas": [{"entity": dict(entity), "values": values}
-                                  for entity, values in self.client_quotas.items()],
-                "scram_credentials": self.scram_credentials,
+        body = {"version": 1, "next_producer_id_block": self.next_producer_id_block, **self._persisted_security(),
                 "topics": [t.to_json() for t in self._persisted_topics()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def _persisted_topics(self):
         return self.topics.values()
+
+    def _persisted_security(self) -> dict[str, Any]:
+        """The file's dynamic broker configs, ACLs, client quotas and SCRAM credentials."""
+        return {"broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
+                "client_quotas": [{"entity": dict(entity), "values": values}
+                                  for entity, values in self.client_quotas.items()],
+                "scram_credentials": self.scram_credentials}
 
     def settled(self, name: str, *, deleted: bool = False) -> bool:
         """Whether a change to the topic is in force everywhere: at once here (a ZooKeeper catalogue waits for the
@@ -344,11 +347,12 @@ class ClusterMetadata:
             self.broker_configs.pop(resource_name, None)
         self.save()
 
+    def check_acl(self, acl: AclBinding) -> None:
+        """KafkaError unless this catalogue can store the binding (any valid one here)."""
+
     def add_acls(self, acls: list[AclBinding]) -> None:
         """Store new bindings; one already stored is not stored twice (Kafka's ACLs are a set)."""
-        for acl in acls:
-            if acl not in self.acls:
-                self.acls.append(acl)
+        self.acls = self.acls + [acl for acl in dict.fromkeys(acls) if acl not in self.acls]
         self.save()
 
     def remove_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
@@ -356,7 +360,7 @@ class ClusterMetadata:
         matched = [[acl for acl in self.acls if acl_filter.matches(acl)] for acl_filter in filters]
         gone = {acl for acls in matched for acl in acls}
         if gone:
-            self.acls[:] = [acl for acl in self.acls if acl not in gone]  # in place: the authorizer holds it
+            self.acls = [acl for acl in self.acls if acl not in gone]
             self.save()
         return matched
 

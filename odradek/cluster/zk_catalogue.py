@@ -15,7 +15,10 @@ instead, so handlers never call kazoo: they read `topics` / `topics_by_id`, whic
 threads) replace whole, never mutate, so the event loop reads them without locks. Listeners are told after every
 change (the broker opens or drops partitions, the controller re-checks leadership).
 
-The file beside the logs still keeps what is this broker's own: meta.properties and the dynamic broker configs.
+The security state is the cluster's too, in Kafka's znodes: ACLs (odradek.cluster.zk_acls), SCRAM credentials,
+client quotas and dynamic broker configs (odradek.cluster.zk_configs); the catalogue hands their writes on and takes
+their views (`acls`, `scram_credentials`, `client_quotas`, `broker_configs`), replaced whole. The file beside the logs
+keeps only what is this broker's own: meta.properties.
 """
 
 from __future__ import annotations
@@ -35,15 +38,19 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.elections import PREFERRED_ELECTION, reassigned
 from odradek.cluster.metadata import ClusterMetadata, PartitionAssignment, TopicMetadata
+from odradek.cluster.zk_acls import ZooKeeperAcls
+from odradek.cluster.zk_changes import change_path
+from odradek.cluster.zk_configs import (CHANGE_PREFIX, CONFIG_CHANGES, ZooKeeperConfigs, broker_entity_path,
+                                        encode_quota, quota_entity_path, user_entity_path)
 from odradek.cluster.placement import assign_replicas, check_replication_factor
 from odradek.config import accepted_topic_configs, validate_topic_configs
+from odradek.security.quotas import QUOTA_KEYS
 from odradek.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("odradek.zookeeper")
 
 TOPICS = "/brokers/topics"
 TOPIC_CONFIGS = "/config/topics"
-CONFIG_CHANGES = "/config/changes"
 DELETE_TOPICS = "/admin/delete_topics"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 ELECT_LEADERS = "/admin/elect_leaders"
@@ -164,16 +171,75 @@ class ZooKeeperCatalogue(ClusterMetadata):
         self._lock = threading.RLock()
         self._watches: dict[str, _TopicWatch] = {}
         self.listeners: list[Callable[[], None]] = []
+        self._acl_store: ZooKeeperAcls | None = None
 
     def follow(self, membership) -> None:
-        """Read every topic now (the watches' first reads are synchronous) and follow them from then on."""
+        """Read every topic and ACL now (the watches' first reads are synchronous) and follow them from then on."""
         self.membership = membership
         self._client = membership.client
         self.topics, self.topics_by_id = {}, {}  # ZooKeeper's, whatever the local file had
         ChildrenWatch(self._client, TOPICS, self._on_topics)
+        self._acl_store = ZooKeeperAcls(self._client, self._take_acls)
+        self._acl_store.follow()
+        self._config_store = ZooKeeperConfigs(self._client, self._take_configs)
+        self._config_store.follow()
 
     def _persisted_topics(self):
         return ()  # ZooKeeper keeps them
+
+    def _persisted_security(self):
+        return {}  # ZooKeeper keeps them
+
+    # ------------------------------------------------------------------ ACLs, SCRAM, quotas, broker configs
+    def _take_acls(self, acls: list) -> None:
+        self.acls = acls  # replaced whole: the authorizer reads it on the event loop
+
+    def check_acl(self, acl) -> None:
+        """A resource name is a znode name here, so it may not hold '/' (Kafka's AclAuthorizer refuses it too)."""
+        if "/" in acl.resource_name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Failed to create ACL: ACL binding contains invalid resource "
+                             f"name: {acl.resource_name}")
+
+    def add_acls(self, acls) -> None:
+        self._acl_store.add(acls)
+
+    def remove_acls(self, filters):
+        return self._acl_store.remove(filters)
+
+    def _take_configs(self, scram_credentials: dict, client_quotas: dict, broker_configs: dict) -> None:
+        """The entity configs' new views, each replaced whole; the listeners are told so the broker applies a
+        change of its dynamic configs."""
+        self.scram_credentials, self.client_quotas = scram_credentials, client_quotas
+        changed = broker_configs != self.broker_configs
+        self.broker_configs = broker_configs
+        if changed:
+            for listener in self.listeners:
+                listener()
+
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        self._config_store.update(broker_entity_path(resource_name), lambda _: dict(configs))
+
+    def set_client_quotas(self, entity, values: dict[str, float]) -> None:
+        self._config_store.update(quota_entity_path(entity), lambda stored: {
+            **{key: value for key, value in stored.items() if key not in QUOTA_KEYS},
+            **{key: encode_quota(key, value) for key, value in values.items()}})
+
+    def set_scram_credentials(self, changes) -> None:
+        """Each user's credentials in its /config/users/<user> znode, beside its quotas."""
+        by_user: dict[str, list] = {}
+        for user, mechanism, credential in changes:
+            by_user.setdefault(user, []).append((mechanism, credential))
+
+        def changed(stored: dict[str, str], user_changes) -> dict[str, str]:
+            for mechanism, credential in user_changes:
+                if credential is None:
+                    stored.pop(mechanism, None)
+                else:
+                    stored[mechanism] = credential.to_text()
+            return stored
+
+        for user, user_changes in by_user.items():
+            self._config_store.update(user_entity_path(user), lambda stored, c=user_changes: changed(stored, c))
 
     # ------------------------------------------------------------------------------------------ the view
     def state_version(self, name: str, index: int) -> tuple[PartitionState, int] | None:
@@ -407,9 +473,8 @@ class ZooKeeperCatalogue(ClusterMetadata):
         except NodeExistsError:
             self._client.set(path, encode_topic_config(configs))
         if notify:
-            self._client.create(f"{CONFIG_CHANGES}/config_change_", _json({"version": 2,
-                                                                           "entity_path": f"topics/{name}"}),
-                                sequence=True)
+            self._client.create(change_path(CONFIG_CHANGES, CHANGE_PREFIX),
+                                _json({"version": 2, "entity_path": f"topics/{name}"}), sequence=True)
 
     def allocate_producer_id_block(self, size: int) -> int:
         """The next block after /latest_producer_id_block, claimed by a conditional write (Kafka's

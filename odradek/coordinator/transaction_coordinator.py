@@ -230,7 +230,7 @@ class TransactionCoordinator:
                 try:
                     if endpoint is None:
                         raise ConnectionError(f"broker {leader} is not live")
-                    answer = await call_peer(endpoint.host, endpoint.port, "WriteTxnMarkers", 1, request,
+                    answer = await call_peer(self.broker.inter_broker, endpoint, "WriteTxnMarkers", 1, request,
                                              client_id=f"broker-{self.broker.node_id}-txn-coordinator")
                 except (OSError, asyncio.TimeoutError) as exc:
                     log.warning("markers for %s to broker %d failed (%s); retried later", prepared.transactional_id,

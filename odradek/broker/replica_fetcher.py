@@ -229,10 +229,11 @@ class ReplicaFetchers:
     # -------------------------------------------------------------------------------------------- the ISR
     def check_isr(self, now: int) -> None:
         lag_ms = self.broker.config["replica.lag.time.max.ms"]
+        live = {broker.node_id for broker in self.broker.membership.live_brokers()}
         for (topic, index), partition in list(self.broker.partitions.items()):
             if not partition.is_leader or not partition.followers or (topic, index) in self._isr_writes:
                 continue
-            wanted = partition.wanted_isr(now, lag_ms)
+            wanted = partition.wanted_isr(now, lag_ms, live)
             if wanted is not None:
                 self._isr_writes.add((topic, index))
                 asyncio.get_running_loop().create_task(self._write_isr(topic, index, partition.leader_epoch, wanted))

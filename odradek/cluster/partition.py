@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from odradek.cluster.metadata import PartitionAssignment
 from odradek.errors import ErrorCode, KafkaError
@@ -147,15 +147,17 @@ class Partition:
             self.high_watermark = end
             self.wake()
 
-    def wanted_isr(self, now_ms: int, lag_time_max_ms: int) -> list[int] | None:
+    def wanted_isr(self, now_ms: int, lag_time_max_ms: int, live: Collection[int]) -> list[int] | None:
         """As leader, the ISR the partition should have, or None when the current one is right: members that have
-        not caught up for lag_time_max_ms leave (maybeShrinkIsr), replicas that reached the high watermark join
-        (maybeExpandIsr)."""
+        not caught up for lag_time_max_ms leave (maybeShrinkIsr), live replicas that reached the high watermark
+        join (maybeExpandIsr). Only a registered broker may join (KIP-841's eligibility): a follower that just
+        stopped still looks caught up for lag_time_max_ms, and taking it back after the controller dropped it
+        would have the two rewrite the ISR every check while acks=all producers wait for it."""
         isr = self.assignment.isr
         wanted = [r for r in isr if r == self.node_id or r not in self.followers
                   or now_ms - self.followers[r].last_caught_up_ms <= lag_time_max_ms]
         wanted += [r for r, follower in self.followers.items()
-                   if r not in isr and follower.log_end_offset >= self.high_watermark
+                   if r not in isr and r in live and follower.log_end_offset >= self.high_watermark
                    and now_ms - follower.last_caught_up_ms <= lag_time_max_ms]
         return None if wanted == isr else wanted
 

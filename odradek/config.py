@@ -316,6 +316,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("transaction.state.log.replication.factor", _T.SHORT, 3, "Replication factor of "
                   "__transaction_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
+        ConfigKey("offsets.commit.required.acks", _T.SHORT, -1, "acks of an offset commit's write: -1 answers once "
+                  "the ISR has it (Kafka 2.x), any other value once the leader has", minimum=-1),
+        ConfigKey("offsets.commit.timeout.ms", _T.INT, 5000, "How long an offset commit waits for the ISR",
+                  minimum=1),
         ConfigKey("offsets.retention.minutes", _T.INT, 10080, "Keep an empty group's offsets this long", minimum=1),
         ConfigKey("offsets.retention.check.interval.ms", _T.LONG, 600000, "How often offsets expire", minimum=1),
         ConfigKey("group.initial.rebalance.delay.ms", _T.INT, 3000, "Wait for more members of a new group"),

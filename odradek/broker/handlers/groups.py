@@ -206,14 +206,18 @@ def handlers(broker) -> dict:
                 offsets=[offset for offset in wanted if offset[0] not in denied])
         except KafkaError as exc:  # a group-level error covers every partition
             codes, denied = [exc.code] * len(wanted), set()
-        answers = iter(codes)
-        return Response(throttle_time_ms=0, topics=[
-            Response.OffsetCommitResponseTopic(name=topic.name, partitions=[
-                Response.OffsetCommitResponsePartition(
-                    partition_index=p.partition_index,
-                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
-                for p in topic.partitions])
-            for topic in request.topics])
+
+        def respond(codes: list[ErrorCode]):
+            answers = iter(codes)
+            return Response(throttle_time_ms=0, topics=[
+                Response.OffsetCommitResponseTopic(name=topic.name, partitions=[
+                    Response.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
+                    for p in topic.partitions])
+                for topic in request.topics])
+
+        return respond_when_written(codes, respond)
 
     # ---------------------------------------------------------------------------------------- OffsetFetch
     def fetch_group(access, group_id: str, topics, member_id, member_epoch):
@@ -441,3 +445,15 @@ async def _await(future: asyncio.Future, respond, respond_error):
         return respond(await future)
     except KafkaError as exc:
         return respond_error(exc.code)
+
+
+def respond_when_written(codes, respond):
+    """An offset commit's response: at once for a list of codes, or once the commit's awaitable of them (its write
+    waiting for the in-sync replicas, offsets.commit.required.acks=-1) gives them."""
+    if isinstance(codes, list):
+        return respond(codes)
+
+    async def written():
+        return respond(await codes)
+
+    return written()

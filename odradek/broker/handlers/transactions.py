@@ -14,6 +14,7 @@ the admin views need DESCRIBE on the transactional id (ListTransactions leaves t
 
 from __future__ import annotations
 
+from odradek.broker.handlers.groups import respond_when_written
 from odradek.coordinator.transaction_state import TransactionState
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -152,14 +153,18 @@ def handlers(broker) -> dict:
                 offsets=[offset for offset in wanted if offset[0] not in denied])
         except KafkaError as exc:  # a request-level error covers every partition
             codes, denied = [_code_for(exc, version, 3)] * len(wanted), set()
-        answers = iter(codes)
-        return Response(throttle_time_ms=0, topics=[
-            Response.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
-                Response.TxnOffsetCommitResponsePartition(
-                    partition_index=p.partition_index,
-                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
-                for p in topic.partitions])
-            for topic in request.topics])
+
+        def respond(codes: list[ErrorCode]):
+            answers = iter(codes)
+            return Response(throttle_time_ms=0, topics=[
+                Response.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+                    Response.TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
+                    for p in topic.partitions])
+                for topic in request.topics])
+
+        return respond_when_written(codes, respond)
 
     def answer_describe_producers(connection, header, request):
         Response = DESCRIBE_PRODUCERS.response

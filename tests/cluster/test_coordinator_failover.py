@@ -202,3 +202,94 @@ def test_a_group_keeps_its_offsets_when_its_coordinator_is_killed(cluster, zk):
         restart(cluster, zk, coordinator, [OFFSETS_TOPIC])
     assert state(zk, OFFSETS_TOPIC)["leader"] != coordinator.node_id
     assert fetch(coordinator, group, topic)[0] == ErrorCode.NOT_COORDINATOR
+
+
+def transactional_producer(cluster, transactional_id: str) -> Producer:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
+                         "transaction.timeout.ms": 20000, "message.timeout.ms": 20000, "log_level": 0})
+    producer.init_transactions(30)
+    return producer
+
+
+def in_transaction(producer: Producer, topic: str, values: list[str]) -> None:
+    producer.begin_transaction()
+    for n, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=n % 2)
+    assert producer.flush(30) == 0
+
+
+def end(cluster, producer: Producer, transactional_id: str) -> tuple[Producer, bool]:
+    """Commit, as an application does after a failure: retry a retriable error, abort after an abortable one, start
+    a new producer (init_transactions fences and aborts the old one's transaction) after a fatal one. The producer
+    to go on with, and whether the transaction committed."""
+    while True:
+        try:
+            producer.commit_transaction(30)
+            return producer, True
+        except KafkaException as exc:
+            error = exc.args[0]
+            print(f"commit_transaction: {error}")
+            if error.retriable():
+                continue
+            if error.txn_requires_abort():
+                producer.abort_transaction(30)
+                return producer, False
+            return transactional_producer(cluster, transactional_id), False
+
+
+def read_committed(cluster, topic: str) -> list[bytes]:
+    """Every record a read_committed consumer gets from both partitions, up to an "end" record in each."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "unused", "log_level": 0,
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, index, 0) for index in range(2)])
+    values, ended = [], set()
+    deadline = time.monotonic() + 30
+    while len(ended) < 2 and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            if message.value() == b"end":
+                ended.add(message.partition())
+            else:
+                values.append(message.value())
+    consumer.close()
+    assert len(ended) == 2, f"no end record in {sorted({0, 1} - ended)}: a transaction left open?"
+    return values
+
+
+@pytest.mark.parametrize("moment", ["after-commit", "mid-transaction"])
+def test_a_transaction_ends_cleanly_when_its_coordinator_is_killed(cluster, zk, moment):
+    """The transaction coordinator's broker killed -9 right after a commit was acknowledged (the markers must reach
+    every partition) or in the middle of a transaction (it commits, or aborts and the producer goes on after
+    aborting or initialising again): read_committed consumers see exactly the committed records, and the
+    producer's next transaction commits through the new coordinator."""
+    topic, transactional_id = create_topic(cluster, 2), f"txn-{uuid.uuid4().hex[:6]}"
+    producer = transactional_producer(cluster, transactional_id)
+    assert wait_until(lambda: fully_replicated(cluster, zk, TRANSACTION_STATE_TOPIC), timeout=30)
+    coordinator = cluster.broker(state(zk, TRANSACTION_STATE_TOPIC)["leader"])
+    committed: list[str] = []
+    in_transaction(producer, topic, ["before-0", "before-1"])
+    producer.commit_transaction(30)
+    committed += ["before-0", "before-1"]
+
+    values = [f"{moment}-{n}" for n in range(20)]
+    in_transaction(producer, topic, values)
+    if moment == "after-commit":
+        producer.commit_transaction(30)
+        committed += values
+    killed_at = time.monotonic()
+    coordinator.kill()
+    try:
+        if moment == "mid-transaction":
+            producer, ok = end(cluster, producer, transactional_id)
+            committed += values if ok else []
+            print(f"transaction coordinator killed -9 mid-transaction: {'committed' if ok else 'aborted'} "
+                  f"{time.monotonic() - killed_at:.1f}s after the kill")
+        in_transaction(producer, topic, ["after-0", "after-1", "end", "end"])
+        producer, ok = end(cluster, producer, transactional_id)
+        assert ok
+        committed += ["after-0", "after-1"]
+        print(f"transaction coordinator killed -9 {moment}: the next transaction committed "
+              f"{time.monotonic() - killed_at:.1f}s after the kill")
+        assert sorted(read_committed(cluster, topic)) == sorted(value.encode() for value in committed)
+    finally:
+        restart(cluster, zk, coordinator, [TRANSACTION_STATE_TOPIC])

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 import time
 import uuid
 
@@ -291,5 +292,48 @@ def test_a_transaction_ends_cleanly_when_its_coordinator_is_killed(cluster, zk, 
         print(f"transaction coordinator killed -9 {moment}: the next transaction committed "
               f"{time.monotonic() - killed_at:.1f}s after the kill")
         assert sorted(read_committed(cluster, topic)) == sorted(value.encode() for value in committed)
+    finally:
+        restart(cluster, zk, coordinator, [TRANSACTION_STATE_TOPIC])
+
+
+def test_an_acknowledged_transaction_commit_survives_its_coordinator_s_death(cluster, zk):
+    """With the transaction coordinator's followers paused, EndTxn cannot reach the ISR of __transaction_state: the
+    commit must not be acknowledged then (it was, at once, before the coordinator's writes waited for the ISR; the
+    follower that then led had the transaction as ongoing, wrote no marker and aborted it at its timeout:
+    acknowledged, then never visible). Whatever the client is finally told, read_committed agrees."""
+    topic, transactional_id = create_topic(cluster, 2), f"durable-txn-{uuid.uuid4().hex[:6]}"
+    producer = transactional_producer(cluster, transactional_id)
+    assert wait_until(lambda: fully_replicated(cluster, zk, TRANSACTION_STATE_TOPIC), timeout=30)
+    coordinator = cluster.broker(state(zk, TRANSACTION_STATE_TOPIC)["leader"])
+    followers = [b for b in cluster.brokers if b is not coordinator]
+    values = [f"durable-{n}" for n in range(20)]
+    in_transaction(producer, topic, values)
+
+    outcome: dict[str, object] = {}
+    committing = threading.Thread(target=lambda: outcome.update(
+        zip(("producer", "ok"), end(cluster, producer, transactional_id))))
+    for follower in followers:
+        os.kill(follower.process.pid, signal.SIGSTOP)
+    time.sleep(REPLICA_FETCH_WAIT_S + 0.5)  # the followers' last fetches answered: none takes the next write along
+    try:
+        committing.start()
+        committing.join(2)
+        answered_while_paused = not committing.is_alive()
+    finally:
+        killed_at = time.monotonic()
+        coordinator.kill()
+        for follower in followers:
+            os.kill(follower.process.pid, signal.SIGCONT)
+    try:
+        committing.join(60)
+        assert "ok" in outcome
+        print(f"commit with the coordinator's followers paused, then the coordinator killed -9: "
+              f"{'committed' if outcome['ok'] else 'aborted'} {time.monotonic() - killed_at:.1f}s after the kill")
+        ends = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "log_level": 0})
+        for index in range(2):
+            ends.produce(topic, value=b"end", partition=index)
+        assert ends.flush(30) == 0
+        assert sorted(read_committed(cluster, topic)) == sorted(v.encode() for v in values if outcome["ok"])
+        assert not answered_while_paused
     finally:
         restart(cluster, zk, coordinator, [TRANSACTION_STATE_TOPIC])

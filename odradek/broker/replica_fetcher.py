@@ -12,7 +12,9 @@ OffsetForLeaderEpoch (v4, with replica_id, KIP-279) for the partition's latest l
 leader's answer says it parts from the leader's (`Partition.truncate_to_epoch_end`), asking again while the answer
 names an epoch it ends elsewhere; that partition is fetched from the next round on. Only an answer of
 UNSUPPORTED_VERSION (a leader without epochs) falls back to the high watermark, as Kafka's fetcher does. A fetch that
-meets OFFSET_OUT_OF_RANGE past the leader's end goes back to the same question.
+meets OFFSET_OUT_OF_RANGE past the leader's end goes back to the same question. A cut below the replica's own high watermark removes records
+that were acknowledged (only an unclean leader election makes a leader without them): the warning says which offsets
+and how many (`acknowledged_loss`), so the loss is reported, not hidden.
 
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
@@ -163,12 +165,13 @@ class ReplicaFetchers:
                 code = answer.error_code
                 if code == ErrorCode.NONE or code == ErrorCode.UNSUPPORTED_VERSION:
                     end_offset = answer.end_offset if code == ErrorCode.NONE else -1
-                    log_end = partition.log.log_end_offset
+                    log_end, high_watermark = partition.log.log_end_offset, partition.high_watermark
                     partition.truncate_to_epoch_end(answer.leader_epoch, end_offset)
                     if partition.log.log_end_offset < log_end:
-                        log.warning("%s-%d: truncated from %d to %d by leader epoch (leader's epoch %d ends at %d)",
+                        log.warning("%s-%d: truncated from %d to %d by leader epoch (leader's epoch %d ends at %d)%s",
                                     partition.topic, partition.index, log_end, partition.log.log_end_offset,
-                                    answer.leader_epoch, answer.end_offset)
+                                    answer.leader_epoch, answer.end_offset,
+                                    acknowledged_loss(partition.log.log_end_offset, high_watermark))
                 else:
                     log.debug("%s-%d: OffsetForLeaderEpoch answered %s", partition.topic, partition.index,
                               ErrorCode(code).name)
@@ -215,3 +218,15 @@ class ReplicaFetchers:
             log.warning("%s-%d: ISR change to %s not written (%r)", topic, index, isr, exc)
         finally:
             self._isr_writes.discard((topic, index))
+
+
+def acknowledged_loss(new_end: int, high_watermark: int) -> str:
+    """What a truncation to `new_end` lost that this replica's high watermark had passed: records the in-sync
+    replicas had, acknowledged to acks=all producers, gone because a replica without them leads (an unclean leader
+    election); the range and count, for the log. Empty when the cut is above the high watermark (records never
+    acknowledged, which a new leader may drop)."""
+    if new_end >= high_watermark:
+        return ""
+    return (f"; ACKNOWLEDGED RECORDS LOST: offsets {new_end}-{high_watermark - 1} ({high_watermark - new_end}) were "
+            f"below this replica's high watermark {high_watermark} and the leader does not have them (an "
+            f"out-of-sync replica was elected: unclean.leader.election.enable)")

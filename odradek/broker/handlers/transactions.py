@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from odradek.broker.append_waits import until_replicated
-from odradek.broker.handlers.groups import respond_when_written
+from odradek.broker.handlers.groups import commit_answer
 from odradek.coordinator.transaction_state import TransactionState
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -221,18 +221,7 @@ def handlers(broker) -> dict:
                 offsets=[offset for offset in wanted if offset[0] not in denied])
         except KafkaError as exc:  # a request-level error covers every partition
             codes, denied = [_code_for(exc, version, 3)] * len(wanted), set()
-
-        def respond(codes: list[ErrorCode]):
-            answers = iter(codes)
-            return Response(throttle_time_ms=0, topics=[
-                Response.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
-                    Response.TxnOffsetCommitResponsePartition(
-                        partition_index=p.partition_index,
-                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
-                    for p in topic.partitions])
-                for topic in request.topics])
-
-        return respond_when_written(codes, respond)
+        return commit_answer(Response, Response.TxnOffsetCommitResponseTopic, Response.TxnOffsetCommitResponsePartition, request.topics, denied, codes)
 
     def answer_describe_producers(connection, header, request):
         Response = DESCRIBE_PRODUCERS.response

@@ -8,21 +8,9 @@ longest time without any acknowledgement is printed and bounded."""
 
 from __future__ import annotations
 
-import uuid
-
-import pytest
-
-from .workload import ProxiedCluster, Settings, run, table
+from .workload import Settings, run, table
 
 ACK_GAP_BOUND_S = 5.0  # "clients never stop for more than a few seconds"; measured 1.45 s
-
-
-@pytest.fixture(scope="module")
-def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/rolling-{uuid.uuid4().hex[:8]}"
-    with ProxiedCluster(3, zookeeper=odradek_zookeeper.connect + chroot,
-                        data_dir=tmp_path_factory.mktemp("rolling")) as c:
-        yield c
 
 
 def test_a_rolling_restart_at_rf3_loses_no_acknowledged_record_and_clients_keep_going(cluster):

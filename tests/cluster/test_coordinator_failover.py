@@ -90,6 +90,15 @@ def restart(cluster, zk, broker, topics: list[str]) -> None:
         [state(zk, t) for t in topics]
 
 
+def group_coordinator(cluster, zk, group: str, topic: str):
+    """The broker coordinating `group` once __consumer_offsets exists (a first commit has it created) and every
+    broker is in its ISR."""
+    assert wait_until(lambda: commit(cluster.brokers[0], group, topic, 0) in (ErrorCode.NONE,
+                                                                              ErrorCode.NOT_COORDINATOR), timeout=30)
+    assert wait_until(lambda: fully_replicated(cluster, zk, OFFSETS_TOPIC), timeout=30)
+    return cluster.broker(state(zk, OFFSETS_TOPIC)["leader"])
+
+
 def new_leader(zk, topic: str, old: int) -> int | None:
     leader = state(zk, topic)["leader"]
     return leader if leader not in (-1, old) else None
@@ -100,10 +109,7 @@ def test_an_acknowledged_offset_commit_survives_its_coordinator_s_death(cluster,
     the ISR: it must not be acknowledged (it was, at once, before commits waited for the ISR; the follower that then
     led had never seen it: acknowledged and gone). One acknowledged while they run is on the next leader."""
     group, topic = f"durable-{uuid.uuid4().hex[:6]}", create_topic(cluster, 1)
-    assert wait_until(lambda: commit(cluster.brokers[0], group, topic, 0) in (ErrorCode.NONE,
-                                                                              ErrorCode.NOT_COORDINATOR), timeout=30)
-    assert wait_until(lambda: fully_replicated(cluster, zk, OFFSETS_TOPIC), timeout=30)
-    coordinator = cluster.broker(state(zk, OFFSETS_TOPIC)["leader"])
+    coordinator = group_coordinator(cluster, zk, group, topic)
     followers = [b for b in cluster.brokers if b is not coordinator]
     assert commit(coordinator, group, topic, 5) == ErrorCode.NONE
 
@@ -203,6 +209,27 @@ def test_a_group_keeps_its_offsets_when_its_coordinator_is_killed(cluster, zk):
         restart(cluster, zk, coordinator, [OFFSETS_TOPIC])
     assert state(zk, OFFSETS_TOPIC)["leader"] != coordinator.node_id
     assert fetch(coordinator, group, topic)[0] == ErrorCode.NOT_COORDINATOR
+
+
+def test_a_paused_coordinator_back_as_a_follower_forgets_its_groups(cluster, zk):
+    """A coordinator paused (SIGSTOP) past its session still holds its groups when it wakes; the catalogue tells it
+    another broker leads the partition now, so it unloads them and answers NOT_COORDINATOR, not its stale offsets."""
+    group, topic = f"paused-{uuid.uuid4().hex[:6]}", create_topic(cluster, 1)
+    coordinator = group_coordinator(cluster, zk, group, topic)
+    assert commit(coordinator, group, topic, 7) == ErrorCode.NONE
+    os.kill(coordinator.process.pid, signal.SIGSTOP)
+    try:
+        successor = wait_until(lambda: new_leader(zk, OFFSETS_TOPIC, coordinator.node_id),
+                               timeout=SESSION_TIMEOUT_S + 15)
+        assert successor
+        assert wait_until(lambda: fetch(cluster.broker(successor), group, topic) == (ErrorCode.NONE, 7), timeout=15)
+        assert commit(cluster.broker(successor), group, topic, 9) == ErrorCode.NONE
+    finally:
+        os.kill(coordinator.process.pid, signal.SIGCONT)
+    assert wait_until(lambda: fetch(coordinator, group, topic)[0] == ErrorCode.NOT_COORDINATOR, timeout=15)
+    assert wait_until(lambda: fully_replicated(cluster, zk, OFFSETS_TOPIC), timeout=30)
+    assert fetch(coordinator, group, topic)[0] == ErrorCode.NOT_COORDINATOR
+    assert fetch(cluster.broker(state(zk, OFFSETS_TOPIC)["leader"]), group, topic) == (ErrorCode.NONE, 9)
 
 
 def transactional_producer(cluster, transactional_id: str) -> Producer:

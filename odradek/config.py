@@ -279,6 +279,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "the ISR", minimum=0),
         ConfigKey("replica.high.watermark.checkpoint.interval.ms", _T.LONG, 5000, "How often the partitions' high "
                   "watermarks are saved to replication-offset-checkpoint", minimum=1),
+        ConfigKey("auto.leader.rebalance.enable", _T.BOOLEAN, True, "The controller moves leadership back to "
+                  "preferred replicas when brokers lead too many partitions of others"),
+        ConfigKey("leader.imbalance.check.interval.seconds", _T.LONG, 300, "How often the controller checks the "
+                  "leader imbalance", minimum=1),
+        ConfigKey("leader.imbalance.per.broker.percentage", _T.INT, 10, "Share of a broker's preferred partitions "
+                  "others may lead before the controller rebalances", minimum=0),
         ConfigKey("controlled.shutdown.enable", _T.BOOLEAN, True, "At a clean stop, move leadership away first"),
         ConfigKey("controlled.shutdown.max.retries", _T.INT, 3, "Attempts of a controlled shutdown", minimum=1),
         ConfigKey("controlled.shutdown.retry.backoff.ms", _T.LONG, 5000, "Pause between attempts of a controlled "

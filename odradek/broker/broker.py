@@ -143,7 +143,10 @@ class Broker:
 
         catalogue = ZooKeeperCatalogue.load(self.log_dir, self.node_id, cluster_id)
         catalogue.follow(self.membership)
-        self.controller = Controller(self.membership, catalogue)
+        self.controller = Controller(self.membership, catalogue,
+                                     auto_rebalance=config["auto.leader.rebalance.enable"],
+                                     imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
+                                     imbalance_percentage=config["leader.imbalance.per.broker.percentage"])
         return catalogue
 
     # ----------------------------------------------------------------------------------------------- topics

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from odradek.cluster.elections import reassigned
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
@@ -48,12 +49,20 @@ def validate_topic_name(name: str) -> None:
 
 @dataclasses.dataclass
 class PartitionAssignment:
-    """Who holds one partition. leader_epoch grows by one at every leader change."""
+    """Who holds one partition. leader_epoch grows by one at every leader change. While a reassignment moves it
+    (odradek/cluster/elections.py), `replicas` are the target and the original replicas together and
+    adding_replicas / removing_replicas say which of them come and go."""
 
     leader: int
     leader_epoch: int
     replicas: list[int]
     isr: list[int]
+    adding_replicas: list[int] = dataclasses.field(default_factory=list)
+    removing_replicas: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
 
 
 @dataclasses.dataclass
@@ -71,7 +80,8 @@ class TopicMetadata:
         return {
             "name": self.name,
             "topic_id": str(self.topic_id),
-            "partitions": [dataclasses.asdict(p) for p in self.partitions],
+            "partitions": [{"leader": p.leader, "leader_epoch": p.leader_epoch, "replicas": p.replicas, "isr": p.isr}
+                           for p in self.partitions],  # a single node never reassigns
             "configs": self.configs,
         }
 
@@ -241,6 +251,49 @@ class ClusterMetadata:
                                  f"previous partitions, which have {factor} replica(s).")
             factor = len(replicas)
         return factor or 0
+
+    # ------------------------------------------------------------------------- elections and reassignments
+    def assignment_of(self, name: str, index: int) -> PartitionAssignment:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"No such topic as {name}" if topic is None else f"No such partition as {name}-{index}")
+        return topic.partitions[index]
+
+    def request_elections(self, election_type: int, partitions: list[tuple[str, int]]) -> None:
+        """Have the controller hold these ElectLeaders elections (each found needed and possible by
+        odradek.cluster.elections.elected on this view). A single node's partitions are always led by their only
+        replica, so none is ever needed here."""
+
+    def reassign_partitions(self, name: str, targets: dict[int, list[int] | None]) -> dict[int, KafkaError | None]:
+        """AlterPartitionReassignments for one topic: per partition, None (accepted) or the refusal. A target is
+        checked as a manual assignment (registered brokers, no duplicates); None cancels."""
+        outcomes: dict[int, KafkaError | None] = {}
+        for index, target in targets.items():
+            try:
+                self.assignment_of(name, index)
+                if target is not None:
+                    self.check_manual_assignment([target])
+                outcomes[index] = None
+            except KafkaError as exc:
+                outcomes[index] = exc
+        accepted = {index: targets[index] for index, outcome in outcomes.items() if outcome is None}
+        if accepted:
+            outcomes.update(self._write_reassignments(name, accepted))
+        return outcomes
+
+    def _write_reassignments(self, name: str, targets: dict[int, list[int] | None]) -> dict[int, KafkaError | None]:
+        """Record the checked targets (odradek.cluster.elections.reassigned); the outcome per partition. On one
+        node the only target the checks let through is the replica list the partition has: nothing moves."""
+        outcomes: dict[int, KafkaError | None] = {}
+        for index, target in targets.items():
+            assignment = self.topics[name].partitions[index]
+            try:
+                reassigned(assignment.replicas, assignment.adding_replicas, assignment.removing_replicas, target)
+                outcomes[index] = None
+            except KafkaError as exc:
+                outcomes[index] = exc
+        return outcomes
 
     def _new_assignment(self) -> PartitionAssignment:
         return PartitionAssignment(leader=self.node_id, leader_epoch=0, replicas=[self.node_id], isr=[self.node_id])

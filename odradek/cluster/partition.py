@@ -37,10 +37,6 @@ from odradek.storage.log import AppendResult, Log
 from odradek.storage.producer_state import AppendOrigin, CompletedTransaction
 
 
-PREFERRED_ELECTION = 0  # ElectLeaders' election types (Kafka's ElectionType)
-UNCLEAN_ELECTION = 1
-
-
 class FollowerState:
     """What the leader knows of one follower: its log end offset (its last fetch offset) and when it last caught up
     (Kafka's lastCaughtUpTimeMs: it fetched from the leader's log end, or from the end the leader had at its
@@ -205,36 +201,6 @@ class Partition:
         if requested >= 0 and requested != self.assignment.leader_epoch:
             raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH if requested < self.assignment.leader_epoch
                              else ErrorCode.UNKNOWN_LEADER_EPOCH)
-
-    def elect_leader(self, election_type: int) -> None:
-        """ElectLeaders for this partition, decided as Kafka's controller does (KIP-460): a preferred election (0)
-        is not needed while the first replica leads, an unclean one (1) while there is a leader. Leadership only
-        moves once there are other replicas to move it to (replication and a controller); with one broker the
-        first replica always leads, so every election is ELECTION_NOT_NEEDED."""
-        if election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}")
-        assignment = self.assignment
-        if (assignment.leader == assignment.replicas[0] if election_type == PREFERRED_ELECTION
-                else assignment.leader >= 0):
-            raise KafkaError(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
-        raise KafkaError(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election_type == PREFERRED_ELECTION
-                         else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
-
-    @property
-    def reassignment(self) -> tuple[list[int], list[int]] | None:
-        """(adding, removing) replicas of a reassignment in progress, or None. Replicas move only once replication
-        can copy a partition to another broker, so none is ever in progress yet."""
-        return None
-
-    def reassign(self, target_replicas: list[int] | None) -> None:
-        """AlterPartitionReassignments for this partition (the target already passed the cluster's checks of a
-        manual assignment): None cancels a reassignment in progress, a target equal to the replicas is a no-op."""
-        if target_replicas is None:
-            if self.reassignment is None:
-                raise KafkaError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")
-        elif target_replicas != self.assignment.replicas:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "Moving replicas to other brokers needs replication, which this broker does not have.")
 
     @property
     def last_stable_offset(self) -> int:

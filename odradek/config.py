@@ -326,6 +326,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("transaction.state.log.replication.factor", _T.SHORT, 3, "Replication factor of "
                   "__transaction_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
+        ConfigKey("offsets.commit.required.acks", _T.SHORT, -1, "acks of an offset commit's write: -1 answers once "
+                  "the ISR has it (Kafka 2.x), any other value once the leader has", minimum=-1),
+        ConfigKey("offsets.commit.timeout.ms", _T.INT, 5000, "How long an offset commit waits for the ISR",
+                  minimum=1),
         ConfigKey("offsets.retention.minutes", _T.INT, 10080, "Keep an empty group's offsets this long", minimum=1),
         ConfigKey("offsets.retention.check.interval.ms", _T.LONG, 600000, "How often offsets expire", minimum=1),
         ConfigKey("group.initial.rebalance.delay.ms", _T.INT, 3000, "Wait for more members of a new group"),
@@ -335,6 +339,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("group.consumer.heartbeat.interval.ms", _T.INT, 5000, "KIP-848 heartbeat interval"),
         ConfigKey("group.consumer.session.timeout.ms", _T.INT, 45000, "KIP-848 session timeout"),
         ConfigKey("transaction.state.log.num.partitions", _T.INT, 50, "Partitions of __transaction_state"),
+        ConfigKey("request.timeout.ms", _T.INT, 30000, "How long a transaction coordinator's write (its state, a "
+                  "marker) waits for the ISR", minimum=0),
         ConfigKey("transaction.max.timeout.ms", _T.INT, 900000, "Largest transaction.timeout.ms", minimum=1),
         ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _T.INT, 10000,
                   "How often abandoned transactions are aborted", minimum=1),

@@ -19,7 +19,9 @@ UNSUPPORTED_VERSION (a leader without epochs) falls back to the high watermark, 
 meets OFFSET_OUT_OF_RANGE past the leader's end goes back to the same question. An answer of NOT_LEADER_OR_FOLLOWER
 or UNKNOWN_LEADER_EPOCH means the leader has not yet followed the catalogue change this broker saw (each broker
 watches ZooKeeper on its own), which takes milliseconds: the task asks again after LEADER_BEHIND_BACKOFF_S instead of
-the full back-off that other errors get.
+the full back-off that other errors get. A cut below the replica's own high watermark removes records that were
+acknowledged (only an unclean leader election makes a leader without them): the warning says which offsets and how
+many (`acknowledged_loss`), so the loss is reported, not hidden.
 
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
@@ -191,12 +193,13 @@ class ReplicaFetchers:
                 code = answer.error_code
                 if code == ErrorCode.NONE or code == ErrorCode.UNSUPPORTED_VERSION:
                     end_offset = answer.end_offset if code == ErrorCode.NONE else -1
-                    log_end = partition.log.log_end_offset
+                    log_end, high_watermark = partition.log.log_end_offset, partition.high_watermark
                     partition.truncate_to_epoch_end(answer.leader_epoch, end_offset)
                     if partition.log.log_end_offset < log_end:
-                        log.warning("%s-%d: truncated from %d to %d by leader epoch (leader's epoch %d ends at %d)",
+                        log.warning("%s-%d: truncated from %d to %d by leader epoch (leader's epoch %d ends at %d)%s",
                                     partition.topic, partition.index, log_end, partition.log.log_end_offset,
-                                    answer.leader_epoch, answer.end_offset)
+                                    answer.leader_epoch, answer.end_offset,
+                                    acknowledged_loss(partition.log.log_end_offset, high_watermark))
                 else:
                     log.debug("%s-%d: OffsetForLeaderEpoch answered %s", partition.topic, partition.index,
                               ErrorCode(code).name)
@@ -250,3 +253,15 @@ class ReplicaFetchers:
 def backoff_after(code: int) -> float:
     """The pause a follower takes after a partition's error answer (see the module docstring)."""
     return LEADER_BEHIND_BACKOFF_S if code in LEADER_BEHIND else RETRY_BACKOFF_S
+
+
+def acknowledged_loss(new_end: int, high_watermark: int) -> str:
+    """What a truncation to `new_end` lost that this replica's high watermark had passed: records the in-sync
+    replicas had, acknowledged to acks=all producers, gone because a replica without them leads (an unclean leader
+    election); the range and count, for the log. Empty when the cut is above the high watermark (records never
+    acknowledged, which a new leader may drop)."""
+    if new_end >= high_watermark:
+        return ""
+    return (f"; ACKNOWLEDGED RECORDS LOST: offsets {new_end}-{high_watermark - 1} ({high_watermark - new_end}) were "
+            f"below this replica's high watermark {high_watermark} and the leader does not have them (an "
+            f"out-of-sync replica was elected: unclean.leader.election.enable)")

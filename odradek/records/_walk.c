@@ -204,9 +204,21 @@ static int refuse_impossible_count(int64_t count, Py_ssize_t size) {
 typedef struct {  /* what check_records keeps: the first `limit` records at fault of each kind, and how many */
     int64_t limit;
     int64_t keyless_count, late_count;
-    int64_t *keyless;           /* indexes */
+    int64_t *keyless;           /* indexes; NULL until the first fault */
     int64_t *late, *late_times; /* indexes and timestamps */
 } Faults;
+
+/* Room for `limit` faults of each kind, taken at the first one (most batches have none). */
+static WalkStatus faults_room(Faults *faults) {
+    if (faults->keyless != NULL)
+        return WALK_OK;
+    faults->keyless = malloc((size_t)faults->limit * 3 * sizeof(int64_t));
+    if (faults->keyless == NULL)
+        return WALK_NO_MEMORY;
+    faults->late = faults->keyless + faults->limit;
+    faults->late_times = faults->late + faults->limit;
+    return WALK_OK;
+}
 
 static PyObject *faults_answer(const Faults *faults) {
     PyObject *keyless = PyList_New(0), *late = PyList_New(0), *answer = NULL;
@@ -247,17 +259,8 @@ static PyObject *check_records(PyObject *module, PyObject *args) {
         return NULL;
     }
     PyObject *answer;
-    Faults faults = {.limit = max_errors > 0 ? max_errors : 0};
+    Faults faults = {.limit = max_errors < 0 ? 0 : max_errors < count ? max_errors : count};
     WalkError error = {WALK_OK, 0, 0};
-    if (faults.limit) {
-        faults.keyless = malloc((size_t)faults.limit * 3 * sizeof(int64_t));
-        if (faults.keyless == NULL) {
-            PyBuffer_Release(&body);
-            return PyErr_NoMemory();
-        }
-        faults.late = faults.keyless + faults.limit;
-        faults.late_times = faults.late + faults.limit;
-    }
     const uint8_t *data = body.buf;
     Py_ssize_t end = body.len, position = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -275,14 +278,19 @@ static PyObject *check_records(PyObject *module, PyObject *args) {
             break;
         }
         if (keys_required && record.key_length < 0) {
-            if (faults.keyless_count < faults.limit)
+            if (faults.keyless_count < faults.limit) {
+                if ((error.status = faults_room(&faults)) != WALK_OK)
+                    break;
                 faults.keyless[faults.keyless_count] = index;
+            }
             faults.keyless_count++;
         }
         if (timed) { /* base + delta as Java's longs add: wrapping */
             int64_t timestamp = (int64_t)((uint64_t)base_timestamp + (uint64_t)record.timestamp_delta);
             if (timestamp != -1 && (timestamp < earliest || timestamp > latest)) {
                 if (faults.late_count < faults.limit) {
+                    if ((error.status = faults_room(&faults)) != WALK_OK)
+                        break;
                     faults.late[faults.late_count] = index;
                     faults.late_times[faults.late_count] = timestamp;
                 }

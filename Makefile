@@ -10,7 +10,7 @@ BENCH_INSTALLED := $(VENV)/.installed-bench
 
 .PHONY: serve test bench fuzz chaos system-packages
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark]'

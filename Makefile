@@ -66,12 +66,17 @@ bench-packages:
 	  else echo "missing and we are not root:$$missing (the workloads that need them will be skipped)"; fi; \
 	fi
 
-# The C load generator (bench/loadgen): producer and consumer over librdkafka, built here, never committed.
+# The C load generator (bench/loadgen): producer and consumer over librdkafka, built here, never committed. They link
+# the librdkafka inside the venv's confluent-kafka wheel when there is one (the Python client's own version, and
+# Debian 12's 2.0.2 cannot parse Tansu's ApiVersions v3 answer), else Debian's; the headers are Debian's.
 LOADGEN := build/loadgen
 LOADGEN_COMMON := bench/loadgen/common.c bench/loadgen/common.h
+RDKAFKA_WHEEL := $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/confluent_kafka.libs/librdkafka*.so*))
+comma := ,
+RDKAFKA := $(if $(RDKAFKA_WHEEL),$(RDKAFKA_WHEEL) -Wl$(comma)-rpath$(comma)$(dir $(RDKAFKA_WHEEL)),-lrdkafka)
 $(LOADGEN)/loadgen-%: bench/loadgen/%.c $(LOADGEN_COMMON)
 	@mkdir -p $(LOADGEN)
-	gcc -O2 -Wall -Wextra -Werror -o $@ $< bench/loadgen/common.c -lrdkafka
+	gcc -O2 -Wall -Wextra -Werror -o $@ $< bench/loadgen/common.c $(RDKAFKA)
 
 loadgen: $(LOADGEN)/loadgen-producer $(LOADGEN)/loadgen-consumer
 

@@ -1,8 +1,9 @@
 """The PNG beside each results JSON: what a reader should see at a glance, drawn from the suite's rows alone.
 
-Three panels: Odradek's ratio to the best peer for every compared broker metric (log scale, 1x and the 1.5x goal marked,
+Four panels: Odradek's ratio to the best peer for every compared broker metric (log scale, 1x and the 1.5x goal marked,
 so "better" always points right whatever the metric's direction), produce/consume throughput per broker with the
-spread as error bars, and end-to-end latency percentiles per broker. matplotlib with the Agg backend, so it needs
+spread as error bars, end-to-end latency percentiles per broker, and the cores the broker and the C load generator
+kept busy (which side saturated). matplotlib with the Agg backend, so it needs
 no display.
 """
 
@@ -40,8 +41,10 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     compared = [row for row in rows if row["ratio_to_best_peer"] and not row["metric"].startswith("client CPU")]
     rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1]  # brokers side by side
     latencies = [row for row in rows if row["workload"] == "latency"]
-    figure, (ratios, throughput, latency) = plt.subplots(
-        3, 1, figsize=(14, 6 + 0.22 * len(compared)), gridspec_kw={"height_ratios": [max(3, len(compared) / 4), 2, 2]})
+    busy = [row for row in rows if row["unit"] == "cores" and row["workload"] in ("loadgen", "small requests")]
+    figure, (ratios, throughput, latency, cores) = plt.subplots(
+        4, 1, figsize=(14, 8 + 0.22 * len(compared)),
+        gridspec_kw={"height_ratios": [max(3, len(compared) / 4), 2, 2, 2]})
 
     labels = [f"{row['workload']}: {row['metric']}" for row in compared]
     values = [row["ratio_to_best_peer"] for row in compared]
@@ -59,6 +62,8 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     _grouped(latency, latencies, brokers, 1)
     latency.set_yscale("log")
     latency.set_ylabel("ms (log)")
+    _grouped(cores, busy, brokers, 1)
+    cores.set_ylabel("cores busy (C load generator)")
 
     others = meta["others_busy_before_workload"].values()
     figure.suptitle(f"Odradek beside its peers, {meta['date']}, {meta['cpus']} CPUs, other processes busy "

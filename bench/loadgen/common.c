@@ -102,6 +102,8 @@ void report(long records, long long bytes, double started, double ended, struct 
            records, bytes, started, ended, seconds, records / seconds, bytes / seconds / (1 << 20), user, system,
            records ? (user + system) / records * 1e6 : 0.0, errors);
     json_string(first_error ? first_error : "");
+    printf(", \"librdkafka\": ");
+    json_string(rd_kafka_version_str());
     printf("}\n");
     fflush(stdout);
 }

@@ -26,7 +26,7 @@ struct cpu_times {
 struct cpu_times cpu_now(void); /* getrusage(RUSAGE_SELF): every thread of this process, librdkafka's included */
 
 /* Prints {"records", "bytes", "started", "ended", "seconds", "records_per_s", "mb_per_s", "cpu_user",
- * "cpu_system", "cpu_per_record_us", "errors", "first_error"} on one line of stdout. */
+ * "cpu_system", "cpu_per_record_us", "errors", "first_error", "librdkafka"} on one line of stdout. */
 void report(long records, long long bytes, double started, double ended, struct cpu_times before,
             struct cpu_times after, long errors, const char *first_error);
 

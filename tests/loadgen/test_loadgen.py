@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -30,7 +31,9 @@ def free_port() -> int:
 def built():
     if shutil.which("gcc") is None or not Path("/usr/include/librdkafka/rdkafka.h").exists():
         pytest.skip("gcc or librdkafka-dev missing (make bench-packages installs them as root)")
-    subprocess.run(["make", "--no-print-directory", "loadgen"], cwd=ROOT, check=True, capture_output=True)
+    # the venv running the tests is the one whose confluent-kafka wheel lends its librdkafka
+    subprocess.run(["make", "--no-print-directory", "loadgen", f"VENV={sys.prefix}"], cwd=ROOT, check=True,
+                   capture_output=True)
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
 """Where every figure of a run is collected, summarised and compared: one flat list of rows, one per metric.
 
-A row names its workload, metric, unit and direction (higher or lower is better, or neither) and holds the repeated samples of
-each subject (a broker, or "machine" for the machine's own limits). Keeping every workload's output in this one
-shape is what lets the suite print one table, draw one chart and write one JSON without knowing any workload, and
-it keeps medians, spreads and ratios computed in exactly one place.
+A row names its workload, metric, unit and direction (higher or lower is better, or neither) and holds the repeated
+samples of each subject (a broker, or "machine" for the machine's own limits). Keeping every workload's output in
+this one shape is what lets the suite print one table, draw one chart and write one JSON without knowing any
+workload, and it keeps medians, spreads and ratios computed in exactly one place.
 """
 
 from __future__ import annotations

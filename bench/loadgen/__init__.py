@@ -34,6 +34,7 @@ class Run:
     bytes: int
     seconds: float  # first start to last end
     client_cpu: float  # seconds, every process over its own timed span
+    partition_records: tuple[int, ...]  # acknowledged (producers) or read (consumers) per partition
 
     @property
     def records_per_s(self) -> float:
@@ -47,7 +48,8 @@ class Run:
     def of(cls, reports: list[dict]) -> Run:
         return cls(records=sum(r["records"] for r in reports), bytes=sum(r["bytes"] for r in reports),
                    seconds=max(r["ended"] for r in reports) - min(r["started"] for r in reports),
-                   client_cpu=sum(r["cpu_user"] + r["cpu_system"] for r in reports))
+                   client_cpu=sum(r["cpu_user"] + r["cpu_system"] for r in reports),
+                   partition_records=tuple(map(sum, zip(*(r["partition_records"] for r in reports)))))
 
 
 def settings(config: dict[str, object]) -> list[str]:
@@ -90,8 +92,16 @@ def produce(bootstrap: str, topic: str, records: int, *, processes: int = 1, siz
                            "--size", str(size), "--keys", str(keys), *settings(config or {})] for share in shares])
 
 
-def consume(bootstrap: str, topic: str, *, processes: int = 1, config: dict[str, object] | None = None) -> Run:
+def consume(bootstrap: str, topic: str, partition_records: tuple[int, ...], *, processes: int = 1,
+            config: dict[str, object] | None = None) -> Run:
     """`processes` consumers sharing the topic's partitions (p % processes), each reading its partitions from the
-    start up to the high watermarks it finds."""
-    return run_processes([[str(CONSUMER), "--bootstrap", bootstrap, "--topic", topic, "--member", str(i),
-                           "--members", str(processes), *settings(config or {})] for i in range(processes)])
+    start until it has the records `partition_records` says they hold (a produce Run's). Raises unless every
+    partition gave exactly those records."""
+    shares = [sum(partition_records[i::processes]) for i in range(processes)]
+    done = run_processes([[str(CONSUMER), "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
+                           "--member", str(i), "--members", str(processes), *settings(config or {})]
+                          for i, share in enumerate(shares) if share])
+    if done.partition_records != tuple(partition_records):
+        raise RuntimeError(f"{topic}: read {done.partition_records} records per partition, "
+                           f"expected {tuple(partition_records)}")
+    return done

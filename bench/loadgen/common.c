@@ -61,8 +61,8 @@ rd_kafka_conf_t *parse_options(int argc, char **argv, struct options *opts, cons
         fail("options", "--bootstrap and --topic are required");
     }
     if (opts->size < 16 || opts->members < 1 || opts->member < 0 || opts->member >= opts->members ||
-        opts->records < 0 || opts->keys < 0)
-        fail("options", "--size >= 16, --records >= 0, --keys >= 0 and 0 <= --member < --members");
+        opts->records <= 0 || opts->keys < 0)
+        fail("options", "--size >= 16, --records > 0, --keys >= 0 and 0 <= --member < --members");
     if (rd_kafka_conf_set(conf, "bootstrap.servers", opts->bootstrap, error, sizeof error) != RD_KAFKA_CONF_OK)
         fail("bootstrap.servers", error);
     return conf;
@@ -93,7 +93,8 @@ static void json_string(const char *text) {
 }
 
 void report(long records, long long bytes, double started, double ended, struct cpu_times before,
-            struct cpu_times after, long errors, const char *first_error) {
+            struct cpu_times after, long errors, const char *first_error, const long *partition_records,
+            int partitions) {
     double seconds = ended > started ? ended - started : 1e-9;
     double user = after.user - before.user, system = after.system - before.system;
     printf("{\"records\": %ld, \"bytes\": %lld, \"started\": %.6f, \"ended\": %.6f, \"seconds\": %.6f, "
@@ -104,6 +105,9 @@ void report(long records, long long bytes, double started, double ended, struct 
     json_string(first_error ? first_error : "");
     printf(", \"librdkafka\": ");
     json_string(rd_kafka_version_str());
-    printf("}\n");
+    printf(", \"partition_records\": [");
+    for (int p = 0; p < partitions; p++)
+        printf(p ? ", %ld" : "%ld", partition_records[p]);
+    printf("]}\n");
     fflush(stdout);
 }

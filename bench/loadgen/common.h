@@ -8,7 +8,7 @@
 struct options {
     const char *bootstrap;
     const char *topic;
-    long records;   /* producer: records to send; consumer: records to read (0: up to the high watermarks) */
+    long records;   /* producer: records to send; consumer: records to read from its partitions */
     int size;       /* producer: value bytes */
     int keys;       /* producer: distinct keys, 0 for none */
     int member;     /* consumer: this process reads the partitions p with p % members == member */
@@ -26,9 +26,11 @@ struct cpu_times {
 struct cpu_times cpu_now(void); /* getrusage(RUSAGE_SELF): every thread of this process, librdkafka's included */
 
 /* Prints {"records", "bytes", "started", "ended", "seconds", "records_per_s", "mb_per_s", "cpu_user",
- * "cpu_system", "cpu_per_record_us", "errors", "first_error", "librdkafka"} on one line of stdout. */
+ * "cpu_system", "cpu_per_record_us", "errors", "first_error", "librdkafka", "partition_records"} on one line of
+ * stdout; partition_records lists the records sent to (acknowledged) or read from each partition of the topic. */
 void report(long records, long long bytes, double started, double ended, struct cpu_times before,
-            struct cpu_times after, long errors, const char *first_error);
+            struct cpu_times after, long errors, const char *first_error, const long *partition_records,
+            int partitions);
 
 void fail(const char *what, const char *why);
 

@@ -1,5 +1,6 @@
 /* loadgen-producer: sends --records records of --size bytes to --topic as fast as librdkafka lets it, then prints
- * one JSON line (common.h) timed from the first send to the last acknowledgement, with its CPU time over that span.
+ * one JSON line (common.h) timed from the first send to the last acknowledgement, with its CPU time over that span
+ * and the records acknowledged per partition (what a consumer must then find there).
  *
  * Values come from a pool of 1024 prebuilt buffers handed to librdkafka without copying, each starting with 16
  * random hex digits (so that compression has real work) and padded with 'x'; --keys K gives record i the key
@@ -21,6 +22,7 @@ static const char USAGE[] =
     "                        [-X librdkafka.setting=value ...]\n";
 
 static long acknowledged, failed;
+static long *partition_records; /* acknowledged, per partition */
 static char first_error[256];
 
 static void delivered(rd_kafka_t *rk, const rd_kafka_message_t *message, void *opaque) {
@@ -28,6 +30,7 @@ static void delivered(rd_kafka_t *rk, const rd_kafka_message_t *message, void *o
     (void)opaque;
     if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         acknowledged++;
+        partition_records[message->partition]++;
     } else if (failed++ == 0) {
         snprintf(first_error, sizeof first_error, "%s", rd_kafka_err2str(message->err));
     }
@@ -65,6 +68,10 @@ int main(int argc, char **argv) {
     rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, topic, &metadata, 30000); /* connect before the clock */
     if (err)
         fail("metadata", rd_kafka_err2str(err));
+    if (metadata->topic_cnt != 1 || metadata->topics[0].err || metadata->topics[0].partition_cnt < 1)
+        fail(opts.topic, "topic not found in metadata");
+    int partitions = metadata->topics[0].partition_cnt;
+    partition_records = calloc(partitions, sizeof *partition_records);
     rd_kafka_metadata_destroy(metadata);
 
     char *values = value_pool(opts.size), *keys = key_pool(opts.keys);
@@ -86,7 +93,7 @@ int main(int argc, char **argv) {
         fail("flush", "records still unacknowledged after 120 s");
     double ended = now_seconds();
     report(acknowledged, (long long)acknowledged * opts.size, started, ended, cpu_before, cpu_now(), failed,
-           first_error);
+           first_error, partition_records, partitions);
     rd_kafka_topic_destroy(topic);
     rd_kafka_destroy(rk);
     return failed ? 1 : 0;

@@ -75,11 +75,15 @@ def test_produced_records_read_back_by_a_kafka_consumer_and_by_the_c_consumer(me
     assert len(records) == 3001 and not any(r.error() for r in records)
     assert {len(r.value()) for r in records} == {100}
     assert {r.key() for r in records} == {b"key-%011d" % k for k in range(50)}
-    assert len({r.partition() for r in records}) == 3  # keyed records spread over every partition
+    per_partition = [0, 0, 0]
+    for record in records:
+        per_partition[record.partition()] += 1
+    assert tuple(per_partition) == produced.partition_records and all(per_partition)  # keys spread over all 3
 
     for processes in (1, 2):
-        consumed = loadgen.consume(bootstrap, topic_name, processes=processes)
+        consumed = loadgen.consume(bootstrap, topic_name, produced.partition_records, processes=processes)
         assert (consumed.records, consumed.bytes) == (3001, 300_100)
+        assert consumed.partition_records == produced.partition_records
 
 
 def test_small_requests_setting_sends_one_record_per_produce_request(metered, topic_name):

@@ -5,7 +5,6 @@ processes share the work, and the small-requests setting puts one record in each
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -14,17 +13,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from bench import client, loadgen
+from bench import client, loadgen, peers
 from bench.workloads import small_requests
 from odradek.embedded import BrokerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -39,7 +32,7 @@ def built():
 @pytest.fixture(scope="module")
 def metered(tmp_path_factory):
     """One broker for the module, with its Prometheus endpoint on (to count requests)."""
-    port = free_port()
+    port = peers.free_port()
     with BrokerProcess(tmp_path_factory.mktemp("loadgen") / "data", settings={"metrics.port": port}) as broker:
         broker.metrics_port = port
         yield broker

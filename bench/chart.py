@@ -19,7 +19,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 COLORS = {"odradek": "#1b7837", "tansu": "#762a83", "noida-db": "#e08214"}
 
 
-def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
+def _label(row: dict) -> str:
+    return f"{row['workload']}\n{row['metric']}".replace(", ", "\n", 1)
+
+
+def _grouped(axis, rows: list[dict], brokers: list[str], scale: float, label=_label) -> None:
     width = 0.8 / max(1, len(brokers))
     for offset, broker in enumerate(brokers):
         xs, medians, low, high = [], [], [], []
@@ -32,14 +36,14 @@ def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
                 high.append((summary["max"] - summary["median"]) / scale)
         axis.bar(xs, medians, width, yerr=[low, high], capsize=2, label=broker, color=COLORS.get(broker))
     axis.set_xticks(range(len(rows)))
-    axis.set_xticklabels([f"{row['workload']}\n{row['metric']}".replace(", ", "\n", 1) for row in rows],
-                         fontsize=7, rotation=0)
+    axis.set_xticklabels([label(row) for row in rows], fontsize=7, rotation=0)
     axis.legend(fontsize=8)
 
 
 def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     compared = [row for row in rows if row["ratio_to_best_peer"] and not row["metric"].startswith("client CPU")]
-    rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1]  # brokers side by side
+    rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1  # brokers side by side
+             and row["workload"] != "codecs"]  # too many to read here; their ratios are in the first panel
     latencies = [row for row in rows if row["workload"] == "latency"]
     busy = [row for row in rows if row["unit"] == "cores" and row["workload"] in ("loadgen", "small requests")]
     figure, (ratios, throughput, latency, cores) = plt.subplots(
@@ -62,7 +66,8 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     _grouped(latency, latencies, brokers, 1)
     latency.set_yscale("log")
     latency.set_ylabel("ms (log)")
-    _grouped(cores, busy, brokers, 1)
+    _grouped(cores, busy, brokers, 1, label=lambda row: "\n".join(  # workload, side, what, variant
+        [row["workload"]] + [row["metric"].split(", ")[i] for i in (0, 1, -1)]))
     cores.set_ylabel("cores busy (C load generator)")
 
     others = meta["others_busy_before_workload"].values()

@@ -28,11 +28,11 @@ from pathlib import Path
 from bench import chart, client, peers
 from bench.measure import MACHINE, Results
 from bench.workloads import (cleaner, codecs, connections, latency, loadgen, machine, partitions, small_requests,
-                             startup, storage, throughput)
+                             startup, storage, throughput, tls)
 
 WORKLOADS = {"machine": machine, "storage": storage, "loadgen": loadgen, "small_requests": small_requests,
              "throughput": throughput, "latency": latency, "startup": startup, "partitions": partitions,
-             "connections": connections, "cleaner": cleaner, "codecs": codecs,
+             "connections": connections, "cleaner": cleaner, "codecs": codecs, "tls": tls,
              # cluster workloads (replication) go here, after every single-broker one
              }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -45,6 +45,7 @@ class Sizes:
     loadgen_records: int = 2_000_000  # per C load generator throughput point
     small_requests: int = 20_000  # one-record Produce requests per small-requests point, over all producers
     codec_records: int = 500_000  # per codec and cleanup policy
+    tls_records: int = 200_000  # 1 KiB records per listener
     latency_rate: int = 10_000
     latency_seconds: float = 5.0
     crash_log_bytes: int = 1 << 30
@@ -58,8 +59,8 @@ class Sizes:
 
 
 QUICK = Sizes(repeat=1, records=100_000, loadgen_records=200_000, small_requests=4_000, codec_records=50_000,
-              latency_seconds=2.0, crash_log_bytes=64 << 20, peer_crash_log_bytes=16 << 20, disk_mib=64, sync_mib=16,
-              storage_mib=64)
+              tls_records=50_000, latency_seconds=2.0, crash_log_bytes=64 << 20, peer_crash_log_bytes=16 << 20,
+              disk_mib=64, sync_mib=16, storage_mib=64)
 
 
 @dataclasses.dataclass(frozen=True)

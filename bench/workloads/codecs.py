@@ -39,11 +39,11 @@ def one_round(results: Results, broker: peers.Broker, topic: str, codec: str, po
         before = broker.cpu_seconds()
         produced = loadgen.produce(broker.bootstrap, topic, records, processes=PRODUCERS, keys=KEYS,
                                    config={"acks": "1", **client.THROUGHPUT_PRODUCER, "compression.codec": codec})
-        add_run(results, WORKLOAD, metric, broker, produced, broker.cpu_seconds() - before)
+        add_run(results, WORKLOAD, metric, broker.name, produced, broker.cpu_seconds() - before)
         if policy == "delete":
             metric = f"consume, {codec}"
             before = broker.cpu_seconds()
             consumed = loadgen.consume(broker.bootstrap, topic, produced.partition_records, config=client.CONSUMER)
-            add_run(results, WORKLOAD, metric, broker, consumed, broker.cpu_seconds() - before)
+            add_run(results, WORKLOAD, metric, broker.name, consumed, broker.cpu_seconds() - before)
     except Exception as exc:  # one failed round is a recorded error, not the end of the suite
         results.error(WORKLOAD, metric, broker.name, repr(exc), unit="records/s")

@@ -36,11 +36,11 @@ def one_round(results: Results, broker: peers.Broker, topic: str, records: int) 
         client.create_topic(broker.bootstrap, topic, PARTITIONS)
         before = broker.cpu_seconds()
         produced = loadgen.produce(broker.bootstrap, topic, records, processes=PRODUCERS, config=PRODUCER)
-        add_run(results, WORKLOAD, produce_metric, broker, produced, broker.cpu_seconds() - before)
+        add_run(results, WORKLOAD, produce_metric, broker.name, produced, broker.cpu_seconds() - before)
         before = broker.cpu_seconds()
         consumed = loadgen.consume(broker.bootstrap, topic, produced.partition_records, processes=CONSUMERS,
                                    config=client.CONSUMER)
-        add_run(results, WORKLOAD, consume_metric, broker, consumed, broker.cpu_seconds() - before)
+        add_run(results, WORKLOAD, consume_metric, broker.name, consumed, broker.cpu_seconds() - before)
     except Exception as exc:  # one failed round is a recorded error, not the end of the suite
         results.error(WORKLOAD, produce_metric, broker.name, repr(exc), unit="records/s")
 
@@ -55,13 +55,13 @@ def built(results: Results, workload: str) -> bool:
     return True
 
 
-def add_run(results: Results, workload: str, metric: str, broker: peers.Broker, done: loadgen.Run,
-            broker_cpu: float, *, unit: str = "records/s", per: str = "record") -> None:
+def add_run(results: Results, workload: str, metric: str, broker: str, done: loadgen.Run, broker_cpu: float,
+            *, unit: str = "records/s", per: str = "record") -> None:
     """The run's rate and, for the broker and the client, CPU per record (or per request) in microseconds and
     cores busy over the run's wall time."""
-    results.add(workload, metric, broker.name, done.records_per_s, unit=unit)
+    results.add(workload, metric, broker, done.records_per_s, unit=unit)
     for side, cpu in (("broker", broker_cpu), ("client", done.client_cpu)):
-        results.add(workload, f"{side} CPU per {per}, {metric}", broker.name, cpu / done.records * 1e6, unit="us",
+        results.add(workload, f"{side} CPU per {per}, {metric}", broker, cpu / done.records * 1e6, unit="us",
                     better="lower")
-        results.add(workload, f"{side} cores busy, {metric}", broker.name, cpu / done.seconds, unit="cores",
+        results.add(workload, f"{side} cores busy, {metric}", broker, cpu / done.seconds, unit="cores",
                     better=None)

@@ -33,7 +33,7 @@ def run(results: Results, brokers: list[str], sizes) -> None:
                 before = broker.cpu_seconds()
                 done = loadgen.produce(broker.bootstrap, topic, sizes.small_requests, processes=PRODUCERS,
                                        config={**PRODUCER, **in_flight})
-                add_run(results, WORKLOAD, metric, broker, done, broker.cpu_seconds() - before, unit="requests/s",
-                        per="request")
+                add_run(results, WORKLOAD, metric, broker.name, done, broker.cpu_seconds() - before,
+                        unit="requests/s", per="request")
             except Exception as exc:  # one failed round is a recorded error, not the end of the suite
                 results.error(WORKLOAD, metric, broker.name, repr(exc), unit="requests/s")

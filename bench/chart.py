@@ -2,9 +2,9 @@
 
 Four panels: Odradek's ratio to the best peer for every compared broker metric (log scale, 1x and the 1.5x goal marked,
 so "better" always points right whatever the metric's direction), produce/consume throughput per broker with the
-spread as error bars, end-to-end latency percentiles per broker, and the cores the broker and the C load generator
-kept busy (which side saturated). matplotlib with the Agg backend, so it needs
-no display.
+spread as error bars (Odradek's replication rows after the brokers side by side: no peer replicates), end-to-end
+latency percentiles per broker (then replication's), and the cores the broker and the C load generator kept busy
+(which side saturated). matplotlib with the Agg backend, so it needs no display.
 """
 
 from __future__ import annotations
@@ -42,9 +42,12 @@ def _grouped(axis, rows: list[dict], brokers: list[str], scale: float, label=_la
 
 def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     compared = [row for row in rows if row["ratio_to_best_peer"] and not row["metric"].startswith("client CPU")]
+    replication = [row for row in rows if row["workload"] == "replication"]  # Odradek alone: no peer replicates
     rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1  # brokers side by side
-             and row["workload"] != "codecs"]  # too many to read here; their ratios are in the first panel
-    latencies = [row for row in rows if row["workload"] == "latency"]
+             and row["workload"] != "codecs"] + \
+        [row for row in replication if row["unit"] == "records/s"]  # codecs' rates: their ratios are in panel 1
+    latencies = [row for row in rows if row["workload"] == "latency"] + \
+        [row for row in replication if row["unit"] == "ms"]
     busy = [row for row in rows if row["unit"] == "cores" and row["workload"] in ("loadgen", "small requests")]
     figure, (ratios, throughput, latency, cores) = plt.subplots(
         4, 1, figsize=(14, 8 + 0.22 * len(compared)),

@@ -32,9 +32,7 @@ from bench.workloads import (cleaner, codecs, connections, latency, loadgen, mac
 
 WORKLOADS = {"machine": machine, "storage": storage, "loadgen": loadgen, "small_requests": small_requests,
              "throughput": throughput, "latency": latency, "startup": startup, "partitions": partitions,
-             "connections": connections, "cleaner": cleaner, "codecs": codecs, "tls": tls,
-             # cluster workloads (replication) go here, after every single-broker one
-             }
+             "connections": connections, "cleaner": cleaner, "codecs": codecs, "tls": tls}
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -242,6 +240,12 @@ def main() -> None:
     chart.draw(rows, brokers, meta, stem.with_suffix(".png"))
     print(table(rows, brokers, machine_ratios, meta))
     print(f"\nwrote {stem.with_suffix('.json')} and {stem.with_suffix('.png')}")
+
+
+# Replication (issue 15): its own section at the end, so that it merges apart from the workloads above.
+from bench.workloads import replication  # noqa: E402
+
+WORKLOADS["replication"] = replication
 
 
 if __name__ == "__main__":

@@ -16,11 +16,13 @@ $(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark]'
 	touch $@
 
-# kcat, and ZooKeeper for the cluster tests (Debian's package: the server jars in /usr/share/java; the tests start
-# their own server from them on a free 127.0.0.1 port, never the package's service).
+# kcat, ZooKeeper for the cluster tests (Debian's package: the server jars in /usr/share/java; the tests start
+# their own server from them on a free 127.0.0.1 port, never the package's service), and librdkafka's headers for
+# the tests of the C load generator (tests/loadgen).
 system-packages:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	test -f /usr/include/librdkafka/rdkafka.h || missing="$$missing librdkafka-dev"; \
 	ls /usr/share/java/zookeeper-*.jar >/dev/null 2>&1 && command -v java >/dev/null 2>&1 || missing="$$missing zookeeper"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \

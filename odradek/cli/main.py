@@ -20,7 +20,8 @@ from pathlib import Path
 import confluent_kafka
 
 from odradek import __version__
-from odradek.cli import acls, brokers, cluster, consume, dump_log, groups, mirror, perf, produce, topics, users, zk
+from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, mirror, perf, produce, topics,
+                         users, zk)
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
@@ -67,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
-    for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users):
+    for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users,
+                   console):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser
@@ -114,9 +116,22 @@ async def _serve(broker) -> int:
     host, port = await broker.start()
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
           f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
+    if broker.config["console.port"]:
+        print(f"odradek: console on {_start_console(broker, host, port)}", flush=True)
     await stop.wait()
     await broker.stop()
     return 0
+
+
+def _start_console(broker, host: str, port: int) -> str:
+    """The web console beside the broker, on 127.0.0.1:console.port, reading it through its own listener."""
+    from odradek.console import Console, ConsoleSettings
+
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    metrics = [f"http://{local}:{broker.metrics.port}/metrics"] if broker.metrics is not None else []
+    settings = ConsoleSettings(f"{local}:{port}", port=broker.config["console.port"],
+                               zookeeper=broker.config["zookeeper.connect"] or None, metrics_urls=metrics)
+    return Console(settings).start_thread()
 
 
 def _use_uvloop() -> None:

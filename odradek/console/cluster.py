@@ -154,15 +154,15 @@ class ClusterView:
     # ----------------------------------------------------------------------------------------- messages
     def messages(self, topic: str, partition: int, offset: int | None = None, timestamp_ms: int | None = None,
                  newest_first: bool = True, key_filter: str = "", size: int = MESSAGES_PER_PAGE) -> MessagePage:
-        """One page of a partition's records from `offset` (or the first at/after `timestamp_ms`, or the end the
-        order starts from), in that order; with `key_filter`, only records whose key contains it, looking through
+        """One page of a partition's records from `offset` (or from `timestamp_ms`: oldest first the first record at
+        or after it, newest first the last one before it; or from the end the order starts at), in that order; with `key_filter`, only records whose key contains it, looking through
         at most KEY_SCAN_LIMIT records."""
         with SimpleConsumer(self.bootstrap_servers, topic, partition, config=self.client_config) as consumer:
             earliest, latest = consumer.earliest_offset(), consumer.latest_offset()
             if timestamp_ms is not None:
                 offset = consumer.offset_for_time(timestamp_ms)
-                if newest_first:  # the page ends at the first record at or after that time
-                    offset = min(offset, latest - 1)
+                if newest_first:  # going back in time from it: the last record before it first
+                    offset -= 1
             chunk_size = KEY_SCAN_CHUNK if key_filter else size
             chunk = render.first_chunk(earliest, latest, offset, newest_first, chunk_size)
             found: list[Message] = []

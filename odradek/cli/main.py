@@ -114,10 +114,11 @@ async def _serve(broker) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     host, port = await broker.start()
+    console_url = _start_console(broker, host, port) if broker.config["console.port"] else None
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
           f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
-    if broker.config["console.port"]:
-        print(f"odradek: console on {_start_console(broker, host, port)}", flush=True)
+    if console_url is not None:
+        print(f"odradek: console on {console_url}", flush=True)
     await stop.wait()
     await broker.stop()
     return 0

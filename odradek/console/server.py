@@ -60,6 +60,7 @@ class Console:
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((self.settings.host, self.settings.port))
+        self._socket.listen(128)  # connections wait in the backlog until uvicorn serves: the URL works from now
         port = self._socket.getsockname()[1]
         host = f"[{self.settings.host}]" if family == socket.AF_INET6 else self.settings.host
         self.url = f"http://{host}:{port}/"

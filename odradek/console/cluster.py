@@ -155,8 +155,8 @@ class ClusterView:
     def messages(self, topic: str, partition: int, offset: int | None = None, timestamp_ms: int | None = None,
                  newest_first: bool = True, key_filter: str = "", size: int = MESSAGES_PER_PAGE) -> MessagePage:
         """One page of a partition's records from `offset` (or from `timestamp_ms`: oldest first the first record at
-        or after it, newest first the last one before it; or from the end the order starts at), in that order; with `key_filter`, only records whose key contains it, looking through
-        at most KEY_SCAN_LIMIT records."""
+        or after it, newest first the last one before it; or from the end the order starts at), in that order; with
+        `key_filter`, only records whose key contains it, looking through at most KEY_SCAN_LIMIT records."""
         with SimpleConsumer(self.bootstrap_servers, topic, partition, config=self.client_config) as consumer:
             earliest, latest = consumer.earliest_offset(), consumer.latest_offset()
             if timestamp_ms is not None:

@@ -6,24 +6,18 @@ tests/console/artifacts/ (gitignored)."""
 from __future__ import annotations
 
 import os
-import socket
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from odradek.embedded import BrokerProcess
+from tests.security.conftest import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).parent / "artifacts"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ConsoleBroker:
@@ -32,13 +26,14 @@ class ConsoleBroker:
         self.url = url
         self.bootstrap_servers = broker.bootstrap_servers
 
-    def get(self, path: str, **headers) -> tuple[int, str]:
-        request = urllib.request.Request(self.url + path.lstrip("/"), headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                return answer.status, answer.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
+
+def http_get(url: str, **headers) -> tuple[int, str]:
+    """(status, body) of a GET, without a browser."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
 
 
 def start_console_broker(data_dir: Path, **settings) -> ConsoleBroker:

@@ -13,25 +13,9 @@ import pytest
 from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
 from odradek.client import Admin
-from odradek.embedded import BrokerProcess
 from tests.cli.run import odradek_command
-from tests.console.conftest import free_port, start_console_broker
-
-PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
-
-
-def sasl_config(user: str) -> dict[str, str]:
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": user,
-            "sasl.password": PASSWORDS[user]}
-
-
-def get(url: str, **headers) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
+from tests.console.conftest import http_get as get
+from tests.security.test_acls_sasl import properties_file, start_sasl_broker
 
 def post(url: str, fields: dict[str, str], **headers) -> int:
     request = urllib.request.Request(url, urllib.parse.urlencode(fields).encode(), headers=headers)
@@ -45,13 +29,6 @@ def post(url: str, fields: dict[str, str], **headers) -> int:
 class NoRedirects(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args):
         return None
-
-
-@pytest.fixture(scope="module")
-def console(tmp_path_factory):
-    served = start_console_broker(tmp_path_factory.mktemp("console") / "data")
-    yield served
-    served.broker.stop()
 
 
 def test_changes_come_only_from_the_consoles_own_pages(console, topic_name):
@@ -73,31 +50,22 @@ def test_a_rebound_host_name_is_refused(console):
 
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory):
-    sasl_port = free_port()
-    users = " ".join(f'user_{user}="{password}"' for user, password in PASSWORDS.items())
-    process = BrokerProcess(tmp_path_factory.mktemp("console-sasl") / "data", settings={
-        "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin", "allow.everyone.if.no.acl.found": "false"})
-    process.start()
-    yield f"127.0.0.1:{sasl_port}"
-    process.stop()
+    sasl = start_sasl_broker(tmp_path_factory.mktemp("console-sasl") / "data")
+    yield sasl
+    sasl.process.stop()
 
 
 def test_console_command_over_sasl_shows_what_its_principal_may_see(sasl_broker, tmp_path, topic_name):
-    admin = Admin(sasl_broker, config=sasl_config("admin"))
+    admin_config = sasl_broker.client_config("admin")
+    admin = Admin(admin_config.pop("bootstrap.servers"), config=admin_config)
     visible, hidden = f"{topic_name}-visible", f"{topic_name}-hidden"
     admin.create_topic(visible, 1)
     admin.create_topic(hidden, 1)
     admin.create_acls([AclBinding(ResourceType.TOPIC, visible, ResourcePatternType.LITERAL, "User:alice", "*",
                                   AclOperation.DESCRIBE, AclPermissionType.ALLOW)])
-    properties = tmp_path / "alice.properties"
-    properties.write_text("".join(f"{key}={value}\n" for key, value in sasl_config("alice").items()))
-    process = subprocess.Popen(odradek_command("console", "--port", "0", "--bootstrap-server", sasl_broker,
-                                               "--command-config", str(properties)),
+    process = subprocess.Popen(odradek_command("console", "--port", "0", "--bootstrap-server",
+                                               sasl_broker.bootstrap_servers, "--command-config",
+                                               str(properties_file(tmp_path, sasl_broker, "alice"))),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ready: list[str] = []

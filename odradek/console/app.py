@@ -14,6 +14,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import confluent_kafka
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -135,9 +136,7 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         fmt = params.get("format", "text") if params.get("format") in render.FORMATS else "text"
         key = params.get("key", "")
         found = await run_in_threadpool(view.messages, name, partition, offset, at, newest_first, key)
-        partitions = (await run_in_threadpool(view.admin.partition_count, name)) or 0
-        return page(request, "messages.html", topic=name, partition=partition, partitions=partitions,
-                    found=found, order="newest" if newest_first else "oldest", format=fmt, key=key,
+        return page(request, "messages.html", topic=name, partition=partition, found=found, order="newest" if newest_first else "oldest", format=fmt, key=key,
                     offset="" if offset is None else offset, time=params.get("time", ""))
 
     async def produce(request: Request) -> Response:
@@ -197,6 +196,8 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     async def failed(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException):
             return PlainTextResponse(exc.detail, exc.status_code)
+        if isinstance(exc, confluent_kafka.KafkaException):  # a client call odradek.client does not wrap
+            exc = ClientError.of(exc)
         status = 404 if getattr(exc, "name", None) in NOT_FOUND_ERRORS else 400
         return page(request, "error.html", status, error=str(exc))
 
@@ -221,5 +222,5 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)] if loopback_only else []
     return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={ClientError: failed, ValueError: failed, KeyError: failed,
-                                         HTTPException: failed})
+                     exception_handlers={ClientError: failed, confluent_kafka.KafkaException: failed,
+                                         ValueError: failed, KeyError: failed, HTTPException: failed})

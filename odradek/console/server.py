@@ -42,8 +42,8 @@ def _loopback(host: str) -> bool:
 
 
 class Console:
-    """The console's server; `start()` binds and returns the URL, `serve()` blocks, `start_thread()` serves in the
-    background."""
+    """The console's server; `start()` binds and returns the URL, `serve()` blocks, `start_thread()` serves in a
+    daemon thread (beside a broker, until its process ends)."""
 
     def __init__(self, settings: ConsoleSettings):
         self.settings = settings
@@ -80,6 +80,3 @@ class Console:
         threading.Thread(target=self.serve, name="odradek-console", daemon=True).start()
         log.info("console on %s", url)
         return url
-
-    def stop(self) -> None:
-        self._server.should_exit = True

@@ -80,3 +80,13 @@ def test_console_command_over_sasl_shows_what_its_principal_may_see(sasl_broker,
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_a_missing_topic_or_partition_is_a_clear_404(console, topic_name):
+    Admin(console.bootstrap_servers).create_topic(topic_name, 1)
+    status, body = get(console.url + f"topics/{topic_name}/messages?partition=7")
+    assert status == 404 and f"topic {topic_name!r} has partitions 0 to 0, not 7" in body.replace("&#39;", "'")
+    status, body = get(console.url + "topics/no-such-topic/messages")
+    assert status == 404 and "does not exist" in body
+    assert get(console.url + "topics/no-such-topic")[0] == 404
+    assert get(console.url + f"topics/{topic_name}/messages?partition=x")[0] == 400

@@ -136,7 +136,8 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         fmt = params.get("format", "text") if params.get("format") in render.FORMATS else "text"
         key = params.get("key", "")
         found = await run_in_threadpool(view.messages, name, partition, offset, at, newest_first, key)
-        return page(request, "messages.html", topic=name, partition=partition, found=found, order="newest" if newest_first else "oldest", format=fmt, key=key,
+        return page(request, "messages.html", topic=name, partition=partition, found=found,
+                    order="newest" if newest_first else "oldest", format=fmt, key=key,
                     offset="" if offset is None else offset, time=params.get("time", ""))
 
     async def produce(request: Request) -> Response:

@@ -80,6 +80,7 @@ class TopicDetail:
 @dataclasses.dataclass(frozen=True)
 class MessagePage:
     messages: list[Message]
+    partitions: int  # of the topic
     earliest: int
     latest: int
     next_offset: int | None  # where the next page in the same direction starts; None at the log's end
@@ -157,6 +158,12 @@ class ClusterView:
         """One page of a partition's records from `offset` (or from `timestamp_ms`: oldest first the first record at
         or after it, newest first the last one before it; or from the end the order starts at), in that order; with
         `key_filter`, only records whose key contains it, looking through at most KEY_SCAN_LIMIT records."""
+        count = self.admin.partition_count(topic)
+        if count is None:
+            raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+        if not 0 <= partition < count:
+            raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} has partitions 0 to {count - 1}, not "
+                              f"{partition}", "UNKNOWN_TOPIC_OR_PART")
         with SimpleConsumer(self.bootstrap_servers, topic, partition, config=self.client_config) as consumer:
             earliest, latest = consumer.earliest_offset(), consumer.latest_offset()
             if timestamp_ms is not None:
@@ -183,7 +190,7 @@ class ClusterView:
         else:
             next_offset = chunk[0] - 1 if newest_first else chunk[1]
         at_end = next_offset < earliest if newest_first else next_offset >= latest
-        return MessagePage(shown, earliest, latest, None if at_end else next_offset, scanned)
+        return MessagePage(shown, count, earliest, latest, None if at_end else next_offset, scanned)
 
     def produce(self, topic: str, partition: int | None, key: str, value: str,
                 headers: list[tuple[str, str]]) -> tuple[int, int]:

@@ -4,8 +4,8 @@
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
 With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
 The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
-dump-log, mirror), each adding its parsers here; Spark's pipeline commands join only when odradek.spark.pipelines
-imports (pyspark is optional).
+dump-log, mirror, console), each adding its parsers here (`console.port` also serves the web console beside the
+broker); Spark's pipeline commands join only when odradek.spark.pipelines imports (pyspark is optional).
 """
 
 from __future__ import annotations

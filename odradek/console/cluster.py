@@ -258,7 +258,10 @@ def _read_range(consumer: SimpleConsumer, start: int, end: int) -> list[Message]
     position = start
     deadline = time.monotonic() + _read_timeout(end - start)
     while position < end and time.monotonic() < deadline:
-        fetched = consumer.fetch(position, max_messages=end - position, timeout=1.0)
+        # the records are there (below the log end): wait for them as long as the page may take, since a new
+        # consumer's first fetch can take over a second on a loaded machine
+        fetched = consumer.fetch(position, max_messages=end - position,
+                                 timeout=max(0.1, deadline - time.monotonic()))
         if not fetched:
             break
         records.extend(m for m in fetched if m.offset < end)

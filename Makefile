@@ -8,9 +8,9 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
-.PHONY: serve test bench fuzz chaos system-packages
+.PHONY: serve test bench bench-packages loadgen fuzz chaos system-packages
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark,console]'
@@ -55,8 +55,35 @@ $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,bench]'
 	touch $@
 
+# What the benchmark needs from Debian (as root): iperf3 for the machine's loopback limit, gcc and librdkafka-dev
+# for the C load generator.
+bench-packages:
+	@missing=""; \
+	command -v iperf3 >/dev/null 2>&1 || missing="$$missing iperf3"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	test -f /usr/include/librdkafka/rdkafka.h || missing="$$missing librdkafka-dev"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing and we are not root:$$missing (the workloads that need them will be skipped)"; fi; \
+	fi
+
+# The C load generator (bench/loadgen): producer and consumer over librdkafka, built here, never committed. They link
+# the librdkafka inside the venv's confluent-kafka wheel when there is one (the Python client's own version, and
+# Debian 12's 2.0.2 cannot parse Tansu's ApiVersions v3 answer), else Debian's; the headers are Debian's.
+LOADGEN := build/loadgen
+LOADGEN_COMMON := bench/loadgen/common.c bench/loadgen/common.h
+RDKAFKA_WHEEL := $(firstword $(wildcard $(abspath $(VENV))/lib/python3*/site-packages/confluent_kafka.libs/librdkafka*.so*))
+comma := ,
+RDKAFKA := $(if $(RDKAFKA_WHEEL),$(RDKAFKA_WHEEL) -Wl$(comma)-rpath$(comma)$(dir $(RDKAFKA_WHEEL)),-lrdkafka)
+$(LOADGEN)/loadgen-%: bench/loadgen/%.c $(LOADGEN_COMMON)
+	@mkdir -p $(LOADGEN)
+	gcc -O2 -Wall -Wextra -Werror -o $@ $< bench/loadgen/common.c $(RDKAFKA)
+
+loadgen: $(LOADGEN)/loadgen-producer $(LOADGEN)/loadgen-consumer
+
 # Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>.json and .png.
-bench: $(BENCH_INSTALLED)
-	@if ! command -v iperf3 >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null; fi
+# Without a C compiler or librdkafka-dev the load generator's workloads are skipped, the rest still run.
+bench: $(BENCH_INSTALLED) bench-packages
+	@$(MAKE) --no-print-directory loadgen || echo "no load generator: its workloads will be skipped"
 	$(BIN)/python -m bench.suite

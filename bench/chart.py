@@ -1,9 +1,10 @@
 """The PNG beside each results JSON: what a reader should see at a glance, drawn from the suite's rows alone.
 
-Three panels: Odradek's ratio to the best peer for every compared broker metric (log scale, 1x and the 1.5x goal marked,
+Four panels: Odradek's ratio to the best peer for every compared broker metric (log scale, 1x and the 1.5x goal marked,
 so "better" always points right whatever the metric's direction), produce/consume throughput per broker with the
-spread as error bars, and end-to-end latency percentiles per broker. matplotlib with the Agg backend, so it needs
-no display.
+spread as error bars (Odradek's replication rows after the brokers side by side: no peer replicates), end-to-end
+latency percentiles per broker (then replication's), and the cores the broker and the C load generator kept busy
+(which side saturated). matplotlib with the Agg backend, so it needs no display.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 COLORS = {"odradek": "#1b7837", "tansu": "#762a83", "noida-db": "#e08214"}
 
 
-def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
+def _label(row: dict) -> str:
+    return f"{row['workload']}\n{row['metric']}".replace(", ", "\n", 1)
+
+
+def _grouped(axis, rows: list[dict], brokers: list[str], scale: float, label=_label) -> None:
     width = 0.8 / max(1, len(brokers))
     for offset, broker in enumerate(brokers):
         xs, medians, low, high = [], [], [], []
@@ -31,17 +36,22 @@ def _grouped(axis, rows: list[dict], brokers: list[str], scale: float) -> None:
                 high.append((summary["max"] - summary["median"]) / scale)
         axis.bar(xs, medians, width, yerr=[low, high], capsize=2, label=broker, color=COLORS.get(broker))
     axis.set_xticks(range(len(rows)))
-    axis.set_xticklabels([f"{row['workload']}\n{row['metric']}".replace(", ", "\n", 1) for row in rows],
-                         fontsize=7, rotation=0)
+    axis.set_xticklabels([label(row) for row in rows], fontsize=7, rotation=0)
     axis.legend(fontsize=8)
 
 
 def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     compared = [row for row in rows if row["ratio_to_best_peer"] and not row["metric"].startswith("client CPU")]
-    rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1]  # brokers side by side
-    latencies = [row for row in rows if row["workload"] == "latency"]
-    figure, (ratios, throughput, latency) = plt.subplots(
-        3, 1, figsize=(14, 6 + 0.22 * len(compared)), gridspec_kw={"height_ratios": [max(3, len(compared) / 4), 2, 2]})
+    replication = [row for row in rows if row["workload"] == "replication"]  # Odradek alone: no peer replicates
+    rates = [row for row in rows if row["unit"] == "records/s" and len(row["summary"]) > 1  # brokers side by side
+             and row["workload"] != "codecs"] + \
+        [row for row in replication if row["unit"] == "records/s"]  # codecs' rates: their ratios are in panel 1
+    latencies = [row for row in rows if row["workload"] == "latency"] + \
+        [row for row in replication if row["unit"] == "ms"]
+    busy = [row for row in rows if row["unit"] == "cores" and row["workload"] in ("loadgen", "small requests")]
+    figure, (ratios, throughput, latency, cores) = plt.subplots(
+        4, 1, figsize=(14, 8 + 0.22 * len(compared)),
+        gridspec_kw={"height_ratios": [max(3, len(compared) / 4), 2, 2, 2]})
 
     labels = [f"{row['workload']}: {row['metric']}" for row in compared]
     values = [row["ratio_to_best_peer"] for row in compared]
@@ -59,6 +69,9 @@ def draw(rows: list[dict], brokers: list[str], meta: dict, path: Path) -> None:
     _grouped(latency, latencies, brokers, 1)
     latency.set_yscale("log")
     latency.set_ylabel("ms (log)")
+    _grouped(cores, busy, brokers, 1, label=lambda row: "\n".join(  # workload, side, what, variant
+        [row["workload"]] + [row["metric"].split(", ")[i] for i in (0, 1, -1)]))
+    cores.set_ylabel("cores busy (C load generator)")
 
     others = meta["others_busy_before_workload"].values()
     figure.suptitle(f"Odradek beside its peers, {meta['date']}, {meta['cpus']} CPUs, other processes busy "

@@ -1,9 +1,9 @@
 """Where every figure of a run is collected, summarised and compared: one flat list of rows, one per metric.
 
-A row names its workload, metric, unit and direction (higher or lower is better) and holds the repeated samples of
-each subject (a broker, or "machine" for the machine's own limits). Keeping every workload's output in this one
-shape is what lets the suite print one table, draw one chart and write one JSON without knowing any workload, and
-it keeps medians, spreads and ratios computed in exactly one place.
+A row names its workload, metric, unit and direction (higher or lower is better, or neither) and holds the repeated
+samples of each subject (a broker, or "machine" for the machine's own limits). Keeping every workload's output in
+this one shape is what lets the suite print one table, draw one chart and write one JSON without knowing any
+workload, and it keeps medians, spreads and ratios computed in exactly one place.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ class Results:
         return self._rows[key]
 
     def add(self, workload: str, metric: str, subject: str, value: float, *, unit: str,
-            better: str = "higher") -> None:
+            better: str | None = "higher") -> None:
+        """One sample; better is "higher", "lower", or None for a figure that describes rather than ranks (cores
+        busy), which gets no ratio to the peers."""
         self._row(workload, metric, unit, better)["samples"].setdefault(subject, []).append(value)
 
     def error(self, workload: str, metric: str, subject: str, message: str, *, unit: str,
@@ -43,7 +45,7 @@ class Results:
             summary = {subject: summarise(values) for subject, values in row["samples"].items()}
             peers = {s: v["median"] for s, v in summary.items() if s not in ("odradek", MACHINE)}
             ratio = best_peer = None
-            if "odradek" in summary and peers:
+            if "odradek" in summary and peers and row["better"]:
                 ours = summary["odradek"]["median"]
                 if row["better"] == "higher":
                     best_peer = max(peers, key=peers.get)

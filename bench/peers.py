@@ -155,17 +155,21 @@ class Broker:
             return int(statm.read().split()[1]) * _PAGE_SIZE
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU time the broker has used so far: all its threads, its child processes that still
-        run (Odradek checks large batches' records in worker processes) and those it has waited for."""
-        ticks = 0
-        for pid in [self.pid] + _children(self.pid):
-            try:
-                with open(f"/proc/{pid}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except FileNotFoundError:  # a child that ended meanwhile
-                continue
-            ticks += int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if pid == self.pid else 0)
-        return ticks / _CLOCK_TICKS
+        return cpu_seconds(self.pid)
+
+
+def cpu_seconds(broker_pid: int) -> float:
+    """User plus system CPU time a broker process has used so far: all its threads, its child processes that still
+    run (Odradek checks large batches' records in worker processes) and those it has waited for."""
+    ticks = 0
+    for pid in [broker_pid] + _children(broker_pid):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # a child that ended meanwhile
+            continue
+        ticks += int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if pid == broker_pid else 0)
+    return ticks / _CLOCK_TICKS
 
 
 def _children(pid: int) -> list[int]:

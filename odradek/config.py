@@ -267,6 +267,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("listener.security.protocol.map", _T.STRING,
                   "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
                   "Security protocol of each listener name"),
+        ConfigKey("inter.broker.listener.name", _T.STRING, "",
+                  "Listener brokers connect to each other on (empty: security.inter.broker.protocol's)"),
+        ConfigKey("security.inter.broker.protocol", _T.STRING, "",
+                  "Names the inter-broker listener when inter.broker.listener.name is not set (empty: PLAINTEXT)"),
         ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
         ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
                                                       "(empty: a single-node broker)"),
@@ -279,6 +283,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "the ISR", minimum=0),
         ConfigKey("replica.high.watermark.checkpoint.interval.ms", _T.LONG, 5000, "How often the partitions' high "
                   "watermarks are saved to replication-offset-checkpoint", minimum=1),
+        ConfigKey("auto.leader.rebalance.enable", _T.BOOLEAN, True, "The controller moves leadership back to "
+                  "preferred replicas when brokers lead too many partitions of others"),
+        ConfigKey("leader.imbalance.check.interval.seconds", _T.LONG, 300, "How often the controller checks the "
+                  "leader imbalance", minimum=1),
+        ConfigKey("leader.imbalance.per.broker.percentage", _T.INT, 10, "Share of a broker's preferred partitions "
+                  "others may lead before the controller rebalances", minimum=0),
         ConfigKey("controlled.shutdown.enable", _T.BOOLEAN, True, "At a clean stop, move leadership away first"),
         ConfigKey("controlled.shutdown.max.retries", _T.INT, 3, "Attempts of a controlled shutdown", minimum=1),
         ConfigKey("controlled.shutdown.retry.backoff.ms", _T.LONG, 5000, "Pause between attempts of a controlled "
@@ -318,6 +328,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("transaction.state.log.replication.factor", _T.SHORT, 3, "Replication factor of "
                   "__transaction_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
+        ConfigKey("offsets.commit.required.acks", _T.SHORT, -1, "acks of an offset commit's write: -1 answers once "
+                  "the ISR has it (Kafka 2.x), any other value once the leader has", minimum=-1),
+        ConfigKey("offsets.commit.timeout.ms", _T.INT, 5000, "How long an offset commit waits for the ISR",
+                  minimum=1),
         ConfigKey("offsets.retention.minutes", _T.INT, 10080, "Keep an empty group's offsets this long", minimum=1),
         ConfigKey("offsets.retention.check.interval.ms", _T.LONG, 600000, "How often offsets expire", minimum=1),
         ConfigKey("group.initial.rebalance.delay.ms", _T.INT, 3000, "Wait for more members of a new group"),
@@ -327,6 +341,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("group.consumer.heartbeat.interval.ms", _T.INT, 5000, "KIP-848 heartbeat interval"),
         ConfigKey("group.consumer.session.timeout.ms", _T.INT, 45000, "KIP-848 session timeout"),
         ConfigKey("transaction.state.log.num.partitions", _T.INT, 50, "Partitions of __transaction_state"),
+        ConfigKey("request.timeout.ms", _T.INT, 30000, "How long a transaction coordinator's write (its state, a "
+                  "marker) waits for the ISR", minimum=0),
         ConfigKey("transaction.max.timeout.ms", _T.INT, 900000, "Largest transaction.timeout.ms", minimum=1),
         ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _T.INT, 10000,
                   "How often abandoned transactions are aborted", minimum=1),
@@ -372,7 +388,8 @@ def broker_default_for(topic_key: ConfigKey, broker_props: Mapping[str, Any]) ->
     for synonym in topic_key.broker_synonyms:
         if synonym in broker_props:
             value = topic_key.parse(broker_props[synonym], synonym)
-            return value * _BROKER_UNITS.get(synonym, 1), synonym
+            unit = _BROKER_UNITS.get(synonym)  # log.retention.hours and the like: a multiple of the topic's unit
+            return (value if unit is None else value * unit), synonym
     return topic_key.default, None
 
 
@@ -503,7 +520,7 @@ def resolve_broker_config(props: Mapping[str, Any]) -> dict[str, Any]:
 # quietly (a note in the log) so a Kafka config file works as it is; any other unknown key is likely a typo.
 _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
-    "inter.broker.listener.name", "num.network.threads", "num.io.threads",
+    "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",

@@ -23,9 +23,9 @@ WARMUP_SECONDS = 1.0
 _STAMP = struct.Struct(">q")
 
 
-def paced_producer(bootstrap: str, topic: str, rate: int, seconds: float) -> None:
+def paced_producer(bootstrap: str, topic: str, rate: int, seconds: float, acks: str = "1") -> None:
     """Send rate*seconds stamped records, each when its slot on the schedule has come."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
     padding = b"x" * (client.RECORD_SIZE - _STAMP.size)
     total = int(rate * seconds)
     sent = 0
@@ -40,14 +40,17 @@ def paced_producer(bootstrap: str, topic: str, rate: int, seconds: float) -> Non
     producer.flush(30)
 
 
-def measure(broker: peers.Broker, topic: str, rate: int, seconds: float) -> list[float]:
-    """Latencies in milliseconds of the records sent after the warm-up, sorted."""
-    client.create_topic(broker.bootstrap, topic, 1)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"bench-{topic}", **client.CONSUMER})
+def measure(bootstrap: str, topic: str, rate: int, seconds: float, *, replication_factor: int = 1,
+            acks: str = "1") -> list[float]:
+    """Latencies in milliseconds of the records sent after the warm-up, sorted. With replication, the topic has
+    min.insync.replicas=2."""
+    client.create_topic(bootstrap, topic, 1, replication_factor,
+                        {"min.insync.replicas": "2"} if replication_factor > 1 else None)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", **client.CONSUMER})
     consumer.assign([TopicPartition(topic, 0, 0)])
     consumer.poll(0.5)  # connect and start fetching before the first record is sent
     sender = multiprocessing.get_context("spawn").Process(
-        target=paced_producer, args=(broker.bootstrap, topic, rate, seconds + WARMUP_SECONDS))
+        target=paced_producer, args=(bootstrap, topic, rate, seconds + WARMUP_SECONDS, acks))
     sender.start()
     count_from = None  # the first record's stamp plus the warm-up
     expected = int(rate * (seconds + WARMUP_SECONDS))
@@ -76,7 +79,7 @@ def run(results: Results, brokers: list[str], sizes) -> None:
     rate = sizes.latency_rate
     for round_number, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
         try:
-            latencies = measure(broker, f"latency-{round_number}", rate, sizes.latency_seconds)
+            latencies = measure(broker.bootstrap, f"latency-{round_number}", rate, sizes.latency_seconds)
         except Exception as exc:
             results.error(WORKLOAD, f"p99 at {rate} records/s", broker.name, repr(exc), unit="ms")
             continue

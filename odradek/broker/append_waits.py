@@ -1,13 +1,17 @@
 """Waiting on the event loop for a partition to change: its next append or high watermark move.
 
 Partitions only call back (Partition.on_next_append, run once at the next append or high watermark advance); what
-a wake-up means for a coroutine is decided here, once, for the two that wait: a Fetch long poll and an acks=all
-Produce waiting for the ISR.
+a wake-up means for a coroutine is decided here, once, for those that wait: a Fetch long poll, and an acks=all
+append waiting for the ISR (a Produce, an offset commit, a transaction coordinator's write: `until_replicated`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
+
+from odradek.errors import ErrorCode, KafkaError
 
 
 async def next_change(partitions, timeout_s: float) -> bool:
@@ -28,3 +32,23 @@ async def next_change(partitions, timeout_s: float) -> bool:
     finally:
         for partition in partitions:
             partition.cancel_wait(wake)
+
+
+async def until_replicated(partition_now: Callable[[], object], last_offset: int, deadline: float) -> KafkaError | None:
+    """acks=all, as Kafka's DelayedProduce: wait until the in-sync replicas have every offset up to `last_offset` of
+    the partition `partition_now()` returns (asked again at each wake-up: leadership can move meanwhile), i.e. its
+    high watermark passed it; None then. Otherwise the error: NOT_LEADER_OR_FOLLOWER when leadership moved,
+    REQUEST_TIMED_OUT at `deadline` (time.monotonic()), NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+    min.insync.replicas meanwhile."""
+    while True:
+        partition = partition_now()
+        if partition is None or not partition.is_leader:
+            return KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "Leadership moved before the ISR had the records")
+        if partition.high_watermark > last_offset:
+            try:
+                partition.check_min_insync()
+            except KafkaError as exc:
+                return KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, exc.message)
+            return None
+        if not await next_change([partition], deadline - time.monotonic()):
+            return KafkaError(ErrorCode.REQUEST_TIMED_OUT, "The ISR did not have the records in time")

@@ -38,6 +38,7 @@ from odradek.config import (Listener, LogConfig, layered_broker_props, parse_adv
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import RequestAuthorizer, make_authorizer
+from odradek.security.inter_broker import inter_broker_security
 from odradek.security.quotas import ClientQuotas
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
@@ -78,12 +79,14 @@ class Broker:
             self.metadata = self._catalogue(static_config)
             self.props = self._layered_props()  # the settings in force: static under the dynamic ones
             self.config = resolve_broker_config(self.props)
+            self.inter_broker = None  # how this broker reaches the others in a cluster: checked at start
             if self.controller is not None:
+                self.inter_broker = inter_broker_security(self.listeners, self.props)
                 self.controller.unclean_default = LogConfig.resolve(None, self.props).unclean_leader_election_enable
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
             self.cleaner = LogCleaner(self.logs, self.config)
-            self.authorizer = make_authorizer(self.config, self.metadata.acls)
-            self.quotas = ClientQuotas(self.metadata.client_quotas, self.config["quota.window.num"],
+            self.authorizer = make_authorizer(self.config, lambda: self.metadata.acls)
+            self.quotas = ClientQuotas(lambda: self.metadata.client_quotas, self.config["quota.window.num"],
                                        self.config["quota.window.size.seconds"] * 1000)
             self.partitions: dict[tuple[str, int], Partition] = {}
             for topic in self.metadata.topics.values():
@@ -95,6 +98,7 @@ class Broker:
         self._follow_scheduled = False
         self._catalogue_waiters: list[asyncio.Future] = []  # woken each time the broker has followed a change
         self._applied_topic_configs = {name: topic.configs for name, topic in self.metadata.topics.items()}
+        self._applied_broker_configs = {name: dict(configs) for name, configs in self.metadata.broker_configs.items()}
         self.server = None
         self.metrics = None  # odradek.metrics.BrokerMetrics while serving, when metrics.port is set
         self._tasks: list[asyncio.Task] = []
@@ -143,7 +147,10 @@ class Broker:
 
         catalogue = ZooKeeperCatalogue.load(self.log_dir, self.node_id, cluster_id)
         catalogue.follow(self.membership)
-        self.controller = Controller(self.membership, catalogue)
+        self.controller = Controller(self.membership, catalogue,
+                                     auto_rebalance=config["auto.leader.rebalance.enable"],
+                                     imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
+                                     imbalance_percentage=config["leader.imbalance.per.broker.percentage"])
         return catalogue
 
     # ----------------------------------------------------------------------------------------------- topics
@@ -248,6 +255,9 @@ class Broker:
                 partition.wake()
                 self.logs.delete_partition(*key)
                 log.info("dropped %s-%d: its topic was deleted or moved away", *key)
+        if self.metadata.broker_configs != self._applied_broker_configs:
+            self._apply_dynamic_configs()
+            log.info("dynamic broker configs changed in the cluster: now %s", self._applied_broker_configs)
         for name in set(self._applied_topic_configs) - set(topics):
             del self._applied_topic_configs[name]
         for topic in topics.values():
@@ -296,17 +306,22 @@ class Broker:
             raise KafkaError(ErrorCode.INVALID_REQUEST, refusal)
 
     def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
-        """Store a BROKER resource's new dynamic configs (validated by the caller) and apply them at once: every
-        topic's log config is resolved again (a new log.retention.ms reaches the topics without an override) and
-        the cleaner restarts under its new settings if they changed."""
+        """Store a BROKER resource's new dynamic configs (validated by the caller) and apply them at once."""
         self.metadata.set_broker_configs(resource_name, dict(configs))
+        self._apply_dynamic_configs()
+        log.info("dynamic broker configs of %s are now %s", repr(resource_name), dict(configs))
+
+    def _apply_dynamic_configs(self) -> None:
+        """Put the catalogue's dynamic broker configs in force (after a change here, or in a ZooKeeper cluster one
+        made through another broker): every topic's log config is resolved again (a new log.retention.ms reaches
+        the topics without an override) and the cleaner restarts under its new settings if they changed."""
+        self._applied_broker_configs = {name: dict(configs) for name, configs in self.metadata.broker_configs.items()}
         self.props = self._layered_props()
         self.config = resolve_broker_config(self.props)
         self.logs.default_config = LogConfig.resolve(None, self.props)
         for topic in self.metadata.topics.values():
             self._reconfigure_logs(topic)
         self.cleaner.reconfigure(self.config)
-        log.info("dynamic broker configs of %s are now %s", repr(resource_name), dict(configs))
 
     def partition(self, topic: str, index: int) -> Partition:
         """The partition this broker leads; NOT_LEADER_OR_FOLLOWER when the cluster has it elsewhere."""

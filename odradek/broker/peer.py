@@ -1,37 +1,131 @@
-"""Requests from this broker to another one: one request over a fresh connection, answered or failed.
+"""Connections from this broker to another one, over the inter-broker listener, and requests over them.
 
-The only broker-to-broker request so far is WriteTxnMarkers (a transaction coordinator closing a transaction on
-partitions other brokers lead), rare enough that a connection per request costs nothing worth a pool; this is the
-event loop's edge for it, with the protocol's own codec.
+`open_peer_connection` reaches a broker at its registered endpoint for the inter-broker listener
+(odradek.security.inter_broker: inter.broker.listener.name or security.inter.broker.protocol), over TLS with that
+listener's trust store when it is SSL/SASL_SSL, and on a SASL listener logs in as this broker's own user (SaslHandshake
+v1, then SaslAuthenticate v2 carrying PLAIN's one message or SCRAM's two, with the server's final signature checked),
+as Kafka's NetworkClient does for its replica fetchers and controller channel. A refused login raises
+PeerAuthenticationFailed, a ConnectionError like any other failure to connect, with the other broker's message.
+When the other broker limits SASL sessions (connections.max.reauth.ms, KIP-368), the connection says when to renew
+it (`due_for_renewal`, at 85% of the lifetime granted); renewing is connecting again, which the replica fetchers do
+between two fetches, rather than re-authenticating on the same connection.
+`round_trip` is one request and its answer on such a connection (the replica fetchers keep theirs open);
+`call_peer` is one request over a fresh connection: WriteTxnMarkers (a transaction coordinator closing a transaction
+on partitions other brokers lead) is rare enough that a connection per request costs nothing worth a pool.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
+import time
 
+from odradek.errors import ErrorCode
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
+from odradek.security.inter_broker import InterBrokerSecurity
+from odradek.security.scram import ScramClient, ScramError
 
 PEER_TIMEOUT_S = 10.0
+SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION = api("SaslHandshake"), 1
+SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION = api("SaslAuthenticate"), 2
 
 
-async def call_peer(host: str, port: int, api_name: str, version: int, request, *, client_id: str,
-                    timeout: float = PEER_TIMEOUT_S):
-    """The decoded response; OSError (or asyncio.TimeoutError) when the broker cannot be reached or answer."""
-    target = api(api_name)
-    header = RequestHeader(api_key=target.key, api_version=version, correlation_id=1, client_id=client_id)
+REAUTHENTICATE_AT = 0.85  # of the session lifetime the other broker grants: reconnect then, as Kafka's clients
+                          # re-authenticate between 85% and 95% of it (KIP-368)
 
-    async def exchange():
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            writer.write(encode_request(header, request))
-            await writer.drain()
-            (size,) = struct.unpack(">i", await reader.readexactly(4))
-            return decode_response(target.key, version, await reader.readexactly(size))[1]
-        finally:
-            writer.close()
 
+class PeerAuthenticationFailed(ConnectionError):
+    """The other broker refused this broker's SASL login (or could not prove its own SCRAM credential)."""
+
+
+@dataclasses.dataclass
+class PeerConnection:
+    """An open connection to another broker; `renew_at` (time.monotonic) is when its SASL session should be
+    renewed by connecting again, None when it does not expire (connections.max.reauth.ms unset there)."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    renew_at: float | None = None
+
+    def due_for_renewal(self) -> bool:
+        return self.renew_at is not None and time.monotonic() >= self.renew_at
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def round_trip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, spec, version: int, request, *,
+                     client_id: str, timeout: float):
+    """Send one request and read its answer (each read bounded by `timeout`)."""
+    header = RequestHeader(api_key=spec.key, api_version=version, correlation_id=1, client_id=client_id)
+    writer.write(encode_request(header, request))
+    await writer.drain()
     try:
-        return await asyncio.wait_for(exchange(), timeout)
+        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout))
+        return decode_response(spec.key, version, await asyncio.wait_for(reader.readexactly(size), timeout))[1]
     except asyncio.IncompleteReadError as exc:
-        raise ConnectionError(f"broker {host}:{port} closed the connection") from exc
+        raise ConnectionError("the broker closed the connection") from exc
+
+
+async def open_peer_connection(security: InterBrokerSecurity, endpoint, *, client_id: str,
+                               timeout: float = PEER_TIMEOUT_S) -> PeerConnection:
+    """A connection to `endpoint` (a BrokerEndpoint) on the inter-broker listener, TLS and SASL done."""
+    address = endpoint.address(security.listener_name)
+    if address is None:
+        raise ConnectionError(f"broker {endpoint.node_id} has no {security.listener_name} listener registered")
+    host, port = address
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(
+        host, port, ssl=security.tls, server_hostname=host if security.tls is not None else None), timeout)
+    started = time.monotonic()
+    try:
+        lifetime_ms = await _log_in(reader, writer, security, client_id, timeout) if security.mechanism else 0
+    except BaseException:
+        writer.close()
+        raise
+    return PeerConnection(reader, writer, started + REAUTHENTICATE_AT * lifetime_ms / 1000 if lifetime_ms else None)
+
+
+async def _log_in(reader, writer, security: InterBrokerSecurity, client_id: str, timeout: float) -> int:
+    """The SASL exchange; the session lifetime the other broker answered (0: none)."""
+    handshake = await round_trip(reader, writer, SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION,
+                                 SASL_HANDSHAKE.request(mechanism=security.mechanism), client_id=client_id,
+                                 timeout=timeout)
+    if handshake.error_code != ErrorCode.NONE:
+        raise PeerAuthenticationFailed(f"{security.mechanism} refused ({ErrorCode(handshake.error_code).name}); "
+                                       f"the broker offers {handshake.mechanisms}")
+
+    lifetime_ms = 0
+
+    async def send(token: bytes) -> bytes:
+        nonlocal lifetime_ms
+        answer = await round_trip(reader, writer, SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION,
+                                  SASL_AUTHENTICATE.request(auth_bytes=token), client_id=client_id, timeout=timeout)
+        if answer.error_code != ErrorCode.NONE:
+            raise PeerAuthenticationFailed(f"{ErrorCode(answer.error_code).name}: {answer.error_message}")
+        lifetime_ms = answer.session_lifetime_ms
+        return answer.auth_bytes
+
+    if security.mechanism == "PLAIN":
+        await send(b"\0" + security.username.encode() + b"\0" + security.password.encode())
+        return lifetime_ms
+    scram = ScramClient(security.mechanism, security.username, security.password)
+    try:
+        scram.verify(await send(scram.final(await send(scram.first()))))
+    except ScramError as exc:
+        raise PeerAuthenticationFailed(str(exc)) from None
+    return lifetime_ms
+
+
+async def call_peer(security: InterBrokerSecurity, endpoint, api_name: str, version: int, request, *,
+                    client_id: str, timeout: float = PEER_TIMEOUT_S):
+    """The decoded response; OSError (or asyncio.TimeoutError) when the broker cannot be reached or answer."""
+    async def exchange():
+        connection = await open_peer_connection(security, endpoint, client_id=client_id, timeout=timeout)
+        try:
+            return await round_trip(connection.reader, connection.writer, api(api_name), version, request,
+                                    client_id=client_id, timeout=timeout)
+        finally:
+            connection.close()
+
+    return await asyncio.wait_for(exchange(), timeout)

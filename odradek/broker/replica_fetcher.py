@@ -1,18 +1,27 @@
 """Replication between the brokers of a ZooKeeper cluster: followers fetching from leaders, leaders keeping the ISR.
 
 `ReplicaFetchers` runs one task per leader this broker follows (Kafka's ReplicaFetcherThread, one per source
-broker): over one connection it sends Fetch with replica_id = this broker, for every partition it follows there,
-from each log's end, and appends what comes back as it is (offsets and leader epochs kept; Partition.append_replicated)
-with the leader's high watermark. The leader answers from its segment files as it answers consumers (sendfile),
-holding the request open until an append (replica.fetch.wait.max.ms), so a follower is one round trip behind.
-`follow()` is called after every catalogue change and starts or ends tasks to match who leads what.
+broker): over one connection to the leader's inter-broker listener (odradek.broker.peer: TLS and SASL as that
+listener needs; a refused login is logged as an error and tried again) it sends Fetch with replica_id = this broker,
+for every partition it follows there, from each log's end, and appends what comes back as it is (offsets and leader
+epochs kept; Partition.append_replicated) with the leader's high watermark. The leader answers from its segment
+files as it answers consumers (sendfile), holding the request open until an append (replica.fetch.wait.max.ms), so a
+follower is one round trip behind. `follow()` is called after every catalogue change and starts or ends tasks to
+match who leads what. A task whose long poll went out before this broker followed a partition from that leader (a
+leadership that just moved there) is restarted at once on a new connection: otherwise the new partition waits out
+the poll (up to 500 ms) while the leader's acks=all producers wait for this broker, a member of the partition's ISR.
 
 Before fetching a partition that has just become a follower (`Partition.needs_truncation`), the task asks the leader
 OffsetForLeaderEpoch (v4, with replica_id, KIP-279) for the partition's latest leader epoch and cuts the log where the
 leader's answer says it parts from the leader's (`Partition.truncate_to_epoch_end`), asking again while the answer
 names an epoch it ends elsewhere; that partition is fetched from the next round on. Only an answer of
 UNSUPPORTED_VERSION (a leader without epochs) falls back to the high watermark, as Kafka's fetcher does. A fetch that
-meets OFFSET_OUT_OF_RANGE past the leader's end goes back to the same question.
+meets OFFSET_OUT_OF_RANGE past the leader's end goes back to the same question. An answer of NOT_LEADER_OR_FOLLOWER
+or UNKNOWN_LEADER_EPOCH means the leader has not yet followed the catalogue change this broker saw (each broker
+watches ZooKeeper on its own), which takes milliseconds: the task asks again after LEADER_BEHIND_BACKOFF_S instead of
+the full back-off that other errors get. A cut below the replica's own high watermark removes records that were
+acknowledged (only an unclean leader election makes a leader without them): the warning says which offsets and how
+many (`acknowledged_loss`), so the loss is reported, not hidden.
 
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
@@ -23,10 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 
+from odradek.broker.peer import PeerAuthenticationFailed, open_peer_connection, round_trip
 from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol import RequestHeader, api, decode_response, encode_request
+from odradek.protocol import api
 from odradek.records.batch import validate_batches
 
 log = logging.getLogger("odradek.replication")
@@ -36,6 +45,8 @@ FETCH_VERSION = 12  # topics by name, flexible; what a 2.8 broker sends
 OFFSET_FOR_LEADER_EPOCH = api("OffsetForLeaderEpoch")
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4  # replica_id (v3+), flexible
 RETRY_BACKOFF_S = 0.5  # replica.fetch.backoff.ms: after an error or a lost connection
+LEADER_BEHIND_BACKOFF_S = 0.02  # after answers that say the leader has not followed the catalogue's change yet
+LEADER_BEHIND = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH})
 ISR_CHECK_INTERVAL_MS = 250
 
 
@@ -43,6 +54,7 @@ class ReplicaFetchers:
     def __init__(self, broker):
         self.broker = broker
         self._tasks: dict[int, asyncio.Task] = {}
+        self._polling: dict[asyncio.Task, frozenset] = {}  # a task's Fetch under way: the partitions it asked for
         self._isr_writes: set[tuple[str, int]] = set()  # writes under way, one per partition at a time
 
     def followed(self, leader_id: int) -> list:
@@ -55,6 +67,10 @@ class ReplicaFetchers:
                    if not p.is_leader and p.assignment.leader >= 0}
         for leader_id in leaders:
             task = self._tasks.get(leader_id)
+            polled = self._polling.get(task)
+            if polled is not None and any((p.topic, p.index) not in polled for p in self.followed(leader_id)):
+                task.cancel()  # its long poll does not ask for a partition it follows now: ask again at once
+                task = None
             if task is None or task.done():
                 self._tasks[leader_id] = asyncio.get_running_loop().create_task(self._fetch_from(leader_id))
 
@@ -69,39 +85,53 @@ class ReplicaFetchers:
         try:
             while self.followed(leader_id):
                 try:
+                    if connection is not None and connection.due_for_renewal():
+                        connection.close()  # its SASL session ends soon: log in again on a new one
+                        connection = None
                     if connection is None:
                         connection = await self._connect(leader_id)
                     if connection is None:
                         await asyncio.sleep(RETRY_BACKOFF_S)
                         continue
-                    if not await self._fetch_once(leader_id, *connection):
-                        await asyncio.sleep(RETRY_BACKOFF_S)
+                    pause_s = await self._fetch_once(leader_id, connection.reader, connection.writer)
+                    if pause_s:
+                        await asyncio.sleep(pause_s)
                 except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
-                    log.info("fetching from broker %d failed (%r); retrying", leader_id, exc)
+                    if isinstance(exc, PeerAuthenticationFailed):
+                        log.error("broker %d refused this broker's login on the inter-broker listener %s (%s); "
+                                  "retrying", leader_id, self.broker.inter_broker.listener_name, exc)
+                    else:
+                        log.info("fetching from broker %d failed (%r); retrying", leader_id, exc)
                     if connection is not None:
-                        connection[1].close()
+                        connection.close()
                     connection = None
                     await asyncio.sleep(RETRY_BACKOFF_S)
         finally:
             if connection is not None:
-                connection[1].close()
+                connection.close()
 
     async def _connect(self, leader_id: int):
+        """A connection to the leader over the inter-broker listener (odradek.broker.peer), None while it is not
+        registered."""
         endpoint = next((b for b in self.broker.membership.live_brokers() if b.node_id == leader_id), None)
         if endpoint is None:
             return None
-        return await asyncio.wait_for(asyncio.open_connection(endpoint.host, endpoint.port), RETRY_BACKOFF_S * 4)
+        return await open_peer_connection(self.broker.inter_broker, endpoint, client_id=self._client_id(leader_id),
+                                          timeout=self.broker.config["replica.socket.timeout.ms"] / 1000)
 
-    async def _fetch_once(self, leader_id: int, reader, writer) -> bool:
-        """One Fetch round trip; False when an answer calls for a pause (an epoch the leader does not know yet)."""
+    def _client_id(self, leader_id: int) -> str:
+        return f"broker-{self.broker.node_id}-fetcher-{leader_id}"
+
+    async def _fetch_once(self, leader_id: int, reader, writer) -> float:
+        """One Fetch round trip; the seconds to pause before the next one (0 when every answer was right)."""
         followed = self.followed(leader_id)
-        healthy = True
+        pause_s = 0.0
         diverged = [p for p in followed if p.needs_truncation]
         if diverged:
-            healthy = await self._truncate(leader_id, diverged, reader, writer)
+            pause_s = await self._truncate(leader_id, diverged, reader, writer)
         partitions = {(p.topic, p.index): p for p in followed if not p.needs_truncation}
         if not partitions:
-            return healthy
+            return pause_s
         config = self.broker.config
         topics: dict[str, list] = {}
         for (topic, index), partition in partitions.items():
@@ -116,32 +146,32 @@ class ReplicaFetchers:
             isolation_level=0, session_id=0, session_epoch=-1,
             topics=[FETCH.request.FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
             forgotten_topics_data=[], rack_id="")
-        response = await self._round_trip(leader_id, reader, writer, FETCH, FETCH_VERSION, request,
-                                          config["replica.fetch.wait.max.ms"] / 1000)
+        task = asyncio.current_task()
+        self._polling[task] = frozenset(partitions)
+        try:
+            response = await self._round_trip(leader_id, reader, writer, FETCH, FETCH_VERSION, request,
+                                              config["replica.fetch.wait.max.ms"] / 1000)
+        finally:
+            del self._polling[task]
         for topic in response.responses:
             for data in topic.partitions:
                 partition = partitions.get((topic.topic, data.partition_index))
                 if partition is None or not self._still_followed(partition, leader_id):
                     continue  # the catalogue moved on meanwhile
                 try:
-                    healthy &= self._take(partition, data)
+                    pause_s = max(pause_s, self._take(partition, data))
                 except KafkaError as exc:  # this partition's answer refused: the others' go on, it is tried again
                     log.error("%s-%d: the leader's records not appended (%s)", partition.topic, partition.index, exc)
-                    healthy = False
-        return healthy
+                    pause_s = RETRY_BACKOFF_S
+        return pause_s
 
     async def _round_trip(self, leader_id: int, reader, writer, spec, version: int, request, wait_s: float = 0.0):
-        header = RequestHeader(api_key=spec.key, api_version=version, correlation_id=1,
-                               client_id=f"broker-{self.broker.node_id}-fetcher-{leader_id}")
-        writer.write(encode_request(header, request))
-        await writer.drain()
-        timeout = wait_s + self.broker.config["replica.socket.timeout.ms"] / 1000
-        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout))
-        return decode_response(spec.key, version, await asyncio.wait_for(reader.readexactly(size), timeout))[1]
+        return await round_trip(reader, writer, spec, version, request, client_id=self._client_id(leader_id),
+                                timeout=wait_s + self.broker.config["replica.socket.timeout.ms"] / 1000)
 
-    async def _truncate(self, leader_id: int, partitions: list, reader, writer) -> bool:
-        """One OffsetForLeaderEpoch round trip for `partitions` and the truncation each answer calls for; False when
-        an answer calls for a pause."""
+    async def _truncate(self, leader_id: int, partitions: list, reader, writer) -> float:
+        """One OffsetForLeaderEpoch round trip for `partitions` and the truncation each answer calls for; the
+        seconds to pause before the next round."""
         by_key = {(p.topic, p.index): p for p in partitions}
         topics: dict[str, list] = {}
         for partition in partitions:
@@ -154,7 +184,7 @@ class ReplicaFetchers:
                     for name, parts in topics.items()])
         response = await self._round_trip(leader_id, reader, writer, OFFSET_FOR_LEADER_EPOCH,
                                           OFFSET_FOR_LEADER_EPOCH_VERSION, request)
-        healthy = True
+        pause_s = 0.0
         for topic in response.topics:
             for answer in topic.partitions:
                 partition = by_key.get((topic.topic, answer.partition))
@@ -163,47 +193,50 @@ class ReplicaFetchers:
                 code = answer.error_code
                 if code == ErrorCode.NONE or code == ErrorCode.UNSUPPORTED_VERSION:
                     end_offset = answer.end_offset if code == ErrorCode.NONE else -1
-                    log_end = partition.log.log_end_offset
+                    log_end, high_watermark = partition.log.log_end_offset, partition.high_watermark
                     partition.truncate_to_epoch_end(answer.leader_epoch, end_offset)
                     if partition.log.log_end_offset < log_end:
-                        log.warning("%s-%d: truncated from %d to %d by leader epoch (leader's epoch %d ends at %d)",
+                        log.warning("%s-%d: truncated from %d to %d by leader epoch (leader's epoch %d ends at %d)%s",
                                     partition.topic, partition.index, log_end, partition.log.log_end_offset,
-                                    answer.leader_epoch, answer.end_offset)
+                                    answer.leader_epoch, answer.end_offset,
+                                    acknowledged_loss(partition.log.log_end_offset, high_watermark))
                 else:
                     log.debug("%s-%d: OffsetForLeaderEpoch answered %s", partition.topic, partition.index,
                               ErrorCode(code).name)
-                    healthy = False
-        return healthy
+                    pause_s = max(pause_s, backoff_after(code))
+        return pause_s
 
     def _still_followed(self, partition, leader_id: int) -> bool:
         """Whether the catalogue still has this partition object following `leader_id` (it may have moved on)."""
         return (self.broker.partitions.get((partition.topic, partition.index)) is partition
                 and not partition.is_leader and partition.assignment.leader == leader_id)
 
-    def _take(self, partition, data) -> bool:
+    def _take(self, partition, data) -> float:
+        """Append one partition's answer, or act on its error; the seconds to pause before the next round."""
         code = data.error_code
         if code == ErrorCode.NONE:
             records = data.records or b""
             headers = validate_batches(records, from_leader=True) if records else []
             partition.append_replicated(records, headers, data.high_watermark)
-            return True
+            return 0.0
         if code == ErrorCode.OFFSET_OUT_OF_RANGE and data.high_watermark >= 0:
             log_end = partition.log.log_end_offset
             if log_end > data.high_watermark:  # ahead of the leader: find by epoch where our tail parts from its
                 partition.needs_truncation = True
             elif log_end < data.log_start_offset:  # the leader no longer has what we lack
                 partition.log.truncate_fully_and_start_at(data.log_start_offset)
-            return True
+            return 0.0
         log.debug("%s-%d: fetch from the leader answered %s", partition.topic, partition.index, ErrorCode(code).name)
-        return False
+        return backoff_after(code)
 
     # -------------------------------------------------------------------------------------------- the ISR
     def check_isr(self, now: int) -> None:
         lag_ms = self.broker.config["replica.lag.time.max.ms"]
+        live = {broker.node_id for broker in self.broker.membership.live_brokers()}
         for (topic, index), partition in list(self.broker.partitions.items()):
             if not partition.is_leader or not partition.followers or (topic, index) in self._isr_writes:
                 continue
-            wanted = partition.wanted_isr(now, lag_ms)
+            wanted = partition.wanted_isr(now, lag_ms, live)
             if wanted is not None:
                 self._isr_writes.add((topic, index))
                 asyncio.get_running_loop().create_task(self._write_isr(topic, index, partition.leader_epoch, wanted))
@@ -215,3 +248,20 @@ class ReplicaFetchers:
             log.warning("%s-%d: ISR change to %s not written (%r)", topic, index, isr, exc)
         finally:
             self._isr_writes.discard((topic, index))
+
+
+def backoff_after(code: int) -> float:
+    """The pause a follower takes after a partition's error answer (see the module docstring)."""
+    return LEADER_BEHIND_BACKOFF_S if code in LEADER_BEHIND else RETRY_BACKOFF_S
+
+
+def acknowledged_loss(new_end: int, high_watermark: int) -> str:
+    """What a truncation to `new_end` lost that this replica's high watermark had passed: records the in-sync
+    replicas had, acknowledged to acks=all producers, gone because a replica without them leads (an unclean leader
+    election); the range and count, for the log. Empty when the cut is above the high watermark (records never
+    acknowledged, which a new leader may drop)."""
+    if new_end >= high_watermark:
+        return ""
+    return (f"; ACKNOWLEDGED RECORDS LOST: offsets {new_end}-{high_watermark - 1} ({high_watermark - new_end}) were "
+            f"below this replica's high watermark {high_watermark} and the leader does not have them (an "
+            f"out-of-sync replica was elected: unclean.leader.election.enable)")

@@ -4,8 +4,9 @@
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
 With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
 The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
-dump-log, mirror, console), each adding its parsers here (`console.port` also serves the web console beside the
-broker); Spark's pipeline commands join only when odradek.spark.pipelines imports (pyspark is optional).
+dump-log, mirror, users, reassign and elect-leaders, console), each adding its parsers here (`console.port` also
+serves the web console beside the broker); Spark's pipeline commands join only when odradek.spark.pipelines imports
+(pyspark is optional).
 """
 
 from __future__ import annotations
@@ -20,22 +21,15 @@ from pathlib import Path
 import confluent_kafka
 
 from odradek import __version__
-from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, mirror, perf, produce, topics,
-                         users, zk)
-from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError
+from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, mirror, perf, produce, reassign,
+                         topics, users, zk)
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
 from odradek.errors import KafkaError
 
 DEFAULT_DATA_DIR = "odradek-data"
-
-
-def _key_value(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    key, value = text.split("=", 1)
-    return key.strip(), value.strip()
 
 
 def _port(text: str) -> int:
@@ -64,12 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "broker is a cluster of its own")
     serve.add_argument("--broker-id", type=int, help="this broker's id (broker.id; default 1)")
     serve.add_argument("--config", type=Path, help="a server.properties file")
-    serve.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+    serve.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
     for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users,
-                   console):
+                   reassign, console):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser

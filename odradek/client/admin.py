@@ -16,6 +16,9 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AdminClient, Al
 
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo
+from odradek.errors import ErrorCode, error_name
+from odradek.protocol import api
+from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
 
 TIMEOUT_S = 15.0
 
@@ -263,3 +266,63 @@ class Admin:
         for future in self._client.delete_acls(filters, request_timeout=self.timeout).values():
             deleted.extend(_wait(future, self.timeout))
         return deleted
+
+    # ------------------------------------------------------------------------------ leaders and reassignments
+    def elect_leaders(self, preferred: bool, partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int],
+                                                                                              ClientError | None]:
+        """ElectLeaders (preferred, else unclean) for the partitions, or all of them (None); each partition's
+        outcome (those with ELECTION_NOT_NEEDED are left out when all were asked for, as Kafka answers)."""
+        election = confluent_kafka.ElectionType.PREFERRED if preferred else confluent_kafka.ElectionType.UNCLEAN
+        asked = None if partitions is None else [confluent_kafka.TopicPartition(t, p) for t, p in partitions]
+        results = _wait(self._client.elect_leaders(election, asked), self.timeout)  # no timeout option: it crashes
+        return {(tp.topic, tp.partition): None if error is None else ClientError.of(error)
+                for tp, error in results.items()}
+
+    def alter_partition_reassignments(self, targets: Mapping[tuple[str, int], list[int] | None]
+                                      ) -> dict[tuple[str, int], ClientError | None]:
+        """AlterPartitionReassignments: each partition's target replicas (None cancels), and its outcome.
+        confluent-kafka has no such call, so it goes over odradek.protocol.connection to the first bootstrap
+        server (plaintext)."""
+        request = api("AlterPartitionReassignments").request
+        by_topic: dict[str, list] = {}
+        for (topic, index), replicas in targets.items():
+            by_topic.setdefault(topic, []).append(request.ReassignablePartition(partition_index=index,
+                                                                                replicas=replicas))
+        answer = self._call("AlterPartitionReassignments", timeout_ms=int(self.timeout * 1000), topics=[
+            request.ReassignableTopic(name=topic, partitions=partitions) for topic, partitions in by_topic.items()])
+        _raise_for(answer.error_code, answer.error_message)
+        return {(topic.name, partition.partition_index): _error_of(partition.error_code, partition.error_message)
+                for topic in answer.responses for partition in topic.partitions}
+
+    def list_partition_reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+        """The reassignments under way: (replicas, adding replicas, removing replicas) by partition."""
+        answer = self._call("ListPartitionReassignments", timeout_ms=int(self.timeout * 1000), topics=None)
+        _raise_for(answer.error_code, answer.error_message)
+        return {(topic.name, partition.partition_index): (list(partition.replicas), list(partition.adding_replicas),
+                                                          list(partition.removing_replicas))
+                for topic in answer.topics for partition in topic.partitions}
+
+    def _call(self, name: str, **fields):
+        try:
+            connection = Connection(server_address(self.bootstrap_servers.split(",")[0]), self.timeout,
+                                    "odradek-admin", {name: (0, 0)})
+        except (Unreachable, UnsupportedApi) as exc:
+            raise ClientError(str(exc), "_TRANSPORT") from None
+        try:
+            return connection.call(name, **fields)
+        except Unreachable as exc:
+            raise ClientError(str(exc), "_TRANSPORT") from None
+        finally:
+            connection.close()
+
+
+def _error_of(code: int, message: str | None) -> ClientError | None:
+    if code == ErrorCode.NONE:
+        return None
+    return ClientError(f"{error_name(code)}: {message or error_name(code)}", error_name(code))
+
+
+def _raise_for(code: int, message: str | None) -> None:
+    error = _error_of(code, message)
+    if error is not None:
+        raise error

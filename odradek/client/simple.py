@@ -23,7 +23,6 @@ from odradek.client.messages import Decoder, Message, identity
 from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
 from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
-from odradek.records.arrow import batches_to_columns
 from odradek.records.batch import whole_batches
 
 OFFSET_TIMEOUT_S = 10.0
@@ -171,6 +170,8 @@ class SimpleConsumer:
                               request.topic, request.partition)
         if error is not None:
             return FetchedMessages(request, [], error, answer.high_watermark if answer else -1)
+        from odradek.records.arrow import batches_to_columns  # pyarrow: imported by the first fetch, not every command
+
         try:
             batches = [(header, batch) for header, batch in whole_batches(answer.records or b"")
                        if not header.is_control]

@@ -1,4 +1,4 @@
-"""The controller's work in a ZooKeeper cluster: partition leadership and topic deletion.
+"""The controller's work in a ZooKeeper cluster: partition leadership, reassignments and topic deletion.
 
 Every broker runs one `Controller`; it acts only while its broker holds /controller (ZooKeeperMembership elects).
 It owns the state znodes (/brokers/topics/[topic]/partitions/[n]/state): a new partition gets its first live
@@ -7,6 +7,15 @@ replica, else the partition goes offline (leader -1, ISR kept, as Kafka's contro
 an offline partition whose in-sync replica comes back is led by it again. Every such change bumps the leader epoch.
 It also carries out deletions asked at /admin/delete_topics/[topic]: the topic's znodes and config go, then the
 request; brokers drop their logs when the topic leaves their view.
+
+Elections asked for (ElectLeaders through /admin/elect_leaders/*, Kafka 2.x's /admin/preferred_replica_election)
+and the auto leader rebalance (auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, brokers
+whose preferred partitions are led elsewhere beyond leader.imbalance.per.broker.percentage get them back) are decided
+by odradek.cluster.elections and written here, leader epoch bumped; a request znode goes once all its partitions are
+decided. Reassignments (KIP-455) are written into the topic znodes by whichever broker took the request (or taken
+from Kafka 2.x's /admin/reassign_partitions here); the controller ends each once its target replicas are all in the
+ISR: state znode (leader moved into the target if needed) and topic znode (replicas = target) in one transaction.
+A leader or ISR member that is no replica any more (a cancelled reassignment's) is replaced or dropped.
 
 Decisions are a plain function (`next_state`) of the partition's replicas, its current state and the live brokers.
 The writes are conditional, as Kafka's: each one is a ZooKeeper transaction that checks /controller_epoch's version
@@ -29,14 +38,20 @@ left out of it.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
-from kazoo.recipe.watchers import ChildrenWatch
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from odradek.cluster.zk_catalogue import (DELETE_TOPICS, NO_LEADER, TOPIC_CONFIGS, PartitionState, state_path,
+from odradek.cluster.elections import PREFERRED_ELECTION, completed_reassignment, elected, imbalanced_partitions
+from odradek.cluster.zk_catalogue import (DELETE_TOPICS, ELECT_LEADERS, NO_LEADER, PREFERRED_REPLICA_ELECTION,
+                                          REASSIGN_PARTITIONS, TOPIC_CONFIGS, PartitionState, decode_assignment,
+                                          decode_election, decode_reassignments, encode_assignment, state_path,
                                           topic_path)
+from odradek.errors import KafkaError
 from odradek.cluster.zookeeper import CONTROLLER_EPOCH
 
 log = logging.getLogger("odradek.controller")
@@ -49,14 +64,15 @@ LOST_RACE_PAUSE_S = 0.05  # a conditional write lost: the watches bring the newe
 def next_state(replicas: list[int], current: PartitionState | None, live: set[int],
                controller_epoch: int, unclean: bool = False) -> PartitionState | None:
     """The state the partition should have, or None when it needs no write. Replicas of brokers that left go out
-    of the ISR (Kafka's onReplicasBecomeOffline), except the last member of an offline partition's ISR; a leader
-    that left is replaced by a live ISR member, or with `unclean` (unclean.leader.election.enable) by any live
+    of the ISR (Kafka's onReplicasBecomeOffline), except the last member of an offline partition's ISR, and so do
+    brokers that are no replica any more (a cancelled reassignment); a leader that left, or that is no replica any
+    more, is replaced by a live ISR member, or with `unclean` (unclean.leader.election.enable) by any live
     replica, which may lose records."""
     if current is None:
         alive = [r for r in replicas if r in live]
         return PartitionState(alive[0], 0, alive, controller_epoch) if alive else None
-    isr = [r for r in current.isr if r in live]
-    if current.leader in live:
+    isr = [r for r in current.isr if r in live and r in replicas]
+    if current.leader in live and current.leader in replicas:
         return None if isr == current.isr else PartitionState(current.leader, current.leader_epoch, isr,
                                                               controller_epoch)
     leader = next((r for r in isr if r in replicas), NO_LEADER)
@@ -81,20 +97,29 @@ def request_controlled_shutdown(client, node_id: int) -> None:
 
 
 class Controller:
-    def __init__(self, membership, catalogue, unclean_default: bool = False):
+    def __init__(self, membership, catalogue, unclean_default: bool = False, auto_rebalance: bool = True,
+                 imbalance_check_interval_s: float = 300, imbalance_percentage: int = 10):
         self.membership = membership
         self.unclean_default = unclean_default  # unclean.leader.election.enable of the broker
+        self.auto_rebalance = auto_rebalance  # auto.leader.rebalance.enable
+        self.imbalance_check_interval_s = imbalance_check_interval_s  # leader.imbalance.check.interval.seconds
+        self.imbalance_percentage = imbalance_percentage  # leader.imbalance.per.broker.percentage
         self.catalogue = catalogue
         self._wake = threading.Event()
         self._closed = False
+        self._next_rebalance_check = time.monotonic() + imbalance_check_interval_s
         self._thread = threading.Thread(target=self._run, name="odradek-controller", daemon=True)
 
     def start(self) -> None:
+        client = self.membership.client
         self.membership.listeners.append(self.poke)
         self.catalogue.listeners.append(self.poke)
-        ChildrenWatch(self.membership.client, DELETE_TOPICS, lambda children: self.poke())
-        self.membership.client.ensure_path(CONTROLLED_SHUTDOWN)
-        ChildrenWatch(self.membership.client, CONTROLLED_SHUTDOWN, lambda children: self.poke())
+        ChildrenWatch(client, DELETE_TOPICS, lambda children: self.poke())
+        for path in (CONTROLLED_SHUTDOWN, ELECT_LEADERS):
+            client.ensure_path(path)
+            ChildrenWatch(client, path, lambda children: self.poke())
+        for path in (PREFERRED_REPLICA_ELECTION, REASSIGN_PARTITIONS):
+            DataWatch(client, path, lambda data, stat: self.poke())
         self._thread.start()
         self.poke()
 
@@ -107,11 +132,12 @@ class Controller:
 
     def _run(self) -> None:
         while True:
-            self._wake.wait()
+            self._wake.wait(max(self._next_rebalance_check - time.monotonic(), 0) if self.auto_rebalance else None)
             self._wake.clear()
             if self._closed:
                 return
             if not self.membership.is_controller:
+                self._next_rebalance_check = time.monotonic() + self.imbalance_check_interval_s
                 continue
             try:
                 self._pass()
@@ -128,9 +154,11 @@ class Controller:
             return  # the election moved on; the watch will tell
         for name in client.get_children(DELETE_TOPICS):
             self._delete(client, name)
+        self._take_legacy_reassignments(client)
         live = {broker.node_id for broker in self.membership.live_brokers()}
         available = live - {int(name) for name in client.get_children(CONTROLLED_SHUTDOWN)}
         retry = False
+        changing = set()  # partitions given a new state this pass: asked elections wait for the next
         for topic in list(self.catalogue.topics.values()):
             for index, assignment in enumerate(topic.partitions):
                 known = self.catalogue.state_version(topic.name, index)
@@ -144,29 +172,160 @@ class Controller:
                 else:
                     wanted = next_state(assignment.replicas, current, available, epoch, unclean)
                 if wanted is not None:
-                    retry |= not self._write_state(client, topic.name, index, wanted, version, epoch_stat.version)
+                    changing.add((topic.name, index))
+                    retry |= not self._write(client, epoch_stat.version, [(topic.name, index, wanted, version)])
+        retry |= self._complete_reassignments(client, epoch, epoch_stat.version, available, changing)
+        retry |= self._hold_elections(client, epoch, epoch_stat.version, available, changing)
         if retry:
             threading.Event().wait(LOST_RACE_PAUSE_S)
             self._wake.set()
 
-    def _write_state(self, client, name: str, index: int, state: PartitionState, version: int | None,
-                     epoch_version: int) -> bool:
-        """One conditional write; False when it lost a race (the view is behind: the next pass sees more)."""
-        path = state_path(name, index)
-        if version is None:
-            client.ensure_path(path.rsplit("/", 1)[0])
+    def _elect(self, client, epoch: int, epoch_version: int, election_type: int, key: tuple[str, int],
+               available: set[int]) -> bool:
+        """One asked-for election decided on the controller's view (odradek.cluster.elections.elected); False when
+        its write lost a race. A partition that is no more, or needs or allows no election, is decided too."""
+        topic = self.catalogue.topics.get(key[0])
+        known = self.catalogue.state_version(*key)
+        if topic is None or known is None or key[1] >= len(topic.partitions):
+            return True
+        current, version = known
+        try:
+            leader, isr = elected(election_type, topic.partitions[key[1]].replicas, current.leader, current.isr,
+                                  available)
+        except KafkaError as exc:
+            log.info("%s-%d: no election (%s)", *key, exc.message)
+            return True
+        return self._write(client, epoch_version, [(*key, PartitionState(leader, current.leader_epoch + 1, isr,
+                                                                         epoch), version)])
+
+    def _hold_elections(self, client, epoch: int, epoch_version: int, available: set[int],
+                        changing: set[tuple[str, int]]) -> bool:
+        """ElectLeaders' requests (/admin/elect_leaders/*, and Kafka 2.x's /admin/preferred_replica_election), each
+        removed once all its partitions are decided, then the auto leader rebalance when it is due. True when some
+        write lost a race (the next pass tries again)."""
+        requests = [(f"{ELECT_LEADERS}/{name}", client.get(f"{ELECT_LEADERS}/{name}")[0])
+                    for name in sorted(client.get_children(ELECT_LEADERS))]
+        if client.exists(PREFERRED_REPLICA_ELECTION):
+            requests.append((PREFERRED_REPLICA_ELECTION, client.get(PREFERRED_REPLICA_ELECTION)[0]))
+        retry = False
+        for path, data in requests:
+            try:
+                election_type, partitions = decode_election(data)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("dropping unreadable %s: %s", path, exc)
+                partitions = []
+            decided = True
+            for key in partitions:
+                if key in changing:
+                    decided = False
+                else:
+                    changing.add(key)
+                    decided &= self._elect(client, epoch, epoch_version, election_type, key, available)
+            if decided:
+                self._delete_node(client, path)
+            retry |= not decided
+        if self.auto_rebalance and time.monotonic() >= self._next_rebalance_check:
+            self._next_rebalance_check = time.monotonic() + self.imbalance_check_interval_s
+            led = [((topic.name, index), assignment.replicas, assignment.leader, assignment.isr)
+                   for topic in list(self.catalogue.topics.values())
+                   for index, assignment in enumerate(topic.partitions)
+                   if assignment.leader != NO_LEADER and not assignment.reassigning]
+            for key in imbalanced_partitions(led, available, self.imbalance_percentage):
+                if key not in changing:
+                    log.info("%s-%d: leader imbalance; preferred replica election", *key)
+                    retry |= not self._elect(client, epoch, epoch_version, PREFERRED_ELECTION, key, available)
+        return retry
+
+    def _complete_reassignments(self, client, epoch: int, epoch_version: int, available: set[int],
+                                changing: set[tuple[str, int]]) -> bool:
+        """Ends the reassignments whose target replicas are all in the ISR (odradek.cluster.elections): the leader
+        moves into the target if needed (leader epoch bumped either way, as Kafka's), the removed replicas leave the
+        ISR and the replica list, all in one transaction with the topic znode; their brokers then drop their copy.
+        True when a write lost a race."""
+        retry = False
+        for topic in list(self.catalogue.topics.values()):
+            states, ended = [], []
+            for index, assignment in enumerate(topic.partitions):
+                known = self.catalogue.state_version(topic.name, index)
+                if not assignment.reassigning or known is None or (topic.name, index) in changing:
+                    continue
+                current, version = known
+                outcome = completed_reassignment(assignment.replicas, assignment.removing_replicas, current.leader,
+                                                 current.isr, available)
+                if outcome is not None:
+                    changing.add((topic.name, index))
+                    states.append((topic.name, index, PartitionState(outcome[0], current.leader_epoch + 1,
+                                                                     outcome[1], epoch), version))
+                    ended.append(index)
+            if ended:
+                retry |= not self._write(client, epoch_version, states, self._ended_assignment(client, topic.name,
+                                                                                                ended))
+        return retry
+
+    @staticmethod
+    def _ended_assignment(client, name: str, ended: list[int]) -> tuple[str, bytes, int]:
+        """(path, data, version) of /brokers/topics/[topic] with the `ended` reassignments done."""
+        data, stat = client.get(topic_path(name))
+        topic_id, replicas = decode_assignment(data)
+        adding, removing = decode_reassignments(data)
+        for index in ended:
+            replicas[index] = [r for r in replicas[index] if r not in removing.get(index, [])]
+            adding.pop(index, None)
+            removing.pop(index, None)
+        return topic_path(name), encode_assignment(topic_id, replicas, adding, removing), stat.version
+
+    def _take_legacy_reassignments(self, client) -> None:
+        """Kafka 2.x's /admin/reassign_partitions ({"version":1,"partitions":[{"topic","partition","replicas"}]}),
+        as Kafka 2.4+'s controller takes it: each partition reassigned as AlterPartitionReassignments would, then
+        the znode goes."""
+        try:
+            data, _ = client.get(REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return
+        targets: dict[str, dict[int, list[int]]] = {}
+        try:
+            for entry in json.loads(data)["partitions"]:
+                targets.setdefault(str(entry["topic"]), {})[int(entry["partition"])] = list(entry["replicas"])
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("dropping unreadable %s: %s", REASSIGN_PARTITIONS, exc)
+        for name, wanted in targets.items():
+            for index, outcome in self.catalogue.reassign_partitions(name, wanted).items():
+                if outcome is not None:
+                    log.warning("%s-%d: reassignment refused: %s", name, index, outcome.message)
+        self._delete_node(client, REASSIGN_PARTITIONS)
+
+    def _write(self, client, epoch_version: int, states: list[tuple[str, int, PartitionState, int | None]],
+               assignment: tuple[str, bytes, int] | None = None) -> bool:
+        """One conditional transaction of state znodes (and perhaps a topic znode); False when it lost a race (the
+        view is behind: the next pass sees more)."""
+        for name, index, state, version in states:
+            if version is None:
+                client.ensure_path(state_path(name, index).rsplit("/", 1)[0])
         transaction = client.transaction()
         transaction.check(CONTROLLER_EPOCH, epoch_version)
-        if version is None:
-            transaction.create(path, state.encode())
-        else:
-            transaction.set_data(path, state.encode(), version=version)
+        for name, index, state, version in states:
+            if version is None:
+                transaction.create(state_path(name, index), state.encode())
+            else:
+                transaction.set_data(state_path(name, index), state.encode(), version=version)
+        if assignment is not None:
+            transaction.set_data(*assignment)
         results = transaction.commit()
         if any(isinstance(result, Exception) for result in results):
             return False
-        log.info("%s-%d: leader %d, leader epoch %d, isr %s", name, index, state.leader, state.leader_epoch,
-                 state.isr)
+        for name, index, state, version in states:
+            log.info("%s-%d: leader %d, leader epoch %d, isr %s", name, index, state.leader, state.leader_epoch,
+                     state.isr)
+        if assignment is not None:
+            log.info("%s: reassignment done", assignment[0])
         return True
+
+    @staticmethod
+    def _delete_node(client, path: str) -> None:
+        try:
+            client.delete(path)
+        except NoNodeError:
+            pass
 
     def _delete(self, client, name: str) -> None:
         for path in (topic_path(name), f"{TOPIC_CONFIGS}/{name}"):
@@ -174,8 +333,5 @@ class Controller:
                 client.delete(path, recursive=True)
             except NoNodeError:
                 pass
-        try:
-            client.delete(f"{DELETE_TOPICS}/{name}")
-        except NoNodeError:
-            pass
+        self._delete_node(client, f"{DELETE_TOPICS}/{name}")
         log.info("deleted topic %s", name)

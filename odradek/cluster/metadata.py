@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from odradek.cluster.elections import reassigned
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import accepted_topic_configs, validate_topic_configs
 from odradek.errors import ErrorCode, KafkaError
@@ -48,12 +49,20 @@ def validate_topic_name(name: str) -> None:
 
 @dataclasses.dataclass
 class PartitionAssignment:
-    """Who holds one partition. leader_epoch grows by one at every leader change."""
+    """Who holds one partition. leader_epoch grows by one at every leader change. While a reassignment moves it
+    (odradek/cluster/elections.py), `replicas` are the target and the original replicas together and
+    adding_replicas / removing_replicas say which of them come and go."""
 
     leader: int
     leader_epoch: int
     replicas: list[int]
     isr: list[int]
+    adding_replicas: list[int] = dataclasses.field(default_factory=list)
+    removing_replicas: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
 
 
 @dataclasses.dataclass
@@ -71,7 +80,8 @@ class TopicMetadata:
         return {
             "name": self.name,
             "topic_id": str(self.topic_id),
-            "partitions": [dataclasses.asdict(p) for p in self.partitions],
+            "partitions": [{"leader": p.leader, "leader_epoch": p.leader_epoch, "replicas": p.replicas, "isr": p.isr}
+                           for p in self.partitions],  # a single node never reassigns
             "configs": self.configs,
         }
 
@@ -112,7 +122,7 @@ class ClusterMetadata:
         # dynamic broker configs by resource name: "" the cluster default, "<node id>" one broker (Kafka's
         # ConfigRecords for a BROKER resource)
         self.broker_configs: dict[str, dict[str, str]] = {}
-        self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order
+        self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order; replaced whole on a change
         self.client_quotas: dict[Entity, dict[str, float]] = {}  # quota entity -> {quota key: value}
         # SCRAM credentials: user -> mechanism -> Kafka's credential text (odradek.security.scram), as Kafka keeps
         # them under /config/users/<user>
@@ -167,16 +177,19 @@ class ClusterMetadata:
         return cluster_id
 
     def save(self) -> None:
-        body = {"version": 1, "next_producer_id_block": self.next_producer_id_block,
-                "broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
-                "client_quotas": [{"entity": dict(entity), "values": values}
-                                  for entity, values in self.client_quotas.items()],
-                "scram_credentials": self.scram_credentials,
+        body = {"version": 1, "next_producer_id_block": self.next_producer_id_block, **self._persisted_security(),
                 "topics": [t.to_json() for t in self._persisted_topics()]}
         write_atomically(self.log_dir / METADATA_FILE, json.dumps(body, indent=1).encode())
 
     def _persisted_topics(self):
         return self.topics.values()
+
+    def _persisted_security(self) -> dict[str, Any]:
+        """The file's dynamic broker configs, ACLs, client quotas and SCRAM credentials."""
+        return {"broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
+                "client_quotas": [{"entity": dict(entity), "values": values}
+                                  for entity, values in self.client_quotas.items()],
+                "scram_credentials": self.scram_credentials}
 
     def settled(self, name: str, *, deleted: bool = False) -> bool:
         """Whether a change to the topic is in force everywhere: at once here (a ZooKeeper catalogue waits for the
@@ -242,6 +255,49 @@ class ClusterMetadata:
             factor = len(replicas)
         return factor or 0
 
+    # ------------------------------------------------------------------------- elections and reassignments
+    def assignment_of(self, name: str, index: int) -> PartitionAssignment:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"No such topic as {name}" if topic is None else f"No such partition as {name}-{index}")
+        return topic.partitions[index]
+
+    def request_elections(self, election_type: int, partitions: list[tuple[str, int]]) -> None:
+        """Have the controller hold these ElectLeaders elections (each found needed and possible by
+        odradek.cluster.elections.elected on this view). A single node's partitions are always led by their only
+        replica, so none is ever needed here."""
+
+    def reassign_partitions(self, name: str, targets: dict[int, list[int] | None]) -> dict[int, KafkaError | None]:
+        """AlterPartitionReassignments for one topic: per partition, None (accepted) or the refusal. A target is
+        checked as a manual assignment (registered brokers, no duplicates); None cancels."""
+        outcomes: dict[int, KafkaError | None] = {}
+        for index, target in targets.items():
+            try:
+                self.assignment_of(name, index)
+                if target is not None:
+                    self.check_manual_assignment([target])
+                outcomes[index] = None
+            except KafkaError as exc:
+                outcomes[index] = exc
+        accepted = {index: targets[index] for index, outcome in outcomes.items() if outcome is None}
+        if accepted:
+            outcomes.update(self._write_reassignments(name, accepted))
+        return outcomes
+
+    def _write_reassignments(self, name: str, targets: dict[int, list[int] | None]) -> dict[int, KafkaError | None]:
+        """Record the checked targets (odradek.cluster.elections.reassigned); the outcome per partition. On one
+        node the only target the checks let through is the replica list the partition has: nothing moves."""
+        outcomes: dict[int, KafkaError | None] = {}
+        for index, target in targets.items():
+            assignment = self.topics[name].partitions[index]
+            try:
+                reassigned(assignment.replicas, assignment.adding_replicas, assignment.removing_replicas, target)
+                outcomes[index] = None
+            except KafkaError as exc:
+                outcomes[index] = exc
+        return outcomes
+
     def _new_assignment(self) -> PartitionAssignment:
         return PartitionAssignment(leader=self.node_id, leader_epoch=0, replicas=[self.node_id], isr=[self.node_id])
 
@@ -291,11 +347,12 @@ class ClusterMetadata:
             self.broker_configs.pop(resource_name, None)
         self.save()
 
+    def check_acl(self, acl: AclBinding) -> None:
+        """KafkaError unless this catalogue can store the binding (any valid one here)."""
+
     def add_acls(self, acls: list[AclBinding]) -> None:
         """Store new bindings; one already stored is not stored twice (Kafka's ACLs are a set)."""
-        for acl in acls:
-            if acl not in self.acls:
-                self.acls.append(acl)
+        self.acls = self.acls + [acl for acl in dict.fromkeys(acls) if acl not in self.acls]
         self.save()
 
     def remove_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
@@ -303,7 +360,7 @@ class ClusterMetadata:
         matched = [[acl for acl in self.acls if acl_filter.matches(acl)] for acl_filter in filters]
         gone = {acl for acls in matched for acl in acls}
         if gone:
-            self.acls[:] = [acl for acl in self.acls if acl not in gone]  # in place: the authorizer holds it
+            self.acls = [acl for acl in self.acls if acl not in gone]
             self.save()
         return matched
 

@@ -28,17 +28,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from odradek.cluster.metadata import PartitionAssignment
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import encode_control_batch, parse_header
 from odradek.storage.log import AppendResult, Log
 from odradek.storage.producer_state import AppendOrigin, CompletedTransaction
-
-
-PREFERRED_ELECTION = 0  # ElectLeaders' election types (Kafka's ElectionType)
-UNCLEAN_ELECTION = 1
 
 
 class FollowerState:
@@ -151,15 +147,17 @@ class Partition:
             self.high_watermark = end
             self.wake()
 
-    def wanted_isr(self, now_ms: int, lag_time_max_ms: int) -> list[int] | None:
+    def wanted_isr(self, now_ms: int, lag_time_max_ms: int, live: Collection[int]) -> list[int] | None:
         """As leader, the ISR the partition should have, or None when the current one is right: members that have
-        not caught up for lag_time_max_ms leave (maybeShrinkIsr), replicas that reached the high watermark join
-        (maybeExpandIsr)."""
+        not caught up for lag_time_max_ms leave (maybeShrinkIsr), live replicas that reached the high watermark
+        join (maybeExpandIsr). Only a registered broker may join (KIP-841's eligibility): a follower that just
+        stopped still looks caught up for lag_time_max_ms, and taking it back after the controller dropped it
+        would have the two rewrite the ISR every check while acks=all producers wait for it."""
         isr = self.assignment.isr
         wanted = [r for r in isr if r == self.node_id or r not in self.followers
                   or now_ms - self.followers[r].last_caught_up_ms <= lag_time_max_ms]
         wanted += [r for r, follower in self.followers.items()
-                   if r not in isr and follower.log_end_offset >= self.high_watermark
+                   if r not in isr and r in live and follower.log_end_offset >= self.high_watermark
                    and now_ms - follower.last_caught_up_ms <= lag_time_max_ms]
         return None if wanted == isr else wanted
 
@@ -205,36 +203,6 @@ class Partition:
         if requested >= 0 and requested != self.assignment.leader_epoch:
             raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH if requested < self.assignment.leader_epoch
                              else ErrorCode.UNKNOWN_LEADER_EPOCH)
-
-    def elect_leader(self, election_type: int) -> None:
-        """ElectLeaders for this partition, decided as Kafka's controller does (KIP-460): a preferred election (0)
-        is not needed while the first replica leads, an unclean one (1) while there is a leader. Leadership only
-        moves once there are other replicas to move it to (replication and a controller); with one broker the
-        first replica always leads, so every election is ELECTION_NOT_NEEDED."""
-        if election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}")
-        assignment = self.assignment
-        if (assignment.leader == assignment.replicas[0] if election_type == PREFERRED_ELECTION
-                else assignment.leader >= 0):
-            raise KafkaError(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
-        raise KafkaError(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election_type == PREFERRED_ELECTION
-                         else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
-
-    @property
-    def reassignment(self) -> tuple[list[int], list[int]] | None:
-        """(adding, removing) replicas of a reassignment in progress, or None. Replicas move only once replication
-        can copy a partition to another broker, so none is ever in progress yet."""
-        return None
-
-    def reassign(self, target_replicas: list[int] | None) -> None:
-        """AlterPartitionReassignments for this partition (the target already passed the cluster's checks of a
-        manual assignment): None cancels a reassignment in progress, a target equal to the replicas is a no-op."""
-        if target_replicas is None:
-            if self.reassignment is None:
-                raise KafkaError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")
-        elif target_replicas != self.assignment.replicas:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "Moving replicas to other brokers needs replication, which this broker does not have.")
 
     @property
     def last_stable_offset(self) -> int:

@@ -10,6 +10,11 @@ partition led elsewhere gets NOT_COORDINATOR (`follow_leadership`, called by the
 catalogue; a single node leads every partition). Handlers call the
 methods here with decoded request fields and get plain results (or a future to await) back.
 
+An offset commit is answered once its write is safe, as in Kafka 2.x (offsets.commit.required.acks=-1): the records
+are appended to the group's partition, and the commit waits (up to offsets.commit.timeout.ms) until the in-sync
+replicas have them; only then do the offsets take effect here and the client hears NONE. A commit acknowledged is so
+on every in-sync replica, and the replica that leads the partition next loads it.
+
 Offsets committed inside a transaction (TxnOffsetCommit) are written as the producer's transactional batch and kept
 pending, invisible to OffsetFetch, until the transaction coordinator's marker reaches the group's partition
 (`complete_transaction`): a commit marker makes them the group's offsets, an abort drops them.
@@ -21,8 +26,9 @@ import asyncio
 import logging
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 
+from odradek.broker.append_waits import until_replicated
 from odradek.broker.periodic import every
 from odradek.clock import now_ms
 from odradek.coordinator.assignors import TopicInfo
@@ -200,8 +206,10 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------------------ offsets
     def commit_offsets(self, group_id: str, *, member_id: str, instance_id: str | None, generation: int,
                        api_version: int, retention_ms: int,
-                       offsets: list[tuple[str, int, int, int, str | None]]) -> list[ErrorCode]:
-        """offsets: (topic, partition, offset, leader epoch, metadata); one error code each.
+                       offsets: list[tuple[str, int, int, int, str | None]]
+                       ) -> list[ErrorCode] | Awaitable[list[ErrorCode]]:
+        """offsets: (topic, partition, offset, leader epoch, metadata); one error code each, or an awaitable of them
+        when the write must reach the in-sync replicas first.
 
         As in Kafka (KafkaApis filters the request before the coordinator sees it), a partition the catalogue does
         not hold gets UNKNOWN_TOPIC_OR_PARTITION whatever the group's state, and a request naming only such
@@ -221,16 +229,9 @@ class GroupCoordinator:
         known_codes, records, accepted = self._offset_records(group_id, [offsets[p] for p in known], now, expire)
         for position, code in zip(known, known_codes):
             codes[position] = code
-        try:
-            self._append(group_id, records)
-        except (KafkaError, OSError) as exc:
-            log.error("writing offsets of group %s failed: %s", group_id, exc)
-            for _, _, position in accepted:
-                codes[known[position]] = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            return codes
-        for partition, committed, _ in accepted:
-            self.offsets.commit(group_id, partition, committed)
-        return codes
+        accepted = [(partition, committed, known[position]) for partition, committed, position in accepted]
+        return self._store_offsets(group_id, records, accepted, codes, lambda partition, committed: self.offsets.commit(
+            group_id, partition, committed))
 
     def _validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
                                 api_version: int) -> None:
@@ -287,17 +288,62 @@ class GroupCoordinator:
         elif member_id:
             group.validate_offset_commit(member_id, generation, 9)
         codes, records, accepted = self._offset_records(group_id, offsets, now_ms(), -1)
+
+        def keep_pending(partition: TopicPartition, committed: OffsetAndMetadata) -> None:
+            self._pending_transactional_offsets.setdefault(producer_id, {})[(group_id, partition)] = committed
+
+        return self._store_offsets(group_id, records, accepted, codes, keep_pending,
+                                   producer=(producer_id, producer_epoch))
+
+    def _store_offsets(self, group_id: str, records: list[tuple[bytes, bytes | None]], accepted: list, codes:
+                       list[ErrorCode], take, producer: tuple[int, int] | None = None
+                       ) -> list[ErrorCode] | Awaitable[list[ErrorCode]]:
+        """Write the commit's records, then `take(partition, committed)` each accepted offset (its position in
+        `codes` the third item) once the write is as safe as offsets.commit.required.acks asks: at once with acks
+        1, after the in-sync replicas have it with -1 (an awaitable of the codes then). A write that fails or does
+        not reach them in offsets.commit.timeout.ms takes nothing, and the codes say so as Kafka's
+        GroupMetadataManager.storeOffsets does."""
+        wait_for_isr = self.broker.config["offsets.commit.required.acks"] == -1
+        index = partition_for(group_id, self.num_partitions)
         try:
-            self._append(group_id, records, producer=(producer_id, producer_epoch))
+            if wait_for_isr and records:
+                self.broker.partition(OFFSETS_TOPIC, index).check_min_insync()
+            last_offset = self._append(group_id, records, producer=producer)
         except (KafkaError, OSError) as exc:
-            log.error("writing transactional offsets of group %s failed: %s", group_id, exc)
-            code = exc.code if isinstance(exc, KafkaError) else ErrorCode.COORDINATOR_NOT_AVAILABLE
-            for _, _, position in accepted:
-                codes[position] = code
+            log.error("writing offsets of group %s failed: %s", group_id, exc)
+            return self._refuse(codes, accepted, exc)
+
+        def settle(error: KafkaError | None) -> list[ErrorCode]:
+            if error is not None:
+                log.warning("offsets of group %s not acknowledged: %s", group_id, error)
+                return self._refuse(codes, accepted, error)
+            for partition, committed, _ in accepted:
+                take(partition, committed)
             return codes
-        pending = self._pending_transactional_offsets.setdefault(producer_id, {})
-        for partition, committed, _ in accepted:
-            pending[(group_id, partition)] = committed
+
+        partition = self.broker.partitions.get((OFFSETS_TOPIC, index))
+        if not wait_for_isr or last_offset is None or partition.high_watermark > last_offset:
+            return settle(None)
+        deadline = time.monotonic() + self.broker.config["offsets.commit.timeout.ms"] / 1000
+
+        async def replicated() -> list[ErrorCode]:
+            return settle(await until_replicated(lambda: self.broker.partitions.get((OFFSETS_TOPIC, index)),
+                                                 last_offset, deadline))
+
+        return replicated()
+
+    @staticmethod
+    def _refuse(codes: list[ErrorCode], accepted: list, exc: Exception) -> list[ErrorCode]:
+        """The codes of a commit whose write failed or timed out, the append's error mapped as Kafka's group
+        coordinator maps it for the client (both retriable: the client finds the coordinator again and retries)."""
+        code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+        if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+            code = ErrorCode.NOT_COORDINATOR
+        for _, _, position in accepted:
+            codes[position] = code
         return codes
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
@@ -419,19 +465,19 @@ class GroupCoordinator:
         self._settle(group)
 
     def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
-                producer: tuple[int, int] | None = None) -> None:
-        """Write records to the group's partition; with `producer` (id, epoch) as part of its transaction."""
+                producer: tuple[int, int] | None = None) -> int | None:
+        """Write records to the group's partition; with `producer` (id, epoch) as part of its transaction. The last
+        offset written (None when there was nothing to write)."""
         if not records:
-            return
+            return None
         now = now_ms()
         batch_records = [Record(i, now, key, value) for i, (key, value) in enumerate(records)]
         partition = self.broker.partition(OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
         if producer is None:
             data = encode_batch(batch_records)
-            partition.append(data, validate_batches(data))
-        else:
-            data = encode_batch(batch_records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
-            partition.append(data, [parse_header(data)], origin=AppendOrigin.COORDINATOR)
+            return partition.append(data, validate_batches(data)).last_offset
+        data = encode_batch(batch_records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
+        return partition.append(data, [parse_header(data)], origin=AppendOrigin.COORDINATOR).last_offset
 
     def _drop_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
         partitions = list(partitions)

@@ -8,6 +8,13 @@ of every partition of the transaction and CompleteCommit/CompleteAbort in one go
 prepared transaction that loading (or the periodic check, after a failed write) completes by writing the markers
 again, which is harmless for partitions that already have one. Markers on __consumer_offsets partitions also settle
 the offsets the group coordinator holds for the transaction.
+
+In a cluster every write waits for the in-sync replicas, as Kafka's (acks=-1, request.timeout.ms): a request that
+changed a transaction is answered once the replicas of its __transaction_state partition have the change
+(`until_durable`), so the broker that leads the partition next knows every transition a client was told of (an
+acknowledged commit is prepared there and completes); and a transaction is written complete only once each of its
+markers is on its partition's in-sync replicas, so no partition is left with an open transaction that no coordinator
+will close.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Awaitable
 
+from odradek.broker.append_waits import until_replicated
 from odradek.broker.periodic import every
 from odradek.clock import now_ms
 from odradek.broker.peer import call_peer
@@ -49,7 +58,7 @@ class TransactionCoordinator:
         self.transactions: dict[str, TransactionMetadata] = {}
         self._loaded = False
         self._leading: set[int] = set()
-        self._remote_markers: set[str] = set()  # transactional ids whose WriteTxnMarkers are in flight
+        self._markers_in_flight: set[str] = set()  # transactional ids whose markers are being written
         self._tasks: list[asyncio.Task] = []
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -172,6 +181,25 @@ class TransactionCoordinator:
                 and (min_duration_ms < 0 or (metadata.start_ms >= 0 and now - metadata.start_ms >= min_duration_ms))
                 and (matcher is None or matcher.fullmatch(transactional_id))]
 
+    def until_durable(self, transactional_id: str) -> Awaitable[None] | None:
+        """None when every write of this transactional id's __transaction_state partition is on its in-sync
+        replicas (always on a single node), else an awaitable that ends when it is: KafkaError NOT_COORDINATOR if
+        leadership moved meanwhile, COORDINATOR_NOT_AVAILABLE if the replicas did not take it in
+        request.timeout.ms (Kafka's TransactionStateManager maps an append's errors so)."""
+        key = (TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions))
+        partition = self.broker.partitions.get(key)
+        if partition is None or partition.high_watermark >= partition.log.log_end_offset:
+            return None
+        return self._until_replicated(key, partition.log.log_end_offset - 1)
+
+    async def _until_replicated(self, key: tuple[str, int], last_offset: int) -> None:
+        error = await until_replicated(lambda: self.broker.partitions.get(key), last_offset,
+                                       time.monotonic() + self.broker.config["request.timeout.ms"] / 1000)
+        if error is not None:
+            log.warning("write to %s-%d not on the in-sync replicas: %s", *key, error)
+            raise KafkaError(ErrorCode.NOT_COORDINATOR if error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                             else ErrorCode.COORDINATOR_NOT_AVAILABLE, error.message)
+
     # ----------------------------------------------------------------------------------------- internals
     def _abort(self, fenced: TransactionMetadata) -> None:
         aborting = begin_abort(fenced, now_ms())
@@ -181,10 +209,12 @@ class TransactionCoordinator:
     def _send_markers(self, prepared: TransactionMetadata) -> TransactionMetadata:
         """Write the marker to every partition of a prepared transaction, then complete it; the metadata after (still
         prepared if a write failed: the periodic check tries again). Partitions led by other brokers get theirs
-        through WriteTxnMarkers, in the background: the transaction completes when they all answered."""
+        through WriteTxnMarkers, and markers written here that are not on their in-sync replicas yet are waited
+        for, in the background: the transaction completes when every marker is safe."""
         commit = prepared.state is TransactionState.PREPARE_COMMIT
         coordinator_epoch = self._state_partition(prepared.transactional_id).leader_epoch
         remote: dict[int, list[TopicPartition]] = {}
+        unreplicated: list[tuple[TopicPartition, int]] = []  # markers written here, and their offsets
         for topic, index in sorted(prepared.partitions):
             if not self.broker.has_partition(topic, index):  # deleted since
                 continue
@@ -200,23 +230,34 @@ class TransactionCoordinator:
             except OSError as exc:
                 log.error("marker for %s on %s-%d failed: %s", prepared.transactional_id, topic, index, exc)
                 return prepared
-        if remote:
-            if prepared.transactional_id not in self._remote_markers:
-                self._remote_markers.add(prepared.transactional_id)
+            else:
+                partition = self.broker.partitions[(topic, index)]
+                if partition.high_watermark < partition.log.log_end_offset:
+                    unreplicated.append(((topic, index), partition.log.log_end_offset - 1))
+        if remote or unreplicated:
+            if prepared.transactional_id not in self._markers_in_flight:
+                self._markers_in_flight.add(prepared.transactional_id)
                 self._tasks.append(asyncio.get_running_loop().create_task(
-                    self._send_remote_markers(prepared, remote, commit, coordinator_epoch)))
+                    self._finish_markers(prepared, unreplicated, remote, commit, coordinator_epoch)))
             return prepared
         completed = complete(prepared, now_ms())
         self._write(completed)
         return completed
 
-    async def _send_remote_markers(self, prepared: TransactionMetadata, remote: dict[int, list[TopicPartition]],
-                                   commit: bool, coordinator_epoch: int) -> None:
-        """WriteTxnMarkers to each leader; the transaction completes once every partition has its marker."""
+    async def _finish_markers(self, prepared: TransactionMetadata, unreplicated: list[tuple[TopicPartition, int]],
+                              remote: dict[int, list[TopicPartition]], commit: bool, coordinator_epoch: int) -> None:
+        """Wait for the markers written here to reach their in-sync replicas and send WriteTxnMarkers to each other
+        leader (which answers once its replicas have them); the transaction completes once every partition has its
+        marker, else the periodic check tries again."""
         Request = WRITE_TXN_MARKERS.request
         endpoints = {b.node_id: b for b in self.broker.membership.live_brokers()}
         done = True
         try:
+            for key, last_offset in unreplicated:
+                try:
+                    await self._until_replicated(key, last_offset)
+                except KafkaError:
+                    done = False
             for leader, partitions in remote.items():
                 topics: dict[str, list[int]] = {}
                 for topic, index in partitions:
@@ -230,8 +271,9 @@ class TransactionCoordinator:
                 try:
                     if endpoint is None:
                         raise ConnectionError(f"broker {leader} is not live")
-                    answer = await call_peer(endpoint.host, endpoint.port, "WriteTxnMarkers", 1, request,
-                                             client_id=f"broker-{self.broker.node_id}-txn-coordinator")
+                    answer = await call_peer(self.broker.inter_broker, endpoint, "WriteTxnMarkers", 1, request,
+                                             client_id=f"broker-{self.broker.node_id}-txn-coordinator",
+                                             timeout=self.broker.config["request.timeout.ms"] / 1000 + 5)
                 except (OSError, asyncio.TimeoutError) as exc:
                     log.warning("markers for %s to broker %d failed (%s); retried later", prepared.transactional_id,
                                 leader, exc)
@@ -245,7 +287,7 @@ class TransactionCoordinator:
                                 leader, failed)
                     done = False
         finally:
-            self._remote_markers.discard(prepared.transactional_id)
+            self._markers_in_flight.discard(prepared.transactional_id)
         if done and self.transactions.get(prepared.transactional_id) == prepared:
             self._write(complete(prepared, now_ms()))
 

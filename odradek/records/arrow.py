@@ -2,9 +2,8 @@
 
 `decode_batch` builds one Python object per record, which is what tools and tests want but costs more than the rest
 of a columnar read put together. Here the batch headers are parsed (`batch.parse_header`) and payloads decompressed
-(`compression.decompress`) once per batch, and records.walk locates every field of every record in bulk (the only
-per-record Python is its walk over the record-length varints; every other field is decoded for all records at once
-with numpy gathers over the concatenated record bytes). Keys, values and header
+(`compression.decompress`) once per batch, and records.walk (the C walker) locates every field of every record of
+the concatenated record bytes in one call, as int64 columns that numpy takes without a copy. Keys, values and header
 values become Arrow binary arrays by taking every other element of one array whose offsets alternate between field
 starts and field ends (Arrow's take copies the bytes in C), so no field is ever a Python object.
 """
@@ -12,16 +11,16 @@ starts and field ends (Arrow's take copies the bytes in C), so no field is ever 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import BATCH_HEADER_SIZE, BatchHeader
+from odradek.records.batch import BATCH_HEADER_SIZE, BatchHeader, MalformedRecords
 from odradek.records.compression import decompress
-from odradek.records.walk import (PADDING, HeaderFields, header_fields, padded_buffer, record_begins,
-                                  record_fields)
+from odradek.records.walk import HeaderFields, record_fields
 
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
 
@@ -42,10 +41,9 @@ def batches_to_columns(batches: Sequence[tuple[BatchHeader, memoryview]], *, inc
                        start: int = -2**63, end: int = 2**63 - 1) -> RecordColumns:
     """The records with offsets in [start, end) of `batches` (each a parsed header and the batch's bytes).
 
-    Every record of every batch is checked for fitting its batch and its fields for fitting their record (the
-    headers of records outside [start, end) are not decoded, so not checked);
-    a malformed batch raises KafkaError(CORRUPT_MESSAGE), as `decode_batch` does. Control batches are decoded like
-    any other: leaving them out (as consumers must) is the caller's choice.
+    Every record of every batch is checked for fitting its batch and its fields (headers included) for fitting
+    their record; a malformed batch raises KafkaError(CORRUPT_MESSAGE), as `decode_batch` does. Control batches are
+    decoded like any other: leaving them out (as consumers must) is the caller's choice.
     """
     bodies, counts = [], []
     for header, batch in batches:
@@ -54,30 +52,30 @@ def batches_to_columns(batches: Sequence[tuple[BatchHeader, memoryview]], *, inc
         payload = batch[BATCH_HEADER_SIZE:header.size]
         bodies.append(decompress(header.compression, payload) if header.compression else payload)
         counts.append(header.record_count)
-    data = b"".join(bodies + [PADDING])
-    buffer = padded_buffer(data)
-    pieces = []
-    position = body_end = 0
-    for body, count in zip(bodies, counts):
-        body_end += len(body)
-        begins, position = record_begins(data, buffer, position, count, body_end)
-        if position != body_end:
-            raise _corrupt("Records disagree with their batch's length or count")
-        pieces.append(begins)
-    (record_ends, timestamp_deltas, offset_deltas, key_starts, key_lengths, value_starts, value_lengths,
-     header_counts, position) = record_fields(buffer, np.concatenate(pieces))
+    data = b"".join(bodies)
+    try:
+        fields, header_fields = record_fields(data, list(accumulate(map(len, bodies))), counts,
+                                              with_headers=include_headers)
+    except MalformedRecords as exc:
+        raise _corrupt(exc.message) from None
+    (timestamp_deltas, offset_deltas, key_starts, key_lengths, value_starts, value_lengths,
+     header_counts) = map(np.asarray, fields)
+    if header_fields is not None:
+        header_fields = HeaderFields(*map(np.asarray, header_fields))
     batch_of = np.repeat(np.arange(len(counts)), counts)
 
     base_offsets = np.array([header.base_offset for header, _ in batches], np.int64)
     offsets = base_offsets[batch_of] + offset_deltas
     wanted = (offsets >= start) & (offsets < end)
     if not wanted.all():
+        if header_fields is not None:
+            wanted_headers = np.repeat(wanted, header_counts)
+            header_fields = HeaderFields(*(column[wanted_headers] for column in header_fields))
         kept = np.flatnonzero(wanted)
         batch_of, offsets, timestamp_deltas, header_counts = (
             batch_of[kept], offsets[kept], timestamp_deltas[kept], header_counts[kept])
         key_starts, key_lengths, value_starts, value_lengths = (
             key_starts[kept], key_lengths[kept], value_starts[kept], value_lengths[kept])
-        position, record_ends = position[kept], record_ends[kept]
 
     log_append_time = np.array([header.timestamp_type for header, _ in batches], np.int32)
     base_timestamps = np.array([header.base_timestamp for header, _ in batches], np.int64)
@@ -86,11 +84,7 @@ def batches_to_columns(batches: Sequence[tuple[BatchHeader, memoryview]], *, inc
     timestamps = np.where(timestamp_types == 1, max_timestamps[batch_of], base_timestamps[batch_of] + timestamp_deltas)
 
     data_buffer = pa.py_buffer(data)
-    headers = None
-    if include_headers:
-        headers = _headers(data_buffer, header_fields(buffer, position, header_counts, record_ends), header_counts)
-    elif ((position != record_ends) & (header_counts == 0)).any():  # records with headers end inside them
-        raise _corrupt("Record length disagrees with its fields")
+    headers = None if header_fields is None else _headers(data_buffer, header_fields, header_counts)
     return RecordColumns(offsets, timestamps, timestamp_types, _binary(data_buffer, key_starts, key_lengths),
                          _binary(data_buffer, value_starts, value_lengths), headers)
 
@@ -116,7 +110,10 @@ def _binary(data: pa.Buffer, starts: np.ndarray, lengths: np.ndarray) -> pa.Arra
 
 
 def _headers(data: pa.Buffer, headers: HeaderFields, counts: np.ndarray) -> pa.ListArray:
-    """The headers of records with `counts` headers each, located by `walk.header_fields`, as one list array."""
+    """The headers of records with `counts` headers each, located by `walk.record_fields` (as numpy arrays), as
+    one list array."""
+    list_offsets = np.zeros(len(counts) + 1, np.int32)
+    np.cumsum(counts, out=list_offsets[1:])
     keys = _binary(data, headers.key_starts, headers.key_lengths)
     try:
         keys = keys.cast(pa.string())  # checks the UTF-8 without copying
@@ -128,7 +125,7 @@ def _headers(data: pa.Buffer, headers: HeaderFields, counts: np.ndarray) -> pa.L
     has_headers = counts > 0
     validity = None if has_headers.all() else pa.py_buffer(np.packbits(has_headers, bitorder="little"))
     return pa.Array.from_buffers(HEADERS_TYPE, len(counts),
-                                 [validity, pa.py_buffer(headers.list_offsets.astype(np.int32))], children=[entries])
+                                 [validity, pa.py_buffer(list_offsets)], children=[entries])
 
 
 def _corrupt(message: str) -> KafkaError:

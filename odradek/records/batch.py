@@ -54,7 +54,7 @@ assert _HEADER.size == BATCH_HEADER_SIZE
 
 
 class MalformedRecords(KafkaError):
-    """Records that do not parse (raised by the record walkers): CORRUPT_MESSAGE, with what was wrong."""
+    """Records that do not parse (raised by records.walk): CORRUPT_MESSAGE, with what was wrong."""
 
     def __init__(self, message: str):
         super().__init__(ErrorCode.CORRUPT_MESSAGE, message)

@@ -2,10 +2,8 @@
 
 `batch.validate_batches` checks what the 61-byte headers say (framing, CRC, count against last_offset_delta); this
 module checks that the records behind a header are what it claims: each batch is decompressed once (bounded by
-compression.MAX_DECOMPRESSED_BYTES) and walked with records.walk, the walker columnar reads use, so the only
-per-record Python is the length-varint walk and every field check is one numpy operation over many records. A batch
-of at most FEW_RECORDS records (what a producer lingering 0 ms sends) is decoded by batch.decode_records instead:
-numpy's fixed cost per call (about 100 us for the whole check) is ten times what decoding a single record costs.
+compression.MAX_DECOMPRESSED_BYTES) and walked once by records.walk, the C walker columnar reads use, which makes no
+Python object per record and keeps nothing per record but the records at fault (at most MAX_RECORD_ERRORS listed).
 
 What a batch must satisfy, and what Kafka answers when it does not:
 - exactly record_count records, each inside the batch, every length and varint consistent with the bytes, nothing
@@ -20,8 +18,8 @@ What a batch must satisfy, and what Kafka answers when it does not:
   INVALID_TIMESTAMP, the records named the same way;
 - a batch that says LogAppendTime: only the broker sets that (on a LogAppendTime topic, when it appends), so a
   producer's is INVALID_TIMESTAMP with every record named, as Kafka's validateTimestamp answers, whatever the topic.
-A count larger than the bytes could hold is refused before any per-record work, and records are walked in chunks
-of CHUNK_RECORDS, so a batch of millions of tiny records costs memory in proportion to one chunk plus its bytes.
+A count larger than the bytes could hold is refused before any per-record work, and a batch of millions of tiny
+records costs no memory beyond its bytes.
 
 The checks run wherever the caller puts them: `refusal` is the form for a worker process (plain arguments in, a
 picklable answer out), for requests whose records would hold the event loop too long.
@@ -32,11 +30,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import BATCH_HEADER_SIZE, NO_TIMESTAMP, BatchHeader, MalformedRecords, decode_records
+from odradek.records.batch import BATCH_HEADER_SIZE, BatchHeader, MalformedRecords
 from odradek.records.compression import MAX_DECOMPRESSED_BYTES, decompress
+from odradek.records.walk import Faults, check_records
 
-CHUNK_RECORDS = 1 << 16
-FEW_RECORDS = 16  # up to this many records, decoding them one by one costs less than numpy's per-call overhead
 MAX_RECORD_ERRORS = 10_000  # listed in an answer; more keyless records are failed as the rest of their batch
 LOG_APPEND_TIME = 1  # a batch header's timestamp type
 INVALID_TIMESTAMP_MESSAGE = "One or more records have been rejected due to invalid timestamp"
@@ -66,35 +63,34 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
                 for index in range(min(header.record_count, MAX_RECORD_ERRORS))])
         payload = view[position + BATCH_HEADER_SIZE:position + header.size]
         body = decompress(header.compression, payload, decompressed_limit) if header.compression else payload
-        check = _check_few if header.record_count <= FEW_RECORDS else _check_batch
         try:
-            keyless, timestamps_at, timestamps = check(header, body, keys_required, create_time_range)
+            faults = check_records(body, header.record_count, header.base_timestamp, keys_required=keys_required,
+                                   create_time_range=create_time_range, max_errors=MAX_RECORD_ERRORS)
         except MalformedRecords as exc:
             raise KafkaError(ErrorCode.INVALID_RECORD, f"{exc.message} in topic partition {topic_partition}") from None
-        if len(keyless) or len(timestamps_at):
-            raise _refused(topic_partition, keyless, timestamps_at, timestamps, create_time_range)
+        if faults is not None:
+            raise _refused(topic_partition, faults, create_time_range)
         position += header.size
 
 
-def _refused(topic_partition: str, keyless, timestamps_at, timestamps,
-             create_time_range: tuple[int, int]) -> RecordsRefused:
-    """Kafka's answer to a batch with bad records (index sequences from a check): one error per record (a missing
-    key before a bad timestamp), INVALID_TIMESTAMP if any timestamp is out of range, else INVALID_RECORD."""
+def _refused(topic_partition: str, faults: Faults, create_time_range: tuple[int, int]) -> RecordsRefused:
+    """Kafka's answer to a batch with bad records: one error per record (a missing key before a bad timestamp),
+    INVALID_TIMESTAMP if any timestamp is out of range, else INVALID_RECORD."""
     key_message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
-    errors = {int(index): key_message for index in keyless[:MAX_RECORD_ERRORS]}
+    errors = dict.fromkeys(faults.keyless, key_message)
     timestamp_errors = 0
-    for index, timestamp in zip(timestamps_at[:MAX_RECORD_ERRORS], timestamps[:MAX_RECORD_ERRORS]):
-        if int(index) not in errors:
+    for index, timestamp in faults.bad_timestamps:
+        if index not in errors:
             timestamp_errors += 1
-            errors[int(index)] = (f"Timestamp {timestamp} of message with offset {index} is out of range. The "
-                                  f"timestamp should be within [{create_time_range[0]}, {create_time_range[1]}]")
+            errors[index] = (f"Timestamp {timestamp} of message with offset {index} is out of range. The "
+                             f"timestamp should be within [{create_time_range[0]}, {create_time_range[1]}]")
     record_errors = sorted(errors.items())[:MAX_RECORD_ERRORS]
     if timestamp_errors:
         return RecordsRefused(ErrorCode.INVALID_TIMESTAMP, INVALID_TIMESTAMP_MESSAGE, record_errors)
     shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in record_errors[:3])
     return RecordsRefused(ErrorCode.INVALID_RECORD,
-                          f"One or more records have been rejected due to {len(keyless)} record errors in total, "
-                          f"and only showing the first three errors at most: [{shown}]", record_errors)
+                          f"One or more records have been rejected due to {faults.keyless_count} record errors in "
+                          f"total, and only showing the first three errors at most: [{shown}]", record_errors)
 
 
 def refusal(data: bytes, headers: Sequence[BatchHeader], topic_partition: str, keys_required: bool,
@@ -106,66 +102,3 @@ def refusal(data: bytes, headers: Sequence[BatchHeader], topic_partition: str, k
     except KafkaError as exc:
         return int(exc.code), exc.message, getattr(exc, "record_errors", [])
     return None
-
-
-def _check_few(header: BatchHeader, body, keys_required: bool, create_time_range: tuple[int, int] | None):
-    """_check_batch for a batch of a few records, decoded one by one with batch.decode_records."""
-    try:
-        records = decode_records(header, body)
-    except KafkaError as exc:
-        raise MalformedRecords(exc.message) from None
-    for index, record in enumerate(records):
-        if record.offset_delta != index:
-            raise MalformedRecords(f"Record {index} has offset delta {record.offset_delta}: a batch's offset deltas "
-                                   f"must be 0 to {len(records) - 1} in order")
-    keyless = [index for index, record in enumerate(records) if keys_required and record.key is None]
-    wrong_times = []
-    if create_time_range is not None:
-        earliest, latest = create_time_range
-        wrong_times = [(index, record.timestamp) for index, record in enumerate(records)
-                       if record.timestamp != NO_TIMESTAMP and not earliest <= record.timestamp <= latest]
-    return keyless, [index for index, _ in wrong_times], [timestamp for _, timestamp in wrong_times]
-
-
-def _check_batch(header: BatchHeader, body, keys_required: bool, create_time_range: tuple[int, int] | None):
-    """Walk one batch's records (`body`: its decompressed record bytes) a chunk at a time: the indexes of records
-    without a key (if `keys_required`), and the indexes and timestamps of those outside `create_time_range`.
-    MalformedRecords if the records are not what the header says."""
-    # Imported at the first batch of more than FEW_RECORDS records rather than with this module: numpy's import
-    # is about a third of the broker's start.
-    import numpy as np
-
-    from odradek.records.walk import MIN_RECORD_BYTES, header_fields, record_begins, record_fields
-
-    count = header.record_count
-    end = len(body)
-    if count * MIN_RECORD_BYTES > end:
-        raise MalformedRecords(f"Incorrect declared batch size, premature EOF reached: {count} records cannot fit "
-                               f"in {end} bytes")
-    buffer = np.frombuffer(body, np.uint8)
-    keyless, timestamps_at, timestamps = [], [], []
-    position = 0
-    for first in range(0, count, CHUNK_RECORDS):
-        begins, position = record_begins(body, buffer, position, min(CHUNK_RECORDS, count - first), end)
-        if position > end:
-            raise MalformedRecords("Incorrect declared batch size, premature EOF reached")
-        fields = record_fields(buffer, begins)
-        header_fields(buffer, fields.headers_at, fields.header_counts, fields.record_ends)
-        expected = np.arange(first, first + len(begins), dtype=np.int64)
-        if not np.array_equal(fields.offset_deltas, expected):
-            wrong = int(np.flatnonzero(fields.offset_deltas != expected)[0])
-            raise MalformedRecords(f"Record {first + wrong} has offset delta {int(fields.offset_deltas[wrong])}: "
-                                   f"a batch's offset deltas must be 0 to {count - 1} in order")
-        if keys_required:
-            keyless.append(first + np.flatnonzero(fields.key_lengths < 0))
-        if create_time_range is not None:
-            chunk_timestamps = header.base_timestamp + fields.timestamp_deltas
-            earliest, latest = create_time_range
-            wrong = np.flatnonzero((chunk_timestamps != NO_TIMESTAMP)
-                                   & ((chunk_timestamps < earliest) | (chunk_timestamps > latest)))
-            timestamps_at.append(first + wrong)
-            timestamps.append(chunk_timestamps[wrong])
-    if position != end:
-        raise MalformedRecords("Incorrect declared batch size, records still remaining in file")
-    return tuple(np.concatenate(found) if found else np.empty(0, np.int64)
-                 for found in (keyless, timestamps_at, timestamps))

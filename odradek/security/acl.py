@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.acl import (SUPPORTED_OPERATIONS, AclOperation, ResourceType, authorized_operations,
@@ -144,12 +144,18 @@ def _pattern_applies(acl: AclBinding, name: str) -> bool:
 
 
 class Authorizer:
-    """The decisions over one set of bindings; the broker rebuilds nothing, it hands the live list in."""
+    """The decisions over the catalogue's bindings: `bindings()` gives the current list at each question (the
+    catalogue replaces it whole on a change, in a ZooKeeper cluster from a watch)."""
 
-    def __init__(self, acls: list[AclBinding], super_users: Iterable[str], allow_everyone_if_no_acl_found: bool):
-        self.acls = acls
+    def __init__(self, bindings: Callable[[], list[AclBinding]], super_users: Iterable[str],
+                 allow_everyone_if_no_acl_found: bool):
+        self._bindings = bindings
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
+
+    @property
+    def acls(self) -> list[AclBinding]:
+        return self._bindings()
 
     def _applying(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
         return [acl for acl in self.acls if acl.resource_type == resource_type and _pattern_applies(acl, name)]
@@ -185,11 +191,12 @@ class Authorizer:
         that pattern (a DENY on the wildcard, on the same literal name, or on a prefix of it)."""
         if principal in self.super_users:
             return True
-        mine = [acl for acl in self.acls if acl.resource_type == resource_type
+        acls = self.acls
+        mine = [acl for acl in acls if acl.resource_type == resource_type
                 and acl.principal in (principal, WILDCARD_PRINCIPAL) and acl.host in (host, WILDCARD_HOST)
                 and acl.operation in (operation, _O.ALL)]
         if not mine and self.allow_everyone_if_no_acl_found and not any(
-                acl.resource_type == resource_type for acl in self.acls):
+                acl.resource_type == resource_type for acl in acls):
             return True
         denies = [acl for acl in mine if acl.permission == Permission.DENY]
         for allow in (acl for acl in mine if acl.permission == Permission.ALLOW):
@@ -202,8 +209,8 @@ class Authorizer:
         return False
 
 
-def make_authorizer(config, acls: list[AclBinding]) -> Authorizer | None:
-    """The broker's authorizer over the catalogue's (live) ACL list, or None when authorizer.class.name is unset."""
+def make_authorizer(config, bindings: Callable[[], list[AclBinding]]) -> Authorizer | None:
+    """The broker's authorizer over the catalogue's ACL list, or None when authorizer.class.name is unset."""
     class_name = config["authorizer.class.name"].strip()
     if not class_name:
         return None
@@ -211,7 +218,7 @@ def make_authorizer(config, acls: list[AclBinding]) -> Authorizer | None:
         raise ValueError(f"authorizer.class.name {class_name!r} is not one this broker provides: use one of "
                          + ", ".join(sorted(AUTHORIZER_CLASS_NAMES)))
     super_users = [name.strip() for name in config["super.users"].split(";") if name.strip()]
-    return Authorizer(acls, super_users, config["allow.everyone.if.no.acl.found"])
+    return Authorizer(bindings, super_users, config["allow.everyone.if.no.acl.found"])
 
 
 _FAILURES = {

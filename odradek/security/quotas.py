@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import principal_of
@@ -92,9 +93,10 @@ class Rate:
 
 @dataclasses.dataclass
 class ClientQuotas:
-    """The configured quotas (entity -> {key: value}, the catalogue's) and each matched entity's usage."""
+    """The configured quotas (entity -> {key: value}: `configured()` gives the catalogue's current ones, which a
+    ZooKeeper cluster's catalogue replaces whole from a watch) and each matched entity's usage."""
 
-    configured: dict[Entity, dict[str, float]]
+    configured: Callable[[], dict[Entity, dict[str, float]]]
     samples: int
     window_ms: int
     clock: object = time.monotonic
@@ -104,10 +106,11 @@ class ClientQuotas:
 
     def applying(self, key: str, user: str, client_id: str) -> tuple[Entity, float] | None:
         """(the entity whose quota applies, the quota), or None when no level sets this key."""
-        if not self.configured:  # the common case: no quotas at all, nothing to look up per request
+        configured = self.configured()
+        if not configured:  # the common case: no quotas at all, nothing to look up per request
             return None
         for entity in _levels(user, client_id):
-            value = self.configured.get(entity, {}).get(key)
+            value = configured.get(entity, {}).get(key)
             if value is not None:
                 return entity, value
         return None

@@ -6,7 +6,8 @@ password; its text form is Kafka's, "salt=<b64>,stored_key=<b64>,server_key=<b64
 salted password, so credentials are made from that; the CLI salts a password itself.
 
 ScramServer is the RFC 5802 server state machine for one authentication: client-first -> server-first,
-client-final -> server-final, with the proof compared in constant time (hmac.compare_digest).
+client-final -> server-final, with the proof compared in constant time (hmac.compare_digest). ScramClient is the
+other side, for a broker authenticating to another (sasl.mechanism.inter.broker.protocol=SCRAM-SHA-*).
 """
 
 from __future__ import annotations
@@ -141,3 +142,42 @@ class ScramServer:
         self.done = True
         server_signature = hmac.digest(credential.server_key, auth_message, self.digest)
         return b"v=" + base64.b64encode(server_signature)
+
+
+class ScramClient:
+    """One SCRAM authentication, client side: `first()`, then `final(server_first)`, then `verify(server_final)`,
+    which raises ScramError unless the server proved it knows the credential too."""
+
+    GS2_HEADER = "n,,"
+
+    def __init__(self, mechanism: str, user: str, password: str):
+        self.mechanism = mechanism
+        self.digest = MECHANISMS[mechanism]
+        self.password = password
+        self._nonce = base64.b64encode(os.urandom(18)).decode()
+        self._first_bare = f"n={user.replace('=', '=3D').replace(',', '=2C')},r={self._nonce}"
+        self._server_signature = b""
+
+    def first(self) -> bytes:
+        return (self.GS2_HEADER + self._first_bare).encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        text = server_first.decode()
+        fields = dict(item.split("=", 1) for item in text.split(",") if "=" in item)
+        nonce = fields.get("r", "")
+        if not nonce.startswith(self._nonce) or "s" not in fields or not fields.get("i", "").isdigit():
+            raise ScramError(f"Invalid SCRAM server first message: {text!r}")
+        salted = salted_password(self.mechanism, self.password, base64.b64decode(fields["s"]), int(fields["i"]))
+        without_proof = f"c={base64.b64encode(self.GS2_HEADER.encode()).decode()},r={nonce}"
+        auth_message = f"{self._first_bare},{text},{without_proof}".encode()
+        credential = credential_from_salted(self.mechanism, b"", salted, int(fields["i"]))
+        client_key = hmac.digest(salted, b"Client Key", self.digest)
+        signature = hmac.digest(credential.stored_key, auth_message, self.digest)
+        self._server_signature = hmac.digest(credential.server_key, auth_message, self.digest)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        expected = b"v=" + base64.b64encode(self._server_signature)
+        if not self._server_signature or not hmac.compare_digest(server_final, expected):
+            raise ScramError("Invalid SCRAM server final message: the server's signature does not match")

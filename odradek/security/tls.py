@@ -1,5 +1,5 @@
-"""TLS contexts for SSL and SASL_SSL listeners, built from Kafka's PEM settings, and the principal a client
-certificate names.
+"""TLS contexts for SSL and SASL_SSL listeners, built from Kafka's PEM settings (the server's, and the client's a
+broker connects to other brokers with), and the principal a client certificate names.
 
 Kafka's PEM keystore: ssl.keystore.type=PEM with ssl.keystore.location (a file holding the private key and the
 certificate chain; the key may be encrypted under ssl.key.password), or the same inline in
@@ -34,13 +34,38 @@ def _config_error(listener: Listener, message: str) -> KafkaError:
 
 def server_context(listener: Listener, props: Mapping[str, Any]) -> ssl.SSLContext:
     """The server-side SSLContext of one TLS listener from its ssl.* settings."""
+    context = _context(listener, props, ssl.PROTOCOL_TLS_SERVER, keystore_required=True)
+    client_auth = str(listener.setting(props, "ssl.client.auth", "none")).lower()
+    if client_auth not in _CLIENT_AUTH:
+        raise _config_error(listener, f"ssl.client.auth={client_auth} is not one of required, requested, none")
+    context.verify_mode = _CLIENT_AUTH[client_auth]
+    return context
+
+
+def client_context(listener: Listener, props: Mapping[str, Any]) -> ssl.SSLContext:
+    """The SSLContext a broker connects to other brokers' TLS listener `listener` with (inter.broker.listener.name):
+    the same listener's trust store verifies them (the system's CAs without one), its keystore, if any, is this
+    broker's client certificate (for ssl.client.auth=required), and ssl.endpoint.identification.algorithm (Kafka's
+    default https; empty turns it off) checks that their certificate names the address they are reached at."""
+    context = _context(listener, props, ssl.PROTOCOL_TLS_CLIENT, keystore_required=False)
+    trusted = listener.setting(props, "ssl.truststore.location") or listener.setting(props,
+                                                                                     "ssl.truststore.certificates")
+    if not trusted:
+        context.load_default_certs()
+    context.check_hostname = bool(str(listener.setting(props, "ssl.endpoint.identification.algorithm", "https")))
+    return context
+
+
+def _context(listener: Listener, props: Mapping[str, Any], protocol: int, *, keystore_required: bool
+             ) -> ssl.SSLContext:
+    """An SSLContext with the listener's protocol versions, keystore and trust store."""
     def setting(key: str, default: Any = None) -> Any:
         return listener.setting(props, key, default)
 
     for key in ("ssl.keystore.type", "ssl.truststore.type"):
         if str(setting(key, "PEM")).upper() != "PEM":
             raise _config_error(listener, f"{key}={setting(key)} is not supported, only PEM")
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context = ssl.SSLContext(protocol)
     versions = [_PROTOCOL_VERSIONS[v.strip()] for v in str(setting("ssl.enabled.protocols", "TLSv1.2,TLSv1.3"))
                 .split(",") if v.strip() in _PROTOCOL_VERSIONS]
     if not versions:
@@ -53,7 +78,7 @@ def server_context(listener: Listener, props: Mapping[str, Any]) -> ssl.SSLConte
             _load_inline_cert_chain(context, inline_key, setting("ssl.keystore.certificate.chain", ""), password)
         elif location:
             context.load_cert_chain(location, password=password)
-        else:
+        elif keystore_required:
             raise _config_error(listener, "a TLS listener needs ssl.keystore.location or ssl.keystore.key")
         trusted_file, trusted_inline = setting("ssl.truststore.location"), setting("ssl.truststore.certificates")
         if trusted_file:
@@ -62,10 +87,6 @@ def server_context(listener: Listener, props: Mapping[str, Any]) -> ssl.SSLConte
             context.load_verify_locations(cadata=trusted_inline)
     except (OSError, ssl.SSLError) as exc:
         raise _config_error(listener, f"cannot load its keys or certificates: {exc}") from None
-    client_auth = str(setting("ssl.client.auth", "none")).lower()
-    if client_auth not in _CLIENT_AUTH:
-        raise _config_error(listener, f"ssl.client.auth={client_auth} is not one of required, requested, none")
-    context.verify_mode = _CLIENT_AUTH[client_auth]
     return context
 
 

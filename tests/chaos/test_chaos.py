@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 
 import pytest
 
-from .workload import ProxiedCluster, Settings, run, table
+from .workload import Settings, run, table
 
 
 def topic_settings() -> dict:
@@ -20,14 +19,6 @@ def topic_settings() -> dict:
     if os.environ.get("CHAOS_UNCLEAN"):
         config["unclean.leader.election.enable"] = os.environ["CHAOS_UNCLEAN"]
     return {"replication_factor": int(os.environ.get("CHAOS_RF", "1")), "topic_config": config}
-
-
-@pytest.fixture(scope="module")
-def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/chaos-{uuid.uuid4().hex[:8]}"
-    with ProxiedCluster(3, zookeeper=odradek_zookeeper.connect + chroot,
-                        data_dir=tmp_path_factory.mktemp("chaos")) as c:
-        yield c
 
 
 def test_a_short_chaos_run_has_no_anomaly(cluster):

@@ -103,3 +103,13 @@ def test_a_committed_transaction_s_value_never_read_is_lost():
     history = [Op("t", "txn", "invoke", values=(b"a", b"b")), Op("t", "txn", "ok", values=(b"a", b"b")),
                final((0, 0, b"a"))]
     assert only(check(history), "lost-write") == [(b"b", None)]
+
+
+def test_an_acknowledgement_without_an_offset_counts_as_acknowledged():
+    """librdkafka delivers a retried send the broker had already written with no offset (None): it is acknowledged
+    all the same, lost if no read has it, and names no position (the checker once failed sorting offsets on it)."""
+    history = clean_history() + [Op("producer-0", "send", "invoke", value=b"retried"),
+                                 Op("producer-0", "send", "ok", value=b"retried", partition=1, offset=None)]
+    report = check(history)
+    assert report.acknowledged == 5
+    assert only(report, "lost-write") == [(b"retried", (1, None))]

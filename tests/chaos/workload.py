@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -35,6 +36,7 @@ from odradek.embedded import BrokerProcess, Cluster, wait_until
 from .checker import Op, Report, check
 from .proxy import Proxy
 
+LOSS_REPORT = re.compile(r"ACKNOWLEDGED RECORDS LOST: offsets \d+-\d+ \((\d+)\)")
 FAULTS = ("kill", "pause", "restart", "partition-broker", "partition-zookeeper")
 
 
@@ -113,6 +115,7 @@ class Outcome:
     longest_ack_gap: float                      # seconds without any acknowledged send, after the first one
     longest_partition_stall: float              # the same on one partition
     producer_fatal_errors: list[str]            # an idempotent producer told its sequence broke: data loss, often
+    reported_lost: int = 0                      # acknowledged offsets the brokers' logs say a truncation removed
 
     def row(self) -> dict[str, object]:
         kinds = Counter(fault for _, fault, _, _ in self.faults)
@@ -122,7 +125,8 @@ class Outcome:
                 "txns ok/aborted/?": "/".join(str(self.report.transactions.get(end, 0)) for end in ("ok", "fail", "info")),
                 "polled": self.report.polled_records, "final": self.report.final_records,
                 "ack-gap": f"{self.longest_ack_gap:.1f}s", "partition-stall": f"{self.longest_partition_stall:.1f}s",
-                "producer-fatal": len(self.producer_fatal_errors), **self.report.counts()}
+                "producer-fatal": len(self.producer_fatal_errors), "broker-reported-lost": self.reported_lost,
+                **self.report.counts()}
 
     @property
     def valid(self) -> bool:
@@ -387,9 +391,25 @@ def _high_watermark(consumer: Consumer, topic: str, partition: int) -> int | Non
         return None
 
 
+def reported_losses(cluster: ProxiedCluster, since: dict[int, int]) -> int:
+    """Acknowledged offsets the brokers' logs report lost since the log sizes in `since` (the replica fetcher's
+    "ACKNOWLEDGED RECORDS LOST: offsets a-b (n)" warnings, an unclean election's cost), summed."""
+    lost = 0
+    for broker in cluster.brokers:
+        with open(broker.log_path, "rb") as log_file:
+            log_file.seek(since.get(broker.node_id, 0))
+            lost += sum(int(count) for count in LOSS_REPORT.findall(log_file.read().decode(errors="replace")))
+    return lost
+
+
+def log_sizes(cluster: ProxiedCluster) -> dict[int, int]:
+    return {broker.node_id: broker.log_path.stat().st_size for broker in cluster.brokers if broker.log_path.exists()}
+
+
 def run(cluster: ProxiedCluster, settings: Settings) -> Outcome:
-    """Clients and nemesis for `settings.seconds`, heal, final read, check."""
+    """Clients and nemesis for `settings.seconds`, heal, final read, check (and the losses the brokers reported)."""
     bootstrap = cluster.bootstrap_servers
+    logs_before = log_sizes(cluster)
     topic = create_topic(bootstrap, settings)
     history = History()
     clients_stop, nemesis_stop = threading.Event(), threading.Event()
@@ -417,7 +437,8 @@ def run(cluster: ProxiedCluster, settings: Settings) -> Outcome:
     acks = [op for op in history.ops if op.f == "send" and op.type == "ok"]
     return Outcome(settings, check(history.ops), nemesis.faults, _longest_gap(acks),
                    max((_longest_gap([op for op in acks if op.partition == p]) for p in range(settings.partitions)),
-                       default=0.0), [error for client in clients for error in getattr(client, "fatal_errors", ())])
+                       default=0.0), [error for client in clients for error in getattr(client, "fatal_errors", ())],
+                   reported_losses(cluster, logs_before))
 
 
 def _longest_gap(ops: list[Op]) -> float:

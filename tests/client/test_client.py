@@ -56,7 +56,7 @@ def test_sync_async_sends_with_an_encoder_and_a_custom_partitioner(broker, topic
         delivered = asyncio.run(await_all())
     assert [m.offset for m in delivered] == list(range(1, 50))
     with SimpleConsumer(broker.bootstrap_servers, topic_name, 2, value_decoder=json.loads) as consumer:
-        assert [m.value["n"] for m in consumer.fetch(45)] == [45, 46, 47, 48, 49]
+        assert [m.value["n"] for m in consumer.fetch(45, timeout=10)] == [45, 46, 47, 48, 49]
 
 
 def test_simple_consumer_offsets_and_times(broker, topic_name):
@@ -68,7 +68,7 @@ def test_simple_consumer_offsets_and_times(broker, topic_name):
         assert (consumer.earliest_offset(), consumer.latest_offset()) == (0, 20)
         assert consumer.offset_for_time(base + 4500) == 5
         assert consumer.offset_for_time(base + 999_999) == 20
-        fetched = consumer.fetch(5, max_messages=3)
+        fetched = consumer.fetch(5, max_messages=3, timeout=10)
         assert [(m.offset, m.value, m.timestamp_ms, m.headers) for m in fetched] == [
             (i, f"v{i}".encode(), base + i * 1000, [("i", str(i).encode())]) for i in (5, 6, 7)]
         assert consumer.fetch(20, timeout=0.3) == []

@@ -47,7 +47,7 @@ def test_multifetch_reads_several_partitions_of_two_topics_in_one_request(broker
             consumer.multifetch([FetchRequest(second, 0, 1), FetchRequest(second, 0, 2)])
         [message] = consumer.fetch(FetchRequest(second, 0, 9))
         assert (message.key, message.headers, message.timestamp_ms is not None) == (b"k9", [("i", b"9")], True)
-        assert [m.offset for m in consumer.fetch(3, max_messages=2)] == [3, 4]  # the old signature still works
+        assert [m.offset for m in consumer.fetch(3, max_messages=2, timeout=10)] == [3, 4]  # the old signature still works
 
 
 def _one_record_segments(broker, topic: str, count: int) -> list[float]:

@@ -25,7 +25,9 @@ SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms
 def cluster(odradek_zookeeper, tmp_path_factory):
     chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
     with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("epochs"),
-                 settings={"replica.lag.time.max.ms": 5000, "replica.high.watermark.checkpoint.interval.ms": 200}) as c:
+                 settings={"replica.lag.time.max.ms": 5000, "replica.high.watermark.checkpoint.interval.ms": 200,
+                           # the brokers' default for every topic here (the first test needs an unclean election)
+                           "unclean.leader.election.enable": "true"}) as c:
         yield c
 
 
@@ -52,7 +54,7 @@ def test_acknowledged_records_survive_restarts_as_followers_that_then_lead(clust
     keeps what B has (B's answer for A's epoch 0 is B's log end)."""
     first, second = non_controllers(cluster, zk)
     topic = f"kip101-{uuid.uuid4().hex[:6]}"
-    create_on(cluster, topic, [first.node_id, second.node_id], **{"unclean.leader.election.enable": "true"})
+    create_on(cluster, topic, [first.node_id, second.node_id])  # unclean election on: the brokers' setting
     assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == sorted([first.node_id, second.node_id]),
                       timeout=15)
     assert state(zk, topic)["leader"] == first.node_id

@@ -126,6 +126,26 @@ def test_paused_followers_leave_the_isr_then_min_insync_refuses_and_they_rejoin(
     assert read_all(cluster.bootstrap_servers, topic) == [b"with-two", b"acks-1"]
 
 
+def test_a_stopped_follower_stays_out_of_the_isr_until_it_is_back(cluster, zk):
+    """A follower stopped cleanly still looks caught up to its leader for replica.lag.time.max.ms; once the
+    controller has dropped it, the leader must not take it back while it is gone (each would rewrite the state znode
+    every ISR check, and acks=all producers would wait on a broker that is not there)."""
+    topic = f"stopped-{uuid.uuid4().hex[:6]}"
+    create(cluster, topic)
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == [1, 2, 3], timeout=15)
+    follower = next(b for b in cluster.brokers if b is not leader_of(cluster, zk, topic))
+    follower.stop()
+    try:
+        assert wait_until(lambda: follower.node_id not in state(zk, topic)["isr"], timeout=15)
+        version = zk.get(f"/brokers/topics/{topic}/partitions/0/state")[1].version
+        time.sleep(2.0)  # eight ISR checks (every 250 ms), well within replica.lag.time.max.ms
+        assert follower.node_id not in state(zk, topic)["isr"]
+        assert zk.get(f"/brokers/topics/{topic}/partitions/0/state")[1].version == version
+    finally:
+        follower.start(timeout=SESSION_TIMEOUT_S + 30)
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == [1, 2, 3], timeout=30)
+
+
 def test_a_killed_leader_is_replaced_from_the_isr_and_its_unacknowledged_tail_is_cut(cluster, zk):
     topic = f"kill-{uuid.uuid4().hex[:6]}"
     create(cluster, topic)

@@ -12,11 +12,10 @@ from hypothesis import given, settings, strategies as st
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import (
-    BATCH_HEADER_SIZE, CRC_OFFSET, Record, _write_varint, batch_crc, encode_batch, validate_batches,
+    BATCH_HEADER_SIZE, CRC_OFFSET, Record, _write_varint, batch_crc, decode_batch, encode_batch, validate_batches,
 )
 from odradek.records.compression import compress
-from odradek.records import validation
-from odradek.records.validation import CHUNK_RECORDS, RecordsRefused, validate_records
+from odradek.records.validation import RecordsRefused, validate_records
 
 from .test_arrow import BASE_TS, CODECS, equal_sized_runs, varied_records
 from .test_batch import kafka_python_batch, make_records, records_strategy
@@ -56,14 +55,6 @@ def record_bytes(offset_delta: int, key: bytes | None = b"k", value: bytes = b"v
     return bytes(out + body)
 
 
-@pytest.fixture(params=["decoded", "walked"])
-def path(request, monkeypatch):
-    """Each check runs both ways: few records decoded one by one, and (FEW_RECORDS 0) walked in bulk."""
-    if request.param == "walked":
-        monkeypatch.setattr(validation, "FEW_RECORDS", 0)
-    return request.param
-
-
 def refused(batch: bytes, **flags) -> KafkaError:
     with pytest.raises(KafkaError) as info:
         check(batch, **flags)
@@ -71,7 +62,7 @@ def refused(batch: bytes, **flags) -> KafkaError:
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_well_formed_batches_pass(codec, path):
+def test_well_formed_batches_pass(codec):
     for records in (varied_records(40), equal_sized_runs(), [Record(0, BASE_TS, b"k", None)]):
         check(encode_batch(records, compression=codec))
     keyed = [record._replace(key=record.key or b"") for record in varied_records(40)]
@@ -85,7 +76,7 @@ def test_any_records_encode_batch_writes_pass(specs, codec):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_kafka_python_batches_pass(codec, path):
+def test_kafka_python_batches_pass(codec):
     check(kafka_python_batch(codec, 20), keys_required=True)
 
 
@@ -101,7 +92,7 @@ def test_kafka_python_batches_pass(codec, path):
     (record_bytes(1) + record_bytes(0), 2, "offset deltas out of order"),
     (record_bytes(0) + record_bytes(0), 2, "a repeated offset delta"),
 ], ids=lambda value: value if isinstance(value, str) else "")
-def test_records_that_disagree_with_their_header_are_invalid(codec, body, count, what, path):
+def test_records_that_disagree_with_their_header_are_invalid(codec, body, count, what):
     error = refused(with_body(body, count, compression=codec))
     assert error.code == ErrorCode.INVALID_RECORD, what
     assert error.message.endswith("in topic partition t-0")
@@ -114,7 +105,7 @@ def test_the_testers_huge_count_is_refused_before_any_per_record_work():
     assert time.perf_counter() - started < 0.05
 
 
-def test_a_null_header_key_is_invalid(path):
+def test_a_null_header_key_is_invalid():
     record = bytearray(record_bytes(0))
     body = record[1:-1] + b"\x02\x01\x00"  # one header: key length -1 (null), value length 0
     full = bytearray()
@@ -123,7 +114,7 @@ def test_a_null_header_key_is_invalid(path):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_keyless_records_on_a_compacted_topic_are_each_named(codec, path):
+def test_keyless_records_on_a_compacted_topic_are_each_named(codec):
     records = [Record(i, BASE_TS, None if i in (1, 4, 5) else b"k", b"v") for i in range(8)]
     error = refused(encode_batch(records, compression=codec), keys_required=True)
     assert isinstance(error, RecordsRefused) and error.code == ErrorCode.INVALID_RECORD
@@ -136,17 +127,18 @@ def test_keyless_records_on_a_compacted_topic_are_each_named(codec, path):
     check(encode_batch(records, compression=codec))  # keys are only required on compacted topics
 
 
-def test_batches_larger_than_a_chunk_are_checked_across_chunks():
-    records = [Record(i, BASE_TS, b"k", b"v") for i in range(CHUNK_RECORDS + 10)]
+def test_large_batches_are_checked_to_their_last_record():
+    large = 70_000
+    records = [Record(i, BASE_TS, b"k", b"v") for i in range(large)]
     check(encode_batch(records, compression=4), keys_required=True)
-    records[CHUNK_RECORDS + 3] = records[CHUNK_RECORDS + 3]._replace(key=None)
-    assert refused(encode_batch(records, compression=4), keys_required=True).record_errors[0][0] == CHUNK_RECORDS + 3
-    records[CHUNK_RECORDS + 3] = records[CHUNK_RECORDS + 3]._replace(offset_delta=7)
+    records[large - 3] = records[large - 3]._replace(key=None)
+    assert refused(encode_batch(records, compression=4), keys_required=True).record_errors[0][0] == large - 3
+    records[large - 3] = records[large - 3]._replace(offset_delta=7)
     assert "offset delta 7" in refused(encode_batch(records), keys_required=False).message
 
 
 @pytest.mark.parametrize("codec", [0, 4])
-def test_timestamps_outside_the_create_time_range_are_each_named(codec, path):
+def test_timestamps_outside_the_create_time_range_are_each_named(codec):
     """message.timestamp.{before,after}.max.ms per record, as Kafka's validateTimestamp: a record older than its
     batch's first one is caught too, a record without a timestamp (-1) is not checked, and a keyless record on a
     compacted topic is named for its key only."""
@@ -166,24 +158,24 @@ def test_timestamps_outside_the_create_time_range_are_each_named(codec, path):
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
-def test_decoded_and_walked_checks_agree_on_damaged_records(data):
-    """Any byte of the records overwritten (the CRC fixed up): the few-records path (batch.decode_records) and the
-    bulk path (records.walk) both accept or both refuse with INVALID_RECORD."""
+def test_damaged_records_pass_only_if_a_consumer_decodes_them(data):
+    """Any byte of the records overwritten (the CRC fixed up): the check accepts exactly the batches that
+    batch.decode_batch (what fetching tools decode with) reads as record_count records with offset deltas 0, 1, ...,
+    and refuses the rest with INVALID_RECORD."""
     records = data.draw(st.sampled_from([varied_records(5), varied_records(12)[7:], equal_sized_runs()[:9]]))
     original = encode_batch(records)[BATCH_HEADER_SIZE:]
     body = bytearray(original)
     for _ in range(data.draw(st.integers(1, 3))):
         body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
     batch = with_body(bytes(body), len(records))
-    outcomes = []
-    for few in (validation.FEW_RECORDS, 0):
-        saved, validation.FEW_RECORDS = validation.FEW_RECORDS, few
-        try:
-            check(batch)
-            outcomes.append(None)
-        except KafkaError as exc:
-            outcomes.append(exc.code)
-        finally:
-            validation.FEW_RECORDS = saved
-    assert outcomes[0] == outcomes[1] and outcomes[0] in (None, ErrorCode.INVALID_RECORD), (
-        outcomes, [(i, original[i], body[i]) for i in range(len(body)) if body[i] != original[i]])
+    try:
+        decoded = [record.offset_delta for record in decode_batch(batch)[1]] == list(range(len(records)))
+    except KafkaError:
+        decoded = False
+    try:
+        check(batch)
+        checked = True
+    except KafkaError as exc:
+        assert exc.code == ErrorCode.INVALID_RECORD
+        checked = False
+    assert checked == decoded, [(i, original[i], body[i]) for i in range(len(body)) if body[i] != original[i]]

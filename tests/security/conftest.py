@@ -4,12 +4,14 @@ certificates it and its clients use."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from dataclasses import dataclass
 
 import pytest
 
 from odradek.embedded import BrokerProcess
+from tests.broker.raw_client import RawClient
 from tests.security.certificates import Certificates, make_certificates
 
 PLAIN_USERS = {"alice": "alice-secret", "admin": "admin-secret"}
@@ -19,6 +21,29 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def call_once(port: int, api_name: str, version: int, **fields):
+    """One request on a fresh PLAINTEXT connection to the broker at `port`, and its answer."""
+    client = RawClient(port)
+    try:
+        return client.call(api_name, version, **fields)
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def kazoo_client(connect: str):
+    """A kazoo client of a cluster's ZooKeeper (inside its chroot), to read and write znodes as Kafka's tools do."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=connect)
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ def acl(resource_type, name, operation, permission=Permission.ALLOW, principal=A
 
 
 def test_literal_prefixed_and_wildcard_resources():
-    authorizer = Authorizer([acl(Res.TOPIC, "orders", Op.READ), acl(Res.TOPIC, "logs-", Op.WRITE, pattern=PRE),
+    authorizer = Authorizer(lambda: [acl(Res.TOPIC, "orders", Op.READ), acl(Res.TOPIC, "logs-", Op.WRITE, pattern=PRE),
                              acl(Res.GROUP, "*", Op.READ)], [], False)
     assert authorizer.authorize(ALICE, "1.2.3.4", Op.READ, Res.TOPIC, "orders")
     assert not authorizer.authorize(ALICE, "1.2.3.4", Op.READ, Res.TOPIC, "orders2")
@@ -31,17 +31,17 @@ def test_literal_prefixed_and_wildcard_resources():
 
 
 def test_deny_wins_and_is_not_widened_by_implication():
-    authorizer = Authorizer([acl(Res.TOPIC, "*", Op.ALL), acl(Res.TOPIC, "secret", Op.READ, Permission.DENY)],
+    authorizer = Authorizer(lambda: [acl(Res.TOPIC, "*", Op.ALL), acl(Res.TOPIC, "secret", Op.READ, Permission.DENY)],
                             [], False)
     assert not authorizer.authorize(ALICE, "h", Op.READ, Res.TOPIC, "secret")
     assert authorizer.authorize(ALICE, "h", Op.DESCRIBE, Res.TOPIC, "secret")  # a READ deny does not deny DESCRIBE
-    denied_all = Authorizer([acl(Res.TOPIC, "t", Op.WRITE), acl(Res.TOPIC, "t", Op.ALL, Permission.DENY,
+    denied_all = Authorizer(lambda: [acl(Res.TOPIC, "t", Op.WRITE), acl(Res.TOPIC, "t", Op.ALL, Permission.DENY,
                                                                 principal="User:*")], [], False)
     assert not denied_all.authorize(ALICE, "h", Op.WRITE, Res.TOPIC, "t")
 
 
 def test_implied_operations():
-    authorizer = Authorizer([acl(Res.TOPIC, "t", Op.WRITE), acl(Res.TOPIC, "c", Op.ALTER_CONFIGS)], [], False)
+    authorizer = Authorizer(lambda: [acl(Res.TOPIC, "t", Op.WRITE), acl(Res.TOPIC, "c", Op.ALTER_CONFIGS)], [], False)
     assert authorizer.authorize(ALICE, "h", Op.DESCRIBE, Res.TOPIC, "t")
     assert not authorizer.authorize(ALICE, "h", Op.READ, Res.TOPIC, "t")
     assert authorizer.authorize(ALICE, "h", Op.DESCRIBE_CONFIGS, Res.TOPIC, "c")
@@ -49,26 +49,26 @@ def test_implied_operations():
 
 
 def test_hosts_principals_super_users_and_no_acl_found():
-    authorizer = Authorizer([acl(Res.TOPIC, "t", Op.READ, host="10.0.0.1")], ["User:admin"], True)
+    authorizer = Authorizer(lambda: [acl(Res.TOPIC, "t", Op.READ, host="10.0.0.1")], ["User:admin"], True)
     assert authorizer.authorize(ALICE, "10.0.0.1", Op.READ, Res.TOPIC, "t")
     assert not authorizer.authorize(ALICE, "10.0.0.2", Op.READ, Res.TOPIC, "t")
     assert not authorizer.authorize(BOB, "10.0.0.1", Op.READ, Res.TOPIC, "t")  # the topic has ACLs: not everyone
     assert authorizer.authorize(BOB, "h", Op.WRITE, Res.TOPIC, "no-acls-here")
     assert authorizer.authorize("User:admin", "h", Op.DELETE, Res.TOPIC, "t")
-    assert not Authorizer([], [], False).authorize(BOB, "h", Op.WRITE, Res.TOPIC, "no-acls-here")
+    assert not Authorizer(lambda: [], [], False).authorize(BOB, "h", Op.WRITE, Res.TOPIC, "no-acls-here")
 
 
 def test_authorize_any_resource_of_a_type_kip_679():
-    allowed = Authorizer([acl(Res.TOPIC, "t-", Op.WRITE, pattern=PRE)], [], False)
+    allowed = Authorizer(lambda: [acl(Res.TOPIC, "t-", Op.WRITE, pattern=PRE)], [], False)
     assert allowed.authorize_any(ALICE, "h", Op.WRITE, Res.TOPIC)
     assert not allowed.authorize_any(BOB, "h", Op.WRITE, Res.TOPIC)
-    covered = Authorizer([acl(Res.TOPIC, "t-x", Op.WRITE), acl(Res.TOPIC, "t-", Op.WRITE, Permission.DENY,
+    covered = Authorizer(lambda: [acl(Res.TOPIC, "t-x", Op.WRITE), acl(Res.TOPIC, "t-", Op.WRITE, Permission.DENY,
                                                                     pattern=PRE)], [], False)
     assert not covered.authorize_any(ALICE, "h", Op.WRITE, Res.TOPIC)
 
 
 def test_authorized_operations_of_a_principal():
-    authorizer = Authorizer([acl(Res.GROUP, "g", Op.READ)], ["User:admin"], False)
+    authorizer = Authorizer(lambda: [acl(Res.GROUP, "g", Op.READ)], ["User:admin"], False)
     assert authorizer.authorized_operations(ALICE, "h", Res.GROUP, "g") == {Op.READ, Op.DESCRIBE}
     assert authorizer.authorized_operations("User:admin", "h", Res.GROUP, "g") == {Op.READ, Op.DESCRIBE, Op.DELETE}
 

@@ -13,6 +13,7 @@ from odradek.embedded import BrokerProcess
 from odradek.errors import ErrorCode
 from odradek.protocol import api
 from tests.broker.raw_client import RawClient
+from tests.security.conftest import call_once
 
 QUOTA_BYTES_PER_SECOND = 400_000
 
@@ -27,11 +28,7 @@ def quota_broker(tmp_path_factory):
 
 
 def call(broker, api_name: str, version: int, **fields):
-    client = RawClient(broker.port)
-    try:
-        return client.call(api_name, version, **fields)
-    finally:
-        client.close()
+    return call_once(broker.port, api_name, version, **fields)
 
 
 def alter(broker, entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]], validate_only=False):

@@ -13,7 +13,7 @@ def test_the_most_specific_level_applies_and_its_users_share_one_rate():
     configured = {entity_of([("user", "alice")]): {"producer_byte_rate": 100.0},
                   entity_of([("user", "alice"), ("client-id", "app")]): {"producer_byte_rate": 200.0},
                   entity_of([("client-id", None)]): {"producer_byte_rate": 300.0}}
-    quotas = ClientQuotas(configured, 11, 1000)
+    quotas = ClientQuotas(lambda: configured, 11, 1000)
     assert quotas.applying("producer_byte_rate", "alice", "app")[1] == 200.0
     assert quotas.applying("producer_byte_rate", "alice", "other")[1] == 100.0
     assert quotas.applying("producer_byte_rate", "bob", "other")[1] == 300.0
@@ -31,7 +31,7 @@ def test_rate_counts_at_least_num_minus_one_windows():
 
 def test_throttle_brings_the_rate_back_to_the_quota():
     now = [0.0]
-    quotas = ClientQuotas({entity_of([("client-id", "c")]): {"producer_byte_rate": 1000.0}}, 3, 1000,
+    quotas = ClientQuotas(lambda: {entity_of([("client-id", "c")]): {"producer_byte_rate": 1000.0}}, 3, 1000,
                           clock=lambda: now[0])
     assert quotas.record("producer_byte_rate", "u", "c", 1500) == 0  # within the first two padded seconds' worth
     throttle = quotas.record("producer_byte_rate", "u", "c", 1500)  # 3000 B over 2 s: 1500 B/s

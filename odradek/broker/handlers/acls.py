@@ -47,9 +47,11 @@ def handlers(broker) -> dict:
         results, valid = [], []
         for creation in request.creations:
             try:
-                valid.append(AclBinding.checked(creation.resource_type, creation.resource_name,
-                                                creation.resource_pattern_type, creation.principal, creation.host,
-                                                creation.operation, creation.permission_type))
+                binding = AclBinding.checked(creation.resource_type, creation.resource_name,
+                                             creation.resource_pattern_type, creation.principal, creation.host,
+                                             creation.operation, creation.permission_type)
+                broker.metadata.check_acl(binding)
+                valid.append(binding)
             except KafkaError as exc:
                 results.append(Response.AclCreationResult(error_code=exc.code, error_message=exc.message))
             else:

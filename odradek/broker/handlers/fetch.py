@@ -198,12 +198,11 @@ def handlers(broker) -> dict:
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
                    if key in broker.partitions]
-        answers: list = []
-        while True:
-            await next_change(watched, deadline - time.monotonic())
+        while True:  # read before waiting: an append after answer_fetch's read, before this task ran, woke no one
             answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied, replica_id)
             if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
                 return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
+            await next_change(watched, deadline - time.monotonic())
 
     return {FETCH.key: answer_fetch}
 

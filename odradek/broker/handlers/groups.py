@@ -206,14 +206,7 @@ def handlers(broker) -> dict:
                 offsets=[offset for offset in wanted if offset[0] not in denied])
         except KafkaError as exc:  # a group-level error covers every partition
             codes, denied = [exc.code] * len(wanted), set()
-        answers = iter(codes)
-        return Response(throttle_time_ms=0, topics=[
-            Response.OffsetCommitResponseTopic(name=topic.name, partitions=[
-                Response.OffsetCommitResponsePartition(
-                    partition_index=p.partition_index,
-                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
-                for p in topic.partitions])
-            for topic in request.topics])
+        return commit_answer(Response, Response.OffsetCommitResponseTopic, Response.OffsetCommitResponsePartition, request.topics, denied, codes)
 
     # ---------------------------------------------------------------------------------------- OffsetFetch
     def fetch_group(access, group_id: str, topics, member_id, member_epoch):
@@ -441,3 +434,27 @@ async def _await(future: asyncio.Future, respond, respond_error):
         return respond(await future)
     except KafkaError as exc:
         return respond_error(exc.code)
+
+
+
+def commit_answer(Response, Topic, Partition, topics, denied: set[str], codes):
+    """An OffsetCommit or TxnOffsetCommit response (the classes given) for the request's `topics`: a topic of
+    `denied` TOPIC_AUTHORIZATION_FAILED, the others `codes` in order; at once for a list of codes, or once the
+    commit's awaitable of them gives them (its write waiting for the in-sync replicas,
+    offsets.commit.required.acks=-1)."""
+    def respond(codes: list[ErrorCode]):
+        answers = iter(codes)
+        return Response(throttle_time_ms=0, topics=[
+            Topic(name=topic.name, partitions=[
+                Partition(partition_index=p.partition_index,
+                          error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
+                for p in topic.partitions])
+            for topic in topics])
+
+    if isinstance(codes, list):
+        return respond(codes)
+
+    async def written():
+        return respond(await codes)
+
+    return written()

@@ -1,11 +1,18 @@
 """DescribeTopicPartitions, ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments: the partition
 admin calls, answered per partition as Kafka's controller and metadata cache answer them.
 
-The decisions belong to the partition (odradek/cluster/partition.py: elect_leader, reassign, reassignment), so when
-replication and a controller arrive they change there and these handlers stay as they are. With one broker every
-partition's leader is its preferred replica (ElectLeaders: ELECTION_NOT_NEEDED, left out when all partitions were
-asked for, as Kafka does), the only valid reassignment target is the current replica set (a no-op; cancelling:
-NO_REASSIGNMENT_IN_PROGRESS) and no reassignment is ever listed. DescribeTopicPartitions pages through topics in name
+Each broker answers from the cluster metadata it holds (broker.metadata: the catalogue of a single node, or in a
+ZooKeeper cluster the watched view), with the decisions of odradek/cluster/elections.py; it never calls ZooKeeper
+itself. ElectLeaders: a partition whose preferred replica leads is ELECTION_NOT_NEEDED (left out when all partitions
+were asked for, as Kafka does), one whose preferred replica is not live or not in the ISR
+PREFERRED_LEADER_NOT_AVAILABLE; an unclean election is only for a partition whose leader is gone. The others are
+asked of the controller (catalogue.request_elections), which decides again on its view and writes the new leader
+with the leader epoch bumped; the answer waits, up to the request's timeout (then REQUEST_TIMED_OUT), until this
+broker's view shows it. AlterPartitionReassignments records each target (KIP-455: replicas, adding and removing
+replicas in the topic's znode) and answers at once; the controller then moves the partition. ListPartitionReassignments
+lists those under way. A single node has no other broker, so every partition is led by its preferred replica, the
+only valid target is the current replica set (a no-op; cancelling: NO_REASSIGNMENT_IN_PROGRESS) and nothing is ever
+listed. DescribeTopicPartitions pages through topics in name
 order with response_partition_limit (at most max.request.partition.size.limit, 2000) and a cursor, as Kafka's
 DescribeTopicPartitionsRequestHandler does. With an authorizer, as KafkaApis: DescribeTopicPartitions lists only
 topics the principal may describe (a named other one is TOPIC_AUTHORIZATION_FAILED), ElectLeaders and
@@ -15,6 +22,9 @@ AlterPartitionReassignments need ALTER on the cluster, ListPartitionReassignment
 
 from __future__ import annotations
 
+import asyncio
+
+from odradek.cluster.elections import election_in_force, elected, reassignment_in_force
 from odradek.cluster.metadata import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -34,14 +44,6 @@ MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.li
 
 
 def handlers(broker) -> dict:
-    def partition_of(topic: str, index: int):
-        partition = broker.partitions.get((topic, index))
-        if partition is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             f"No such topic as {topic}" if topic not in broker.metadata.topics
-                             else f"No such partition as {topic}-{index}")
-        return partition
-
     # ------------------------------------------------------------------------------ DescribeTopicPartitions
     def answer_describe_topic_partitions(connection, header, request):
         catalogue = broker.metadata
@@ -100,27 +102,59 @@ def handlers(broker) -> dict:
         if not broker.access(connection).allows_cluster(AclOperation.ALTER):
             return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                         replica_election_results=[])
+        catalogue = broker.metadata
+        election_type = request.election_type  # v0: preferred
+        live = catalogue.registered_brokers()
         elect_all = request.topic_partitions is None
-        wanted = ({name: range(len(topic.partitions)) for name, topic in broker.metadata.topics.items()}
+        wanted = ({name: range(len(topic.partitions)) for name, topic in catalogue.topics.items()}
                   if elect_all else {})
         for entry in request.topic_partitions or ():
             wanted.setdefault(entry.topic, []).extend(entry.partitions)
-        results = []
+        outcomes: dict[tuple[str, int], KafkaError | None] = {}
         for topic, indexes in wanted.items():
-            outcomes = []
             for index in dict.fromkeys(indexes):  # each partition once, as Kafka's set of them
                 try:
-                    partition_of(topic, index).elect_leader(request.election_type)  # v0: preferred
-                    code, message = ErrorCode.NONE, None
+                    assignment = catalogue.assignment_of(topic, index)
+                    elected(election_type, assignment.replicas, assignment.leader, assignment.isr, live)
+                    outcomes[(topic, index)] = None
                 except KafkaError as exc:
-                    code, message = exc.code, exc.message
-                if not (elect_all and code == ErrorCode.ELECTION_NOT_NEEDED):
-                    outcomes.append(ElectLeadersResponse.PartitionResult(partition_id=index, error_code=code,
-                                                                         error_message=message))
-            if outcomes:
-                results.append(ElectLeadersResponse.ReplicaElectionResult(topic=topic, partition_result=outcomes))
-        return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                    replica_election_results=results)
+                    outcomes[(topic, index)] = exc
+        asked = [key for key, outcome in outcomes.items() if outcome is None]
+
+        def in_force(key: tuple[str, int]) -> bool:
+            try:
+                assignment = catalogue.assignment_of(*key)
+            except KafkaError:  # deleted meanwhile: nothing left to wait for
+                return True
+            return election_in_force(election_type, assignment.replicas, assignment.leader, live)
+
+        def response():
+            results = {}
+            for (topic, index), outcome in outcomes.items():
+                code, message = (ErrorCode.NONE, None) if outcome is None else (outcome.code, outcome.message)
+                if outcome is None and not in_force((topic, index)):
+                    code, message = ErrorCode.REQUEST_TIMED_OUT, "The election did not finish within the timeout."
+                if not (elect_all and code == ErrorCode.ELECTION_NOT_NEEDED):  # left out, as Kafka does
+                    results.setdefault(topic, []).append(ElectLeadersResponse.PartitionResult(
+                        partition_id=index, error_code=code, error_message=message))
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, replica_election_results=[
+                ElectLeadersResponse.ReplicaElectionResult(topic=topic, partition_result=partitions)
+                for topic, partitions in results.items()])
+
+        if not asked:
+            return response()
+        catalogue.request_elections(election_type, asked)
+
+        async def wait():
+            try:
+                async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
+                    while not all(in_force(key) for key in asked):
+                        await broker.catalogue_followed()
+            except TimeoutError:
+                pass
+            return response()
+
+        return wait()
 
     # ------------------------------------------------------------------------------------- reassignments
     def answer_alter_partition_reassignments(connection, header, request):
@@ -128,44 +162,70 @@ def handlers(broker) -> dict:
             return AlterPartitionReassignmentsResponse(
                 throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 error_message="Cluster authorization failed.", responses=[])
-        responses = []
-        for topic in request.topics:
-            answers = []
-            for wanted in topic.partitions:
-                code, message = ErrorCode.NONE, None
-                try:
-                    partition = partition_of(topic.name, wanted.partition_index)
-                    if wanted.replicas is not None:
-                        broker.metadata.check_manual_assignment([wanted.replicas])
-                    partition.reassign(wanted.replicas)
-                except KafkaError as exc:
-                    code, message = exc.code, exc.message
-                answers.append(AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
-                    partition_index=wanted.partition_index, error_code=code, error_message=message))
-            responses.append(AlterPartitionReassignmentsResponse.ReassignableTopicResponse(
-                name=topic.name, partitions=answers))
-        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                                                   error_message=None, responses=responses)
+        catalogue = broker.metadata
+        outcomes = {topic.name: catalogue.reassign_partitions(
+            topic.name, {wanted.partition_index: wanted.replicas for wanted in topic.partitions})
+            for topic in request.topics}
+        accepted = [(topic.name, wanted.partition_index, wanted.replicas) for topic in request.topics
+                    for wanted in topic.partitions if outcomes[topic.name][wanted.partition_index] is None]
+
+        def in_force(name: str, index: int, target: list[int] | None) -> bool:
+            try:
+                assignment = catalogue.assignment_of(name, index)
+            except KafkaError:  # deleted meanwhile: nothing left to wait for
+                return True
+            return reassignment_in_force(assignment.replicas, assignment.adding_replicas,
+                                         assignment.removing_replicas, target)
+
+        def response():
+            return AlterPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=[
+                    AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=name, partitions=[
+                        AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+                            partition_index=index, error_code=outcome.code if outcome else ErrorCode.NONE,
+                            error_message=outcome.message if outcome else None)
+                        for index, outcome in partitions.items()])
+                    for name, partitions in outcomes.items()])
+
+        if all(in_force(*entry) for entry in accepted):
+            return response()
+
+        async def wait():  # until this broker's view shows the targets, so a ListPartitionReassignments sees them
+            try:
+                async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
+                    while not all(in_force(*entry) for entry in accepted):
+                        await broker.catalogue_followed()
+            except TimeoutError:
+                for name, index, target in accepted:
+                    if not in_force(name, index, target):
+                        outcomes[name][index] = KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                                           "The reassignment was not seen within the timeout.")
+            return response()
+
+        return wait()
 
     def answer_list_partition_reassignments(connection, header, request):
         if not broker.access(connection).allows_cluster(AclOperation.DESCRIBE):
             return ListPartitionReassignmentsResponse(
                 throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 error_message="Cluster authorization failed.", topics=[])
+        topics = broker.metadata.topics
         if request.topics is None:
-            wanted = broker.partitions.items()
+            wanted = [(name, range(len(topic.partitions))) for name, topic in topics.items()]
         else:
-            wanted = (((entry.name, index), broker.partitions.get((entry.name, index)))
-                      for entry in request.topics for index in entry.partition_indexes)
+            wanted = [(entry.name, entry.partition_indexes) for entry in request.topics]
         by_topic: dict = {}
-        for (topic, index), partition in wanted:
-            ongoing = partition.reassignment if partition is not None else None
-            if ongoing is not None:  # unknown partitions are left out, as Kafka does
-                adding, removing = ongoing
-                by_topic.setdefault(topic, []).append(
-                    ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
-                        partition_index=index, replicas=list(partition.assignment.replicas),
-                        adding_replicas=adding, removing_replicas=removing))
+        for name, indexes in wanted:
+            topic = topics.get(name)
+            for index in indexes:
+                assignment = topic.partitions[index] if topic is not None and 0 <= index < len(topic.partitions) \
+                    else None
+                if assignment is not None and assignment.reassigning:  # unknown partitions are left out, as Kafka
+                    by_topic.setdefault(name, []).append(
+                        ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                            partition_index=index, replicas=list(assignment.replicas),
+                            adding_replicas=list(assignment.adding_replicas),
+                            removing_replicas=list(assignment.removing_replicas)))
         return ListPartitionReassignmentsResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, topics=[
                 ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=name, partitions=partitions)

@@ -36,7 +36,7 @@ import asyncio
 import logging
 import time
 
-from odradek.broker.append_waits import next_change
+from odradek.broker.append_waits import until_replicated
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
@@ -165,21 +165,9 @@ def handlers(broker) -> dict:
         return False
 
     async def replicated(name: str, index: int, outcome, deadline: float):
-        """acks=all: the append once the ISR has it (the high watermark passed it), as Kafka's DelayedProduce;
-        REQUEST_TIMED_OUT at the request's timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
-        min.insync.replicas meanwhile."""
-        while True:
-            partition = broker.partitions.get((name, index))
-            if partition is None or not partition.is_leader:
-                return KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "Leadership moved before the ISR had the records")
-            if partition.high_watermark > outcome.last_offset:
-                try:
-                    partition.check_min_insync()
-                except KafkaError as exc:
-                    return KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, exc.message)
-                return outcome
-            if not await next_change([partition], deadline - time.monotonic()):
-                return KafkaError(ErrorCode.REQUEST_TIMED_OUT, "The ISR did not have the records in time")
+        """acks=all: the append once the ISR has it, or the error that ended the wait."""
+        error = await until_replicated(lambda: broker.partitions.get((name, index)), outcome.last_offset, deadline)
+        return outcome if error is None else error
 
     async def await_outcomes(acks: int, outcomes: list, throttle_ms: int, timeout_ms: int = 0):
         futures = [outcome for _, partitions in outcomes for _, outcome in partitions

@@ -1,7 +1,9 @@
 """Producer and transaction APIs: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
 and the admin views DescribeProducers, DescribeTransactions and ListTransactions.
 
-Only wire translation lives here: each handler reads the fields its version carries, calls the transaction
+Only wire translation lives here (and, as Kafka's acks=-1 for coordinator writes, holding an answer until the
+change it reports is on the in-sync replicas: `once_durable` for the transaction coordinator's state, WriteTxnMarkers
+for the markers it wrote): each handler reads the fields its version carries, calls the transaction
 coordinator (odradek/coordinator/transaction_coordinator.py), the group coordinator (TxnOffsetCommit) or a
 partition's producer state (DescribeProducers), and turns KafkaError codes into that version's answer. KIP-588's
 PRODUCER_FENCED goes only to versions that know it (InitProducerId v4+, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2+,
@@ -14,6 +16,10 @@ the admin views need DESCRIBE on the transactional id (ListTransactions leaves t
 
 from __future__ import annotations
 
+import time
+
+from odradek.broker.append_waits import until_replicated
+from odradek.broker.handlers.groups import commit_answer
 from odradek.coordinator.transaction_state import TransactionState
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -43,9 +49,31 @@ def handlers(broker) -> dict:
     def coordinator():
         return broker.transaction_coordinator
 
+    def once_durable(transactional_id: str | None, respond, respond_error):
+        """respond() once the transaction coordinator's writes for this transactional id are on the in-sync
+        replicas of its __transaction_state partition (at once when they are, or with no id to wait for);
+        respond_error(KafkaError) when they do not get there."""
+        waiting = None if transactional_id is None else coordinator().until_durable(transactional_id)
+        if waiting is None:
+            return respond()
+
+        async def durable():
+            try:
+                await waiting
+            except KafkaError as exc:
+                return respond_error(exc)
+            return respond()
+
+        return durable()
+
     def answer_init_producer_id(connection, header, request):
         Response = INIT_PRODUCER_ID.response
         version = header.api_version
+
+        def refused(exc: KafkaError):
+            return Response(throttle_time_ms=0, error_code=_code_for(exc, version, 4), producer_id=-1,
+                            producer_epoch=-1)
+
         try:
             access = broker.access(connection)
             if request.transactional_id is not None:
@@ -57,9 +85,9 @@ def handlers(broker) -> dict:
                 request.transactional_id, request.transaction_timeout_ms,
                 request.producer_id if version >= 3 else -1, request.producer_epoch if version >= 3 else -1)
         except KafkaError as exc:
-            return Response(throttle_time_ms=0, error_code=_code_for(exc, version, 4), producer_id=-1,
-                            producer_epoch=-1)
-        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch)
+            return refused(exc)
+        return once_durable(request.transactional_id, lambda: Response(
+            throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch), refused)
 
     def add_partitions(access, transactional_id: str, producer_id: int, producer_epoch: int, topics, version: int,
                        verify_only: bool = False):
@@ -99,17 +127,52 @@ def handlers(broker) -> dict:
                 Response.AddPartitionsToTxnPartitionResult(partition_index=index, partition_error_code=code)
                 for index, code in partitions]) for name, partitions in results]
 
+        def failing(results, code: ErrorCode):
+            return [(name, [(index, code) for index, _ in partitions]) for name, partitions in results]
+
+        def added(results) -> bool:
+            return all(code == ErrorCode.NONE for _, partitions in results for _, code in partitions)
+
         if version < BATCHED_ADD_PARTITIONS_VERSION:
-            results = add_partitions(access, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            transactional_id = request.v3_and_below_transactional_id
+            results = add_partitions(access, transactional_id, request.v3_and_below_producer_id,
                                      request.v3_and_below_producer_epoch, request.v3_and_below_topics, version)
-            return Response(throttle_time_ms=0, results_by_topic_v3_and_below=topic_results(results))
-        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=[
-            Response.AddPartitionsToTxnResult(transactional_id=t.transactional_id, topic_results=topic_results(
-                add_partitions(access, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, version,
-                               t.verify_only)))
-            for t in request.transactions])
+            return once_durable(
+                transactional_id if added(results) else None,
+                lambda: Response(throttle_time_ms=0, results_by_topic_v3_and_below=topic_results(results)),
+                lambda exc: Response(throttle_time_ms=0, results_by_topic_v3_and_below=topic_results(
+                    failing(results, _code_for(exc, version, 2)))))
+        outcomes = [(t.transactional_id, add_partitions(access, t.transactional_id, t.producer_id, t.producer_epoch,
+                                                        t.topics, version, t.verify_only), t.verify_only)
+                    for t in request.transactions]
+
+        def respond():
+            return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=[
+                Response.AddPartitionsToTxnResult(transactional_id=transactional_id,
+                                                  topic_results=topic_results(results))
+                for transactional_id, results, _ in outcomes])
+
+        waits = [(position, waiting) for position, (transactional_id, results, verify_only) in enumerate(outcomes)
+                 if not verify_only and added(results)
+                 and (waiting := coordinator().until_durable(transactional_id)) is not None]
+        if not waits:
+            return respond()
+
+        async def durable():
+            for position, waiting in waits:
+                try:
+                    await waiting
+                except KafkaError as exc:
+                    transactional_id, results, verify_only = outcomes[position]
+                    outcomes[position] = (transactional_id, failing(results, _code_for(exc, version, 2)), verify_only)
+            return respond()
+
+        return durable()
 
     def answer_add_offsets_to_txn(connection, header, request):
+        def refused(exc: KafkaError):
+            return ADD_OFFSETS_TO_TXN.response(throttle_time_ms=0, error_code=_code_for(exc, header.api_version, 2))
+
         try:
             access = broker.access(connection)
             access.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
@@ -117,20 +180,26 @@ def handlers(broker) -> dict:
             coordinator().add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
                                       request.group_id)
         except KafkaError as exc:
-            return ADD_OFFSETS_TO_TXN.response(throttle_time_ms=0, error_code=_code_for(exc, header.api_version, 2))
-        return ADD_OFFSETS_TO_TXN.response(throttle_time_ms=0, error_code=ErrorCode.NONE)
+            return refused(exc)
+        return once_durable(request.transactional_id,
+                            lambda: ADD_OFFSETS_TO_TXN.response(throttle_time_ms=0, error_code=ErrorCode.NONE), refused)
 
     def answer_end_txn(connection, header, request):
         Response = END_TXN.response
+
+        def refused(exc: KafkaError):
+            return Response(throttle_time_ms=0, error_code=_code_for(exc, header.api_version, 2))
+
         try:
             broker.access(connection).require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                               request.transactional_id)
             coordinator().end_transaction(request.transactional_id, request.producer_id, request.producer_epoch,
                                           request.committed)
         except KafkaError as exc:
-            return Response(throttle_time_ms=0, error_code=_code_for(exc, header.api_version, 2))
-        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=request.producer_id,
-                        producer_epoch=request.producer_epoch)
+            return refused(exc)
+        return once_durable(request.transactional_id, lambda: Response(
+            throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch), refused)
 
     def answer_txn_offset_commit(connection, header, request):
         Response = TXN_OFFSET_COMMIT.response
@@ -152,14 +221,7 @@ def handlers(broker) -> dict:
                 offsets=[offset for offset in wanted if offset[0] not in denied])
         except KafkaError as exc:  # a request-level error covers every partition
             codes, denied = [_code_for(exc, version, 3)] * len(wanted), set()
-        answers = iter(codes)
-        return Response(throttle_time_ms=0, topics=[
-            Response.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
-                Response.TxnOffsetCommitResponsePartition(
-                    partition_index=p.partition_index,
-                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.name in denied else next(answers))
-                for p in topic.partitions])
-            for topic in request.topics])
+        return commit_answer(Response, Response.TxnOffsetCommitResponseTopic, Response.TxnOffsetCommitResponsePartition, request.topics, denied, codes)
 
     def answer_describe_producers(connection, header, request):
         Response = DESCRIBE_PRODUCERS.response
@@ -234,10 +296,12 @@ def handlers(broker) -> dict:
                                              m.transactional_id)])
 
     def answer_write_txn_markers(connection, header, request):
-        """A transaction coordinator on another broker closes a transaction on partitions this broker leads."""
+        """A transaction coordinator on another broker closes a transaction on partitions this broker leads; answered
+        once the markers are on the partitions' in-sync replicas (Kafka appends them with acks=-1)."""
         Response = WRITE_TXN_MARKERS.response
         allowed = broker.access(connection).allows_cluster(AclOperation.CLUSTER_ACTION)  # brokers only, in Kafka
         results = []
+        written = []  # (its answer, partition key, the marker's offset)
         for marker in request.markers:
             topics = []
             for wanted in marker.topics:
@@ -254,9 +318,23 @@ def handlers(broker) -> dict:
                         code = exc.code
                     partitions.append(Response.WritableTxnMarkerPartitionResult(partition_index=index,
                                                                                 error_code=code))
+                    partition = broker.partitions.get((wanted.name, index))
+                    if code == ErrorCode.NONE and partition.high_watermark < partition.log.log_end_offset:
+                        written.append((partitions[-1], (wanted.name, index), partition.log.log_end_offset - 1))
                 topics.append(Response.WritableTxnMarkerTopicResult(name=wanted.name, partitions=partitions))
             results.append(Response.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
-        return Response(markers=results)
+        if not written:
+            return Response(markers=results)
+
+        async def replicated():
+            deadline = time.monotonic() + broker.config["request.timeout.ms"] / 1000
+            for answer, key, last_offset in written:
+                error = await until_replicated(lambda: broker.partitions.get(key), last_offset, deadline)
+                if error is not None:
+                    answer.error_code = error.code
+            return Response(markers=results)
+
+        return replicated()
 
     return {
         WRITE_TXN_MARKERS.key: answer_write_txn_markers,

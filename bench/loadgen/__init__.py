@@ -1,0 +1,107 @@
+"""The C load generator (producer.c, consumer.c here, built by `make loadgen` into build/loadgen) driven from
+Python: spawn several of its processes at once against one broker and sum what they report.
+
+The Python client costs about 1 us of client CPU per record, ten times what the brokers spend, so with it every
+broker measures the client. These two small programs over librdkafka keep the client's cost per record well under
+the broker's and can run as several processes, so that the broker is what saturates; the figures that show it
+(CPU per record and cores busy, for each side) come out of `Run`. Each process prints one JSON line (common.h):
+its records, its span on CLOCK_MONOTONIC (one clock for every process) and its own CPU time from getrusage. A
+run's rate is every process's records over the span from the first one's start to the last one's end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+BUILD_DIR = Path(__file__).resolve().parents[2] / "build" / "loadgen"
+PRODUCER = BUILD_DIR / "loadgen-producer"
+CONSUMER = BUILD_DIR / "loadgen-consumer"
+TIMEOUT = 300
+
+
+class Unavailable(RuntimeError):
+    """The binaries are not built (`make loadgen` builds them; it needs gcc and librdkafka-dev)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What all processes of one run did together."""
+
+    records: int
+    bytes: int
+    seconds: float  # first start to last end
+    client_cpu: float  # seconds, every process over its own timed span
+    partition_records: tuple[int, ...]  # acknowledged (producers) or read (consumers) per partition
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes / self.seconds / (1 << 20)
+
+    @classmethod
+    def of(cls, reports: list[dict]) -> Run:
+        return cls(records=sum(r["records"] for r in reports), bytes=sum(r["bytes"] for r in reports),
+                   seconds=max(r["ended"] for r in reports) - min(r["started"] for r in reports),
+                   client_cpu=sum(r["cpu_user"] + r["cpu_system"] for r in reports),
+                   partition_records=tuple(map(sum, zip(*(r["partition_records"] for r in reports)))))
+
+
+def settings(config: dict[str, object]) -> list[str]:
+    return [arg for name, value in config.items() for arg in ("-X", f"{name}={value}")]
+
+
+def require() -> None:
+    missing = [str(path) for path in (PRODUCER, CONSUMER) if not path.exists()]
+    if missing:
+        raise Unavailable(f"load generator not built ({', '.join(missing)}): run `make loadgen`")
+
+
+def run_processes(commands: list[list[str]]) -> Run:
+    """Start every command at once, wait for all, and sum their reports; any failure raises with its message."""
+    require()
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for command in commands]
+    reports, failures = [], []
+    for process in processes:
+        try:
+            out, err = process.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+        lines = out.strip().splitlines()
+        if process.returncode != 0 or not lines:
+            failures.append(f"exit {process.returncode}: {(lines[-1] if lines else '')} {err.strip()[-300:]}")
+        else:
+            reports.append(json.loads(lines[-1]))
+    if failures:
+        raise RuntimeError(f"{len(failures)} of {len(commands)} load generator processes failed: {failures[0]}")
+    return Run.of(reports)
+
+
+def produce(bootstrap: str, topic: str, records: int, *, processes: int = 1, size: int = 100, keys: int = 0,
+            config: dict[str, object] | None = None) -> Run:
+    """`processes` producers sending records // processes records each (the remainder to the first)."""
+    shares = [records // processes + (records % processes if i == 0 else 0) for i in range(processes)]
+    return run_processes([[str(PRODUCER), "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
+                           "--size", str(size), "--keys", str(keys), *settings(config or {})] for share in shares])
+
+
+def consume(bootstrap: str, topic: str, partition_records: tuple[int, ...], *, processes: int = 1,
+            config: dict[str, object] | None = None) -> Run:
+    """`processes` consumers sharing the topic's partitions (p % processes), each reading its partitions from the
+    start until it has the records `partition_records` says they hold (a produce Run's). Raises unless every
+    partition gave exactly those records."""
+    shares = [sum(partition_records[i::processes]) for i in range(processes)]
+    done = run_processes([[str(CONSUMER), "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
+                           "--member", str(i), "--members", str(processes), *settings(config or {})]
+                          for i, share in enumerate(shares) if share])
+    if done.partition_records != tuple(partition_records):
+        raise RuntimeError(f"{topic}: read {done.partition_records} records per partition, "
+                           f"expected {tuple(partition_records)}")
+    return done

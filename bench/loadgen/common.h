@@ -1,0 +1,37 @@
+/* What the load generator's producer and consumer share: their command line, the librdkafka configuration built
+ * from it, the clock, and the one-line JSON report each process prints at the end. */
+#ifndef LOADGEN_COMMON_H
+#define LOADGEN_COMMON_H
+
+#include <librdkafka/rdkafka.h>
+
+struct options {
+    const char *bootstrap;
+    const char *topic;
+    long records;   /* producer: records to send; consumer: records to read from its partitions */
+    int size;       /* producer: value bytes */
+    int keys;       /* producer: distinct keys, 0 for none */
+    int member;     /* consumer: this process reads the partitions p with p % members == member */
+    int members;
+};
+
+/* Parses argv into opts and a librdkafka configuration (every "-X name=value"); exits with a message on error. */
+rd_kafka_conf_t *parse_options(int argc, char **argv, struct options *opts, const char *usage);
+
+double now_seconds(void); /* CLOCK_MONOTONIC: one clock for every process on the machine */
+
+struct cpu_times {
+    double user, system;
+};
+struct cpu_times cpu_now(void); /* getrusage(RUSAGE_SELF): every thread of this process, librdkafka's included */
+
+/* Prints {"records", "bytes", "started", "ended", "seconds", "records_per_s", "mb_per_s", "cpu_user",
+ * "cpu_system", "cpu_per_record_us", "errors", "first_error", "librdkafka", "partition_records"} on one line of
+ * stdout; partition_records lists the records sent to (acknowledged) or read from each partition of the topic. */
+void report(long records, long long bytes, double started, double ended, struct cpu_times before,
+            struct cpu_times after, long errors, const char *first_error, const long *partition_records,
+            int partitions);
+
+void fail(const char *what, const char *why);
+
+#endif

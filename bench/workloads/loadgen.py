@@ -1,0 +1,67 @@
+"""Produce and consume throughput of 100-byte records driven by the C load generator (bench/loadgen), with the
+figures that say which side saturated: CPU per record and cores busy, for the broker and for the client.
+
+The Python client's figures (the throughput workload) are what a Python user sees, but its client costs ten times
+the broker's CPU per record, so they measure the client. Here several C producer processes send into a topic of 4
+partitions (acks=1, linger.ms=5, 1 MB batches, the Python workload's producer settings) and then several C consumers
+read it back from the start, each process a share of the partitions. Broker CPU comes from /proc/<pid>/stat over
+the run, the client's from each process's getrusage; "cores busy" is CPU seconds over the run's wall time, so a
+broker at its limit shows the cores it can use (one for a single-threaded Python process) while the client's stay
+below what it could use. Every round starts a fresh broker; rounds interleave across brokers (peers.rounds).
+"""
+
+from __future__ import annotations
+
+from bench import client, loadgen, peers
+from bench.measure import Results
+
+WORKLOAD = "loadgen"
+PARTITIONS = 4
+PRODUCERS = 2
+CONSUMERS = 2
+PRODUCER = {"acks": "1", **client.THROUGHPUT_PRODUCER}
+
+
+def run(results: Results, brokers: list[str], sizes) -> None:
+    if not built(results, WORKLOAD):
+        return
+    for round_number, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
+        one_round(results, broker, f"lg{round_number}", sizes.loadgen_records)
+
+
+def one_round(results: Results, broker: peers.Broker, topic: str, records: int) -> None:
+    produce_metric = f"produce, {PARTITIONS} partitions, acks=1, {PRODUCERS} C producers"
+    consume_metric = f"consume, {PARTITIONS} partitions, {CONSUMERS} C consumers"
+    try:
+        client.create_topic(broker.bootstrap, topic, PARTITIONS)
+        before = broker.cpu_seconds()
+        produced = loadgen.produce(broker.bootstrap, topic, records, processes=PRODUCERS, config=PRODUCER)
+        add_run(results, WORKLOAD, produce_metric, broker.name, produced, broker.cpu_seconds() - before)
+        before = broker.cpu_seconds()
+        consumed = loadgen.consume(broker.bootstrap, topic, produced.partition_records, processes=CONSUMERS,
+                                   config=client.CONSUMER)
+        add_run(results, WORKLOAD, consume_metric, broker.name, consumed, broker.cpu_seconds() - before)
+    except Exception as exc:  # one failed round is a recorded error, not the end of the suite
+        results.error(WORKLOAD, produce_metric, broker.name, repr(exc), unit="records/s")
+
+
+def built(results: Results, workload: str) -> bool:
+    """Whether the load generator is built; if not, the workload's note says how to build it."""
+    try:
+        loadgen.require()
+    except loadgen.Unavailable as exc:
+        results.note(workload, "skipped", str(exc))
+        return False
+    return True
+
+
+def add_run(results: Results, workload: str, metric: str, broker: str, done: loadgen.Run, broker_cpu: float,
+            *, unit: str = "records/s", per: str = "record") -> None:
+    """The run's rate and, for the broker and the client, CPU per record (or per request) in microseconds and
+    cores busy over the run's wall time."""
+    results.add(workload, metric, broker, done.records_per_s, unit=unit)
+    for side, cpu in (("broker", broker_cpu), ("client", done.client_cpu)):
+        results.add(workload, f"{side} CPU per {per}, {metric}", broker, cpu / done.records * 1e6, unit="us",
+                    better="lower")
+        results.add(workload, f"{side} cores busy, {metric}", broker, cpu / done.seconds, unit="cores",
+                    better=None)

@@ -1,0 +1,94 @@
+"""The C load generator (bench/loadgen) against a real broker: built by `make loadgen`, its producer's records are
+what a Kafka consumer reads back, its consumer reads every record of every partition from the start, several
+processes share the work, and the small-requests setting puts one record in each Produce request."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from bench import client, loadgen, peers
+from bench.workloads import small_requests
+from odradek.embedded import BrokerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    if shutil.which("gcc") is None or not Path("/usr/include/librdkafka/rdkafka.h").exists():
+        pytest.skip("gcc or librdkafka-dev missing (make bench-packages installs them as root)")
+    # the venv running the tests is the one whose confluent-kafka wheel lends its librdkafka
+    subprocess.run(["make", "--no-print-directory", "loadgen", f"VENV={sys.prefix}"], cwd=ROOT, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def metered(tmp_path_factory):
+    """One broker for the module, with its Prometheus endpoint on (to count requests)."""
+    port = peers.free_port()
+    with BrokerProcess(tmp_path_factory.mktemp("loadgen") / "data", settings={"metrics.port": port}) as broker:
+        broker.metrics_port = port
+        yield broker
+
+
+def produce_requests(broker) -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=10).read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith('odradek_requests_total{api="Produce"'))
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    records = []
+    for _ in range(30):
+        records += consumer.consume(expected, 1.0)
+        if len(records) >= expected:
+            break
+    consumer.close()
+    return records
+
+
+def test_produced_records_read_back_by_a_kafka_consumer_and_by_the_c_consumer(metered, topic_name):
+    bootstrap = metered.bootstrap_servers
+    client.create_topic(bootstrap, topic_name, 3)
+    produced = loadgen.produce(bootstrap, topic_name, 3001, processes=2, size=100, keys=50,
+                               config={"acks": "all", "linger.ms": 5, "compression.codec": "zstd"})
+    assert (produced.records, produced.bytes) == (3001, 300_100)
+    assert produced.client_cpu > 0 and produced.seconds > 0
+
+    records = read_all(bootstrap, topic_name, 3, 3001)
+    assert len(records) == 3001 and not any(r.error() for r in records)
+    assert {len(r.value()) for r in records} == {100}
+    assert {r.key() for r in records} == {b"key-%011d" % k for k in range(50)}
+    per_partition = [0, 0, 0]
+    for record in records:
+        per_partition[record.partition()] += 1
+    assert tuple(per_partition) == produced.partition_records and all(per_partition)  # keys spread over all 3
+
+    for processes in (1, 2):
+        consumed = loadgen.consume(bootstrap, topic_name, produced.partition_records, processes=processes)
+        assert (consumed.records, consumed.bytes) == (3001, 300_100)
+        assert consumed.partition_records == produced.partition_records
+
+
+def test_small_requests_setting_sends_one_record_per_produce_request(metered, topic_name):
+    bootstrap = metered.bootstrap_servers
+    client.create_topic(bootstrap, topic_name, 4)
+    before = produce_requests(metered)
+    done = loadgen.produce(bootstrap, topic_name, 400, processes=small_requests.PRODUCERS,
+                           config=small_requests.PRODUCER)
+    assert done.records == 400
+    assert produce_requests(metered) - before == 400
+
+
+def test_a_failing_process_fails_the_run_with_its_message(metered, topic_name):
+    with pytest.raises(RuntimeError, match="no.such.setting"):
+        loadgen.produce(metered.bootstrap_servers, topic_name, 10, processes=2, config={"no.such.setting": 1})

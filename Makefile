@@ -13,16 +13,18 @@ BENCH_INSTALLED := $(VENV)/.installed-bench
 $(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark,console]'
 	touch $@
 
 # kcat, ZooKeeper for the cluster tests (Debian's package: the server jars in /usr/share/java; the tests start
-# their own server from them on a free 127.0.0.1 port, never the package's service), and librdkafka's headers for
-# the tests of the C load generator (tests/loadgen).
+# their own server from them on a free 127.0.0.1 port, never the package's service), librdkafka's headers for the
+# tests of the C load generator (tests/loadgen), and Chromium for the console's browser tests (Playwright drives
+# Debian's chromium; its own browser download is not used).
 system-packages:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	test -f /usr/include/librdkafka/rdkafka.h || missing="$$missing librdkafka-dev"; \
+	test -x /usr/bin/chromium && command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium chromium-driver"; \
 	ls /usr/share/java/zookeeper-*.jar >/dev/null 2>&1 && command -v java >/dev/null 2>&1 || missing="$$missing zookeeper"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \

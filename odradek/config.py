@@ -312,6 +312,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("max.connection.creation.rate", _T.INT, INT_MAX, "New connections per second; more wait",
                   minimum=0),
         ConfigKey("metrics.port", _T.INT, 0, "Port of the Prometheus /metrics endpoint (0: off)", minimum=0),
+        ConfigKey("console.port", _T.INT, 0, "Port of the web console on 127.0.0.1, served beside the broker (0: "
+                  "off; docs/console.md)", minimum=0),
         ConfigKey("log.retention.check.interval.ms", _T.LONG, 300000, "How often retention runs", minimum=1),
         ConfigKey("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, "How often flush.ms is checked"),
         ConfigKey("log.flush.offset.checkpoint.interval.ms", _T.INT, 60000, "How often recovery points are saved"),

@@ -4,8 +4,9 @@
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
 With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
 The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
-dump-log, mirror, users, reassign and elect-leaders), each adding its parsers here; Spark's pipeline commands join
-only when odradek.spark.pipelines imports (pyspark is optional).
+dump-log, mirror, users, reassign and elect-leaders, console), each adding its parsers here (`console.port` also
+serves the web console beside the broker); Spark's pipeline commands join only when odradek.spark.pipelines imports
+(pyspark is optional).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pathlib import Path
 import confluent_kafka
 
 from odradek import __version__
-from odradek.cli import (acls, brokers, cluster, consume, dump_log, groups, mirror, perf, produce, reassign, topics,
-                         users, zk)
+from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, mirror, perf, produce, reassign,
+                         topics, users, zk)
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
     for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users,
-                   reassign):
+                   reassign, console):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser
@@ -107,11 +108,25 @@ async def _serve(broker) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     host, port = await broker.start()
+    console_url = _start_console(broker, host, port) if broker.config["console.port"] else None
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
           f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
+    if console_url is not None:
+        print(f"odradek: console on {console_url}", flush=True)
     await stop.wait()
     await broker.stop()
     return 0
+
+
+def _start_console(broker, host: str, port: int) -> str:
+    """The web console beside the broker, on 127.0.0.1:console.port, reading it through its own listener."""
+    from odradek.console import Console, ConsoleSettings
+
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    metrics = [f"http://{local}:{broker.metrics.port}/metrics"] if broker.metrics is not None else []
+    settings = ConsoleSettings(f"{local}:{port}", port=broker.config["console.port"],
+                               zookeeper=broker.config["zookeeper.connect"] or None, metrics_urls=metrics)
+    return Console(settings).start_thread()
 
 
 def _use_uvloop() -> None:

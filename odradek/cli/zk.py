@@ -33,6 +33,11 @@ def zookeeper_client(connect: str, timeout_s: float = 10.0):
         client.close()
 
 
+def in_order(children: list[str]) -> list[str]:
+    """Znode names sorted, numeric ones (broker ids, sequence numbers) by value and first."""
+    return sorted(children, key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else name))
+
+
 def add_commands(commands) -> None:
     zk = commands.add_parser("zk", help="look inside the cluster's ZooKeeper (ls, get)",
                              description="Read the cluster's znodes (docs/zookeeper-layout.md), as zookeeper-shell.")
@@ -55,7 +60,7 @@ def run_ls(args: argparse.Namespace) -> int:
             children = client.get_children(args.path)
         except NoNodeError:
             raise ValueError(f"no znode {args.path} in ZooKeeper {args.zookeeper}") from None
-    for child in sorted(children, key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else name)):
+    for child in in_order(children):
         print(child)
     return 0
 

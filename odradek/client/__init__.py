@@ -12,7 +12,7 @@ Everything goes through confluent-kafka except those low-level calls, whose poin
 they use odradek.protocol.connection, the blocking connection the Spark fetcher reads with.
 """
 
-from odradek.client.admin import Admin, GroupOffset, PartitionInfo, TopicInfo
+from odradek.client.admin import Admin, ConfigValue, GroupOffset, PartitionInfo, PartitionLayout, TopicInfo
 from odradek.client.connector import Blacklist, ConsumerConnector, KafkaStream, Whitelist
 from odradek.client.errors import ClientError
 from odradek.client.messages import Message, RecordMetadata
@@ -21,7 +21,7 @@ from odradek.client.producer import Producer
 from odradek.client.simple import FetchedMessages, FetchRequest, SimpleConsumer
 
 __all__ = [
-    "Admin", "Blacklist", "ClientError", "ConsumerConnector", "FetchRequest", "FetchedMessages", "GroupOffset",
-    "KafkaStream", "Message", "PartitionInfo", "Producer", "RecordMetadata", "SimpleConsumer", "TopicInfo", "Whitelist",
-    "murmur2", "murmur2_partitioner", "random_partitioner",
+    "Admin", "Blacklist", "ClientError", "ConfigValue", "ConsumerConnector", "FetchRequest", "FetchedMessages",
+    "GroupOffset", "KafkaStream", "Message", "PartitionInfo", "PartitionLayout", "Producer", "RecordMetadata",
+    "SimpleConsumer", "TopicInfo", "Whitelist", "murmur2", "murmur2_partitioner", "random_partitioner",
 ]

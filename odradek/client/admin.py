@@ -34,6 +34,25 @@ class PartitionInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class PartitionLayout:
+    """Where a partition lives, from Metadata alone (no offsets): cheap for every partition of a large cluster."""
+    partition: int
+    leader: int  # -1: offline
+    replicas: list[int]
+    isr: list[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigValue:
+    """One topic setting as DescribeConfigs gives it: its value and where that value comes from."""
+    name: str
+    value: str | None
+    source: str  # DYNAMIC_TOPIC_CONFIG for the topic's own override, DEFAULT_CONFIG, STATIC_BROKER_CONFIG, ...
+    read_only: bool
+    sensitive: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class TopicInfo:
     name: str
     partitions: list[PartitionInfo]
@@ -121,12 +140,24 @@ class Admin:
         resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
         _wait(self._client.incremental_alter_configs([resource])[resource], self.timeout)
 
-    def topic_configs(self, name: str) -> dict[str, str]:
-        """The topic's own overrides (not broker or built-in defaults)."""
+    def topic_config_values(self, name: str) -> list[ConfigValue]:
+        """Every setting of the topic, its own overrides and the defaults it inherits, sorted by name."""
         resource = ConfigResource(ConfigResource.Type.TOPIC, name)
         entries = _wait(self._client.describe_configs([resource])[resource], self.timeout)
-        return {key: entry.value for key, entry in sorted(entries.items())
-                if entry.source == confluent_kafka.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        return [ConfigValue(key, entry.value, confluent_kafka.admin.ConfigSource(entry.source).name,
+                            entry.is_read_only, entry.is_sensitive) for key, entry in sorted(entries.items())]
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """The topic's own overrides (not broker or built-in defaults)."""
+        return {entry.name: entry.value for entry in self.topic_config_values(name)
+                if entry.source == "DYNAMIC_TOPIC_CONFIG"}
+
+    def topic_layouts(self, include_internal: bool = False) -> dict[str, list[PartitionLayout]]:
+        """Every topic's partitions with their leader, replicas and ISR, from one Metadata request."""
+        return {name: [PartitionLayout(index, entry.partitions[index].leader, list(entry.partitions[index].replicas),
+                                       list(entry.partitions[index].isrs)) for index in sorted(entry.partitions)]
+                for name, entry in sorted(self._metadata().topics.items())
+                if entry.error is None and (include_internal or not name.startswith("__"))}
 
     def describe_topics(self, names: Iterable[str]) -> list[TopicInfo]:
         metadata = self._metadata().topics

@@ -26,11 +26,12 @@ class SaslBroker:
                 "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": PASSWORDS[user]}
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
+def start_sasl_broker(data_dir) -> SaslBroker:
+    """A broker whose SASL_PLAINTEXT listener knows PASSWORDS' users, with ACLs on and User:admin a super user
+    (tests/console uses it too)."""
     sasl_port = free_port()
     users = " ".join(f'user_{user}="{password}"' for user, password in PASSWORDS.items())
-    process = BrokerProcess(tmp_path_factory.mktemp("acl-sasl") / "data", settings={
+    process = BrokerProcess(data_dir, settings={
         "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
@@ -38,8 +39,14 @@ def broker(tmp_path_factory):
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "super.users": "User:admin", "allow.everyone.if.no.acl.found": "false"})
     process.start()
-    yield SaslBroker(process, sasl_port)
-    process.stop()
+    return SaslBroker(process, sasl_port)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    sasl = start_sasl_broker(tmp_path_factory.mktemp("acl-sasl") / "data")
+    yield sasl
+    sasl.process.stop()
 
 
 def properties_file(tmp_path, broker: SaslBroker, user: str):

@@ -1,0 +1,227 @@
+"""The console's web application: a Starlette (ASGI) app of server-rendered Jinja2 pages, made live with htmx
+(fragments polled every few seconds) and charts drawn by uPlot from small JSON series; both vendored under static/
+so it works offline.
+
+Each handler asks odradek.console.cluster.ClusterView (blocking client calls, run in Starlette's thread pool) and
+renders a template; forms post and redirect back with a notice, so every page works without JavaScript except
+the charts. Changes need a same-origin POST (no cross-site form or DNS-rebound host can drive the console), and a
+failed change shows the broker's reason on the page instead of an error code alone.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from pathlib import Path
+
+import confluent_kafka
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from odradek.client import ClientError
+from odradek.cli.common import timestamp_ms
+from odradek.console import render
+from odradek.console.cluster import ClusterView, group_lag
+from odradek.console.rates import LagHistory, MetricsSampler
+
+HERE = Path(__file__).parent
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
+NOT_FOUND_ERRORS = {"UNKNOWN_TOPIC_OR_PART", "GROUP_ID_NOT_FOUND"}
+
+
+def same_origin(request: Request) -> bool:
+    """A change may come only from the console's own pages: the browser's Origin (or Sec-Fetch-Site) says so."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    return origin is None or urllib.parse.urlsplit(origin).netloc == request.headers.get("host")
+
+
+def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopback_only: bool = True) -> Starlette:
+    """The console over `view`; `sampler` gives the rate chart and partition sizes (None: no metrics known)."""
+    templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.filters["rendered"] = render.render_bytes
+    templates.env.filters["time"] = render.format_time
+    templates.env.globals["zookeeper"] = view.zookeeper is not None
+    templates.env.globals["metrics"] = sampler is not None and bool(sampler.urls)
+    lag_history = LagHistory()
+
+    def page(request: Request, name: str, status_code: int = 200, **context) -> Response:
+        context.setdefault("notice", request.query_params.get("notice", ""))
+        response = templates.TemplateResponse(request, name, context, status_code=status_code)
+        response.headers["Vary"] = "HX-Request"  # a polled fragment is never served from cache as the whole page
+        return response
+
+    def back(url: str, notice: str) -> RedirectResponse:
+        return RedirectResponse(f"{url}?{urllib.parse.urlencode({'notice': notice})}", status_code=303)
+
+    async def form_of(request: Request):
+        if not same_origin(request):
+            raise HTTPException(403, "changes are accepted from the console's own pages only")
+        return await request.form()
+
+    def fragment(request: Request) -> bool:
+        return request.headers.get("hx-request") == "true"
+
+    def page_number(request: Request) -> int:
+        text = request.query_params.get("page", "1")
+        return int(text) if text.isdigit() else 1
+
+    # --------------------------------------------------------------------------------------------- overview
+    async def overview(request: Request) -> Response:
+        data = await run_in_threadpool(view.overview)
+        return page(request, "_overview_stats.html" if fragment(request) else "overview.html", overview=data,
+                    bootstrap=view.bootstrap_servers)
+
+    async def rates(request: Request) -> Response:
+        return JSONResponse(sampler.history.series() if sampler is not None else {"time": []})
+
+    # ----------------------------------------------------------------------------------------------- topics
+    async def topics(request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        rows = await run_in_threadpool(view.topics, query, page_number(request))
+        return page(request, "_topics_table.html" if fragment(request) else "topics.html", topics=rows, q=query)
+
+    async def create_topic(request: Request) -> Response:
+        form = await form_of(request)
+        name = form.get("name", "").strip()
+        configs = dict(line.split("=", 1) for line in form.get("configs", "").splitlines() if "=" in line)
+        await run_in_threadpool(view.create_topic, name, int(form.get("partitions") or -1),
+                                int(form.get("replication_factor") or -1),
+                                {key.strip(): value.strip() for key, value in configs.items()})
+        return back(f"/topics/{urllib.parse.quote(name)}", f"Created topic {name}.")
+
+    async def topic(request: Request) -> Response:
+        name = request.path_params["name"]
+        sizes = sampler.log_sizes if sampler is not None else None
+        detail = await run_in_threadpool(view.topic, name, page_number(request), sizes)
+        return page(request, "topic.html", topic=detail)
+
+    async def set_config(request: Request) -> Response:
+        name = request.path_params["name"]
+        form = await form_of(request)
+        await run_in_threadpool(view.set_topic_config, name, form["key"], form.get("value", ""))
+        return back(f"/topics/{urllib.parse.quote(name)}", f"Set {form['key']} of {name}.")
+
+    async def add_partitions(request: Request) -> Response:
+        name = request.path_params["name"]
+        form = await form_of(request)
+        await run_in_threadpool(view.add_partitions, name, int(form["partitions"]))
+        return back(f"/topics/{urllib.parse.quote(name)}", f"{name} now has {form['partitions']} partitions.")
+
+    async def delete_topic(request: Request) -> Response:
+        name = request.path_params["name"]
+        form = await form_of(request)
+        if form.get("confirm") != name:
+            raise ValueError(f"type the topic's name, {name}, to confirm its deletion")
+        await run_in_threadpool(view.delete_topic, name)
+        return back("/topics", f"Deleted topic {name}.")
+
+    # --------------------------------------------------------------------------------------------- messages
+    async def messages(request: Request) -> Response:
+        name = request.path_params["name"]
+        params = request.query_params
+        partition = int(params.get("partition") or 0)
+        offset = int(params["offset"]) if params.get("offset", "").lstrip("-").isdigit() else None
+        at = timestamp_ms(params["time"]) if params.get("time") else None
+        newest_first = params.get("order", "newest") != "oldest"
+        fmt = params.get("format", "text") if params.get("format") in render.FORMATS else "text"
+        key = params.get("key", "")
+        found = await run_in_threadpool(view.messages, name, partition, offset, at, newest_first, key)
+        return page(request, "messages.html", topic=name, partition=partition, found=found,
+                    order="newest" if newest_first else "oldest", format=fmt, key=key,
+                    offset="" if offset is None else offset, time=params.get("time", ""))
+
+    async def produce(request: Request) -> Response:
+        name = request.path_params["name"]
+        form = await form_of(request)
+        headers = [tuple(part.strip() for part in line.split("=", 1)) for line in form.get("headers", "").splitlines()
+                   if "=" in line]
+        partition = int(form["partition"]) if form.get("partition", "").isdigit() else None
+        sent_partition, offset = await run_in_threadpool(view.produce, name, partition, form.get("key", ""),
+                                                         form.get("value", ""), headers)
+        return RedirectResponse(f"/topics/{urllib.parse.quote(name)}/messages?partition={sent_partition}&"
+                                + urllib.parse.urlencode({"notice": f"Produced offset {offset} to partition "
+                                                                    f"{sent_partition}."}), status_code=303)
+
+    # ----------------------------------------------------------------------------------------------- groups
+    async def groups(request: Request) -> Response:
+        return page(request, "groups.html", groups=await run_in_threadpool(view.groups))
+
+    async def group(request: Request) -> Response:
+        group_id = request.path_params["group"]
+        described = await run_in_threadpool(view.group, group_id)
+        lag_history.record(group_id, time.time(), group_lag(described.offsets))
+        shown = render.page_of(described.offsets, page_number(request), 100)
+        return page(request, "_group_offsets.html" if fragment(request) else "group.html", group=described,
+                    offsets=shown, lag=group_lag(described.offsets))
+
+    async def group_lag_series(request: Request) -> Response:
+        return JSONResponse(lag_history.series(request.path_params["group"]))
+
+    async def reset_offsets(request: Request) -> Response:
+        group_id = request.path_params["group"]
+        form = await form_of(request)
+        topics = [name.strip() for name in form.get("topics", "").split(",") if name.strip()]
+        plan = await run_in_threadpool(view.reset_plan, group_id, topics, form.get("target", "earliest"),
+                                       form.get("value", ""))
+        executed = form.get("execute") == "yes"
+        if executed:
+            await run_in_threadpool(view.reset_offsets, group_id, plan)
+        described = await run_in_threadpool(view.group, group_id)
+        return page(request, "group.html", group=described, offsets=render.page_of(described.offsets, 1, 100),
+                    lag=group_lag(described.offsets), plan=sorted(plan.items()), executed=executed, form=form)
+
+    async def delete_group(request: Request) -> Response:
+        group_id = request.path_params["group"]
+        await form_of(request)
+        await run_in_threadpool(view.delete_group, group_id)
+        return back("/groups", f"Deleted group {group_id}.")
+
+    # -------------------------------------------------------------------------------------------- ZooKeeper
+    async def zookeeper(request: Request) -> Response:
+        path = request.query_params.get("path", "/")
+        children, data = await run_in_threadpool(view.znode, path)
+        return page(request, "_znode.html" if fragment(request) else "zookeeper.html", path=path,
+                    children=children, data=data.decode("utf-8", "replace"))
+
+    # ----------------------------------------------------------------------------------------------- errors
+    async def failed(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, HTTPException):
+            return PlainTextResponse(exc.detail, exc.status_code)
+        if isinstance(exc, confluent_kafka.KafkaException):  # a client call odradek.client does not wrap
+            exc = ClientError.of(exc)
+        status = 404 if getattr(exc, "name", None) in NOT_FOUND_ERRORS else 400
+        return page(request, "error.html", status, error=str(exc))
+
+    routes = [
+        Route("/", overview),
+        Route("/rates.json", rates),
+        Route("/topics", topics),
+        Route("/topics", create_topic, methods=["POST"]),
+        Route("/topics/{name}", topic),
+        Route("/topics/{name}/config", set_config, methods=["POST"]),
+        Route("/topics/{name}/partitions", add_partitions, methods=["POST"]),
+        Route("/topics/{name}/delete", delete_topic, methods=["POST"]),
+        Route("/topics/{name}/messages", messages),
+        Route("/topics/{name}/messages", produce, methods=["POST"]),
+        Route("/groups", groups),
+        Route("/groups/{group}", group),
+        Route("/groups/{group}/lag.json", group_lag_series),
+        Route("/groups/{group}/reset", reset_offsets, methods=["POST"]),
+        Route("/groups/{group}/delete", delete_group, methods=["POST"]),
+        Route("/zookeeper", zookeeper),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)] if loopback_only else []
+    return Starlette(routes=routes, middleware=middleware,
+                     exception_handlers={ClientError: failed, confluent_kafka.KafkaException: failed,
+                                         ValueError: failed, KeyError: failed, HTTPException: failed})

@@ -1,0 +1,274 @@
+"""What the console reads from and does to a cluster, only through the Kafka protocol (odradek.client's Admin,
+SimpleConsumer and Producer over confluent-kafka) and, in cluster mode, ZooKeeper read-only (kazoo).
+
+So it works against any Kafka-compatible cluster, and with SASL/ACLs on it sees what its principal may see: it
+connects with the client properties it is given (`client_config`) and the brokers filter their answers. Every read
+is sized to one page: topics come from one Metadata request, offsets are asked for the partitions on the page only,
+messages are read chunk by chunk from the page's first offset, never a whole partition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import types
+from collections.abc import Mapping
+
+from confluent_kafka.admin import OffsetSpec
+
+from odradek.client import Admin, ClientError, ConfigValue, GroupOffset, Message, PartitionLayout, Producer, \
+    SimpleConsumer
+from odradek.console import render
+
+TOPICS_PER_PAGE = 50
+PARTITIONS_PER_PAGE = 100
+MESSAGES_PER_PAGE = 50
+KEY_SCAN_CHUNK = 500
+KEY_SCAN_LIMIT = 10_000  # records a key-filtered page looks through before it stops and offers to go on
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerRow:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    controller: bool
+    up: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicRow:
+    name: str
+    partitions: int
+    replication_factor: int
+    under_replicated: int
+    offline: int
+
+    @classmethod
+    def of(cls, name: str, layouts: list[PartitionLayout]) -> "TopicRow":
+        return cls(name, len(layouts), len(layouts[0].replicas) if layouts else 0,
+                   sum(1 for p in layouts if len(p.isr) < len(p.replicas)), sum(1 for p in layouts if p.leader < 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class Overview:
+    cluster_id: str
+    controller: int
+    brokers: list[BrokerRow]
+    topics: int
+    partitions: int
+    under_replicated: int
+    offline: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionRow:
+    layout: PartitionLayout
+    earliest: int
+    latest: int
+    size_bytes: float | None  # from the brokers' metrics, None without them
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicDetail:
+    row: TopicRow
+    partitions: render.Page[PartitionRow]
+    configs: list[ConfigValue]
+
+
+@dataclasses.dataclass(frozen=True)
+class MessagePage:
+    messages: list[Message]
+    partitions: int  # of the topic
+    earliest: int
+    latest: int
+    next_offset: int | None  # where the next page in the same direction starts; None at the log's end
+    scanned: int  # records read to fill the page (more than shown with a key filter)
+
+
+class ClusterView:
+    def __init__(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None,
+                 zookeeper: str | None = None, timeout: float = 15.0):
+        self.bootstrap_servers = bootstrap_servers
+        self.client_config = dict(client_config or {})
+        self.zookeeper = zookeeper
+        self.admin = Admin(bootstrap_servers, timeout, self.client_config)
+        self._producer: Producer | None = None
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close(5)
+
+    # ------------------------------------------------------------------------------------------ cluster
+    def overview(self) -> Overview:
+        cluster = self.admin.describe_cluster()
+        layouts = self.admin.topic_layouts()
+        live = {broker.node_id: broker for broker in cluster.brokers}
+        assigned = {replica for partitions in layouts.values() for p in partitions for replica in p.replicas}
+        brokers = [BrokerRow(node_id, live[node_id].host if node_id in live else "", live[node_id].port
+                             if node_id in live else 0, live[node_id].rack if node_id in live else None,
+                             node_id == cluster.controller_id, node_id in live)
+                   for node_id in sorted(set(live) | assigned)]
+        rows = [TopicRow.of(name, partitions) for name, partitions in layouts.items()]
+        return Overview(cluster.cluster_id, cluster.controller_id, brokers, len(rows),
+                        sum(row.partitions for row in rows), sum(row.under_replicated for row in rows),
+                        sum(row.offline for row in rows))
+
+    # ------------------------------------------------------------------------------------------- topics
+    def topics(self, query: str = "", page: int = 1) -> render.Page[TopicRow]:
+        rows = [TopicRow.of(name, partitions) for name, partitions in self.admin.topic_layouts().items()
+                if query.lower() in name.lower()]
+        return render.page_of(rows, page, TOPICS_PER_PAGE)
+
+    def topic(self, name: str, page: int = 1, log_sizes: Mapping[tuple[str, int], float] | None = None
+              ) -> TopicDetail:
+        layouts = self.admin.topic_layouts(include_internal=True).get(name)
+        if layouts is None:
+            raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {name!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+        shown = render.page_of(layouts, page, PARTITIONS_PER_PAGE)
+        indexes = [p.partition for p in shown.items]
+        earliest = self.admin.list_offsets(name, indexes, OffsetSpec.earliest())
+        latest = self.admin.list_offsets(name, indexes, OffsetSpec.latest())
+        sizes = log_sizes or {}
+        rows = [PartitionRow(p, earliest[p.partition], latest[p.partition], sizes.get((name, p.partition)))
+                for p in shown.items]
+        return TopicDetail(TopicRow.of(name, layouts), dataclasses.replace(shown, items=rows),
+                           self.admin.topic_config_values(name))
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> None:
+        self.admin.create_topic(name, partitions, replication_factor, configs)
+
+    def set_topic_config(self, name: str, key: str, value: str) -> None:
+        """Set one of the topic's settings; an empty value removes the override (back to the default)."""
+        if value.strip():
+            self.admin.alter_topic_configs(name, {key: value.strip()})
+        else:
+            self.admin.alter_topic_configs(name, {}, [key])
+
+    def add_partitions(self, name: str, total: int) -> None:
+        self.admin.add_partitions(name, total)
+
+    def delete_topic(self, name: str) -> None:
+        self.admin.delete_topic(name)
+
+    # ----------------------------------------------------------------------------------------- messages
+    def messages(self, topic: str, partition: int, offset: int | None = None, timestamp_ms: int | None = None,
+                 newest_first: bool = True, key_filter: str = "", size: int = MESSAGES_PER_PAGE) -> MessagePage:
+        """One page of a partition's records from `offset` (or from `timestamp_ms`: oldest first the first record at
+        or after it, newest first the last one before it; or from the end the order starts at), in that order; with
+        `key_filter`, only records whose key contains it, looking through at most KEY_SCAN_LIMIT records."""
+        count = self.admin.partition_count(topic)
+        if count is None:
+            raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+        if not 0 <= partition < count:
+            raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} has partitions 0 to {count - 1}, not "
+                              f"{partition}", "UNKNOWN_TOPIC_OR_PART")
+        with SimpleConsumer(self.bootstrap_servers, topic, partition, config=self.client_config) as consumer:
+            earliest, latest = consumer.earliest_offset(), consumer.latest_offset()
+            if timestamp_ms is not None:
+                offset = consumer.offset_for_time(timestamp_ms)
+                if newest_first:  # going back in time from it: the last record before it first
+                    offset -= 1
+            chunk_size = KEY_SCAN_CHUNK if key_filter else size
+            chunk = render.first_chunk(earliest, latest, offset, newest_first, chunk_size)
+            found: list[Message] = []
+            scanned = 0
+            while chunk[0] < chunk[1] and len(found) < size and scanned < KEY_SCAN_LIMIT:
+                records = _read_range(consumer, *chunk)
+                scanned += chunk[1] - chunk[0]
+                if key_filter:
+                    records = [m for m in records if m.key is not None and key_filter in
+                               m.key.decode("utf-8", "replace")]
+                found.extend(reversed(records) if newest_first else records)
+                if not key_filter:
+                    break
+                chunk = render.next_chunk(earliest, latest, chunk, newest_first, chunk_size)
+        shown = found[:size]
+        if len(found) > size:  # the next page starts right after the last one shown
+            next_offset = shown[-1].offset - 1 if newest_first else shown[-1].offset + 1
+        else:
+            next_offset = chunk[0] - 1 if newest_first else chunk[1]
+        at_end = next_offset < earliest if newest_first else next_offset >= latest
+        return MessagePage(shown, count, earliest, latest, None if at_end else next_offset, scanned)
+
+    def produce(self, topic: str, partition: int | None, key: str, value: str,
+                headers: list[tuple[str, str]]) -> tuple[int, int]:
+        """Send one record and wait for it: (partition, offset)."""
+        if self._producer is None:
+            self._producer = Producer(self.bootstrap_servers, linger_ms=0, config=self.client_config)
+        sent = self._producer.send_sync(topic, value, key or None, partition=partition, headers=headers or None,
+                                        timeout=self.admin.timeout)
+        return sent.partition, sent.offset
+
+    # ------------------------------------------------------------------------------------------- groups
+    def groups(self) -> list[tuple[str, str]]:
+        return self.admin.list_groups()
+
+    def group(self, group_id: str):
+        group = self.admin.describe_group(group_id)
+        if group.state == "DEAD" and not group.offsets:  # what a coordinator says of a group it does not know
+            raise ClientError(f"GROUP_ID_NOT_FOUND: consumer group {group_id!r} does not exist", "GROUP_ID_NOT_FOUND")
+        return group
+
+    def reset_plan(self, group_id: str, topics: list[str], target: str, value: str = "") -> dict[tuple[str, int], int]:
+        """The offsets `odradek groups reset-offsets` would set: target earliest, latest, offset or datetime."""
+        from odradek.cli.common import timestamp_ms
+        from odradek.cli.groups import planned_offsets
+
+        if target not in ("earliest", "latest", "offset", "datetime"):
+            raise ValueError(f"unknown reset target {target!r}")
+        request = types.SimpleNamespace(
+            group=group_id, all_topics=not topics, topic=topics, to_earliest=target == "earliest",
+            to_offset=int(value) if target == "offset" else None,
+            to_datetime=timestamp_ms(value) if target == "datetime" else None)
+        return planned_offsets(self.admin, request)
+
+    def reset_offsets(self, group_id: str, plan: Mapping[tuple[str, int], int]) -> None:
+        self.admin.set_group_offsets(group_id, plan)
+
+    def delete_group(self, group_id: str) -> None:
+        self.admin.delete_group(group_id)
+
+    # ---------------------------------------------------------------------------------------- ZooKeeper
+    def znode(self, path: str) -> tuple[list[str], bytes]:
+        """A znode's children (sorted, numbers in order) and data; read-only."""
+        from kazoo.exceptions import NoNodeError
+
+        from odradek.cli.zk import in_order, zookeeper_client
+
+        if self.zookeeper is None:
+            raise ValueError("no ZooKeeper: give the console --zookeeper (cluster mode)")
+        with zookeeper_client(self.zookeeper) as client:
+            try:
+                children = client.get_children(path)
+                data = client.get(path)[0] or b""
+            except NoNodeError:
+                raise ValueError(f"no znode {path}") from None
+        return in_order(children), data
+
+
+def group_lag(offsets: list[GroupOffset]) -> int:
+    return sum(offset.lag or 0 for offset in offsets)
+
+
+def _read_range(consumer: SimpleConsumer, start: int, end: int) -> list[Message]:
+    """The records with offsets in [start, end), in order (fewer where the log has gaps: compaction, markers)."""
+    records: list[Message] = []
+    position = start
+    deadline = time.monotonic() + _read_timeout(end - start)
+    while position < end and time.monotonic() < deadline:
+        # the records are there (below the log end): wait for them as long as the page may take, since a new
+        # consumer's first fetch can take over a second on a loaded machine
+        fetched = consumer.fetch(position, max_messages=end - position,
+                                 timeout=max(0.1, deadline - time.monotonic()))
+        if not fetched:
+            break
+        records.extend(m for m in fetched if m.offset < end)
+        position = fetched[-1].offset + 1
+    return records
+
+
+def _read_timeout(records: int) -> float:
+    """How long reading this many records may take before the page shows what it has."""
+    return 5.0 + records / 1000

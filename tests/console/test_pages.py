@@ -1,0 +1,206 @@
+"""The console in a real browser (headless Chromium) against a real broker with real data: each page loads with no
+console error and shows what the cluster holds, and the flows a user runs work end to end: create a topic, produce
+a message and see it in the browser, edit a setting, add partitions, delete with confirmation, page through a
+partition, reset a group's offsets with a dry run first, delete the group."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import confluent_kafka
+import pytest
+
+from odradek.client import Admin, Producer
+from tests.console.conftest import screenshot
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def admin(console):
+    return Admin(console.bootstrap_servers)
+
+
+def refused(page, selector: str) -> None:
+    """Click and expect the console to answer 400 with its error page (which Chromium logs as a console error)."""
+    with page.expect_console_message(lambda message: "400" in message.text):
+        page.click(selector)
+    page.console_errors.clear()
+
+
+def test_overview_shows_the_cluster_and_its_rates(console, admin, page, topic_name):
+    admin.create_topic(topic_name, 2)
+    with Producer(console.bootstrap_servers) as producer:
+        for index in range(200):
+            producer.send(topic_name, f"value-{index}", key=f"key-{index}")
+        producer.flush()
+    page.goto(console.url)
+    cluster = admin.describe_cluster()
+    assert page.text_content("#cluster-id") == cluster.cluster_id
+    assert int(page.text_content("#topic-count")) >= 1
+    broker_row = page.locator("#brokers tbody tr").first
+    assert "controller" in broker_row.text_content() and "up" in broker_row.text_content()
+    # the sampler scrapes every 5 s: the chart has points once it has two scrapes, and records produced show
+    page.wait_for_function("Number(document.querySelector('#rates-chart').dataset.points || 0) >= 2",
+                           timeout=30_000)
+    rates = json.loads(page.evaluate("fetch('/rates.json').then(r => r.text())"))
+    assert max(rates["produced"]) > 0
+    screenshot(page, "overview")
+
+
+def test_create_topic_produce_browse_edit_and_delete(console, admin, page, topic_name):
+    page.goto(console.url + "topics")
+    page.click("text=Create a topic")
+    page.fill("input[name=name]", topic_name)
+    page.fill("input[name=partitions]", "2")
+    page.fill("textarea[name=configs]", "retention.ms=3600000")
+    page.click("form[action='/topics'] button")
+    page.wait_for_url(f"**/topics/{topic_name}?notice=*")
+    assert page.locator("#partitions tbody tr").count() == 2
+    assert admin.topic_configs(topic_name) == {"retention.ms": "3600000"}
+    screenshot(page, "topic")
+
+    # produce a test message with a header, then see it browsing partition 1
+    page.click("text=Browse messages")
+    page.click("text=Produce a test message")
+    page.fill("#produce input[name=partition]", "1")
+    page.fill("#produce input[name=key]", "order-42")
+    page.fill("#produce textarea[name=value]", '{"amount": 12.5, "currency": "EUR"}')
+    page.fill("#produce textarea[name=headers]", "source=console")
+    page.click("#produce button")
+    page.wait_for_url("**/messages?partition=1*")
+    row = page.locator("#messages tbody tr").first
+    assert "order-42" in row.text_content() and '"amount": 12.5' in row.text_content()
+    assert "source=console" in row.text_content()
+    page.select_option("#browse select[name=format]", "json")
+    page.click("#browse button")
+    assert '"amount": 12.5,\n  "currency": "EUR"' in page.locator("#messages pre.value").first.inner_text()
+    screenshot(page, "messages")
+    page.select_option("#browse select[name=format]", "hex")
+    page.click("#browse button")
+    assert page.locator("#messages pre.value").first.inner_text().startswith("7b 22 61 6d")
+
+    # edit a setting: the broker takes a valid one and refuses a bad one with its reason
+    page.goto(console.url + f"topics/{topic_name}")
+    page.fill("tr[data-config='cleanup.policy'] input[name=value]", "compact")
+    page.click("tr[data-config='cleanup.policy'] button")
+    page.wait_for_url("**notice=*")
+    assert admin.topic_configs(topic_name)["cleanup.policy"] == "compact"
+    assert "override" in page.get_attribute("tr[data-config='cleanup.policy']", "class")
+    page.fill("tr[data-config='retention.ms'] input[name=value]", "not-a-number")
+    refused(page, "tr[data-config='retention.ms'] button")
+    assert "retention.ms" in page.text_content(".error")
+    assert admin.topic_configs(topic_name)["retention.ms"] == "3600000"
+
+    # add partitions, then delete: a wrong confirmation deletes nothing
+    page.goto(console.url + f"topics/{topic_name}")
+    page.fill("input[name=partitions]", "3")
+    page.click("text=Add partitions")
+    page.wait_for_url("**notice=*")
+    assert page.locator("#partitions tbody tr").count() == 3
+    page.click("text=Delete this topic")
+    page.fill("input[name=confirm]", "some-other-topic")
+    refused(page, "text=Delete topic and its data")
+    assert "to confirm" in page.text_content(".error")
+    assert topic_name in admin.list_topics()
+    page.goto(console.url + f"topics/{topic_name}")
+    page.click("text=Delete this topic")
+    page.fill("input[name=confirm]", topic_name)
+    page.click("text=Delete topic and its data")
+    page.wait_for_url("**/topics?notice=*")
+    assert topic_name not in admin.list_topics()
+
+
+def test_topic_search_and_paging(console, admin, page, topic_name):
+    names = [f"{topic_name}-{index:02d}" for index in range(55)]
+    for name in names:
+        admin.create_topic(name, 1)
+    page.goto(console.url + "topics")
+    page.fill("input[type=search]", topic_name)
+    page.wait_for_selector("text=page 1 of 2 (55)")  # htmx swapped in the search's answer
+    assert page.locator("#topics-table tbody tr").count() == 50
+    page.fill("input[type=search]", names[54])
+    page.wait_for_function("document.querySelectorAll('#topics-table tbody tr').length == 1")
+    assert page.text_content("#topics-table tbody tr a") == names[54]
+    screenshot(page, "topics")
+
+
+def test_messages_page_through_a_partition(console, admin, page, topic_name):
+    admin.create_topic(topic_name, 1)
+    with Producer(console.bootstrap_servers) as producer:
+        base_ms = int(time.time() * 1000) - 3_600_000
+        for index in range(120):  # one record a second, an hour ago
+            producer.send(topic_name, f"value-{index}", key=f"key-{index}", partition=0,
+                          timestamp_ms=base_ms + index * 1000)
+        producer.flush()
+
+    def offsets() -> list[int]:
+        return [int(cell) for cell in page.locator("#messages tr.record td:first-child").all_text_contents()]
+
+    page.goto(console.url + f"topics/{topic_name}/messages")
+    assert offsets() == list(range(119, 69, -1))  # newest first, one page of 50
+    page.click("a[rel=next]")
+    assert offsets() == list(range(69, 19, -1))
+    page.click("a[rel=next]")
+    assert offsets() == list(range(19, -1, -1)) and page.locator("a[rel=next]").count() == 0
+    page.goto(console.url + f"topics/{topic_name}/messages?order=oldest&offset=10")
+    assert offsets() == list(range(10, 60))
+    page.goto(console.url + f"topics/{topic_name}/messages?key=key-11")  # key-11, key-110 ... key-119
+    assert offsets() == [119, 118, 117, 116, 115, 114, 113, 112, 111, 110, 11]
+    page.goto(console.url + f"topics/{topic_name}/messages?order=oldest&time={base_ms + 100_500}")
+    assert offsets() == list(range(101, 120))
+    page.goto(console.url + f"topics/{topic_name}/messages?order=newest&time={base_ms + 100_500}")
+    assert offsets() == list(range(100, 50, -1))
+    page.goto(console.url + f"topics/{topic_name}/messages?order=oldest&time={base_ms + 200_000}")  # none so recent
+    assert offsets() == [] and "No records here." in page.text_content("#messages")
+
+
+def test_group_lag_reset_with_dry_run_and_delete(console, admin, page, topic_name):
+    group_id = f"group-{topic_name}"
+    admin.create_topic(topic_name, 2)
+    with Producer(console.bootstrap_servers) as producer:
+        for index in range(40):
+            producer.send(topic_name, f"value-{index}", partition=index % 2)
+        producer.flush()
+    admin.set_group_offsets(group_id, {(topic_name, 0): 5, (topic_name, 1): 20})  # lag 15 + 0
+    page.goto(console.url + "groups")
+    page.click(f"text={group_id}")
+    assert page.text_content("#total-lag") == "15"
+    assert page.locator("#offsets tbody tr").count() == 2
+
+    page.fill("#reset input[name=topics]", topic_name)
+    page.select_option("#reset select[name=target]", "earliest")
+    page.click("#reset button")
+    assert "Dry run" in page.text_content("#reset-plan caption")
+    assert page.locator("#reset-plan tbody tr").all_text_contents() == [f"{topic_name}00", f"{topic_name}10"]
+    assert admin.committed_offsets(group_id) == {(topic_name, 0): 5, (topic_name, 1): 20}  # nothing changed yet
+    page.wait_for_function("Number(document.querySelector('#lag-chart').dataset.points || 0) >= 1")
+    screenshot(page, "group")
+    page.click("text=Apply these offsets")
+    assert "Applied" in page.text_content("#reset-plan caption")
+    assert admin.committed_offsets(group_id) == {(topic_name, 0): 0, (topic_name, 1): 0}
+    assert page.text_content("#total-lag") == "40"
+
+    page.click("text=Delete this group")
+    page.click(f"text=Delete group {group_id}")
+    page.wait_for_url("**/groups?notice=*")
+    assert group_id not in [group for group, _ in admin.list_groups()]
+    screenshot(page, "groups")
+
+
+def test_group_members_and_assignment(console, admin, page, topic_name):
+    group_id = f"members-{topic_name}"
+    admin.create_topic(topic_name, 2)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": console.bootstrap_servers, "group.id": group_id,
+                                         "client.id": "console-test-client", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic_name])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        page.goto(console.url + f"groups/{group_id}")
+        assert "console-test-client" in page.text_content("#members")
+        assert page.text_content("#group-state") == "stable"
+    finally:
+        consumer.close()

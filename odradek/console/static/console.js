@@ -5,6 +5,14 @@
   "use strict";
   const COLOURS = ["#2f6fdf", "#d9822b", "#1b7f3b", "#b3261e"];
   const REFRESH_MS = 5000;
+  const MIN_SPAN_S = 60;  // a chart's time axis spans at least a minute, so one or two points don't stretch it to years
+
+  function keepMinimumSpan(chart, times) {
+    const last = times[times.length - 1];
+    if (times.length > 0 && last - times[0] < MIN_SPAN_S) {
+      chart.setScale("x", {min: last - MIN_SPAN_S, max: last});
+    }
+  }
 
   function startChart(element) {
     const wanted = element.dataset.series.split(",").map(function (pair) {
@@ -31,6 +39,7 @@
           } else {
             chart.setData(columns);
           }
+          keepMinimumSpan(chart, columns[0]);
           element.dataset.points = String(columns[0].length);
         })
         .catch(function () { /* the next refresh tries again */ });

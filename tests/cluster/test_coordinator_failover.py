@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.broker.peer import call_peer
+from odradek.broker.peer import round_trip
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.embedded import Cluster, wait_until
@@ -61,8 +61,15 @@ def create_topic(cluster, partitions: int) -> str:
 
 
 def raw(broker, api_name: str, version: int, request, timeout: float = 15):
-    return asyncio.run(call_peer("127.0.0.1", broker.port, api_name, version, request, client_id="failover-test",
-                                 timeout=timeout))
+    async def exchange():
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", broker.port), timeout)
+        try:
+            return await round_trip(reader, writer, api(api_name), version, request, client_id="failover-test",
+                                    timeout=timeout)
+        finally:
+            writer.close()
+
+    return asyncio.run(exchange())
 
 
 def commit(broker, group: str, topic: str, offset: int) -> ErrorCode:

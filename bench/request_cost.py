@@ -16,8 +16,10 @@ request is far less disturbed by a shared, loaded machine than a rate; each case
 - metadata: Metadata v12 for one topic of 1000 partitions, one client, one request at a time; also the
   round-trip latency as the client sees it.
 
-`python -m bench.request_cost [--requests N] [--rounds R]` prints one line per case. To see where the time goes,
-run it with --hold and attach `py-spy record --native -p PID` (the broker's pid is printed) while it runs.
+`python -m bench.request_cost [label=path ...] [--requests N] [--rounds R]` prints one line per tree and case:
+each source tree named (default: this one) gets its own broker, and the trees are measured round by round in turn,
+so that a change can be compared with the code before it in the same run. To see where the time goes, run it with
+--hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
 """
 
 from __future__ import annotations
@@ -143,54 +145,78 @@ def _receive(sock: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
+def start_broker(data_dir: str, tree: str) -> BrokerProcess:
+    """A broker running the code of source tree `tree` (PYTHONPATH and working directory: `python -m` puts the
+    working directory first on the path)."""
+    os.environ["PYTHONPATH"] = tree
+    here = os.getcwd()
+    os.chdir(tree)
+    try:
+        return BrokerProcess(data_dir).start()
+    finally:
+        os.chdir(here)
+
+
+def measure_round(broker: BrokerProcess, frames: dict[str, list[bytes]], args) -> dict[str, tuple]:
+    """One round of every case on one broker: {case: (CPU per request in us, seconds[, round trip in ms])}."""
+    figures = {}
+    for case, case_frames in frames.items():
+        if case == "metadata":
+            cpu_us, elapsed = run_clients(broker, case_frames, args.metadata_requests, 1)
+            figures[case] = (cpu_us, elapsed, metadata_latency(broker.port, case_frames[0], args.metadata_requests))
+        else:
+            figures[case] = run_clients(broker, case_frames, args.requests, args.window)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trees", nargs="*", default=["this=."], help="label=path of an Odradek source tree")
     parser.add_argument("--requests", type=int, default=20_000, help="produce/fetch requests per client and round")
     parser.add_argument("--clients", type=int, default=CLIENTS)
     parser.add_argument("--window", type=int, default=WINDOW)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--metadata-requests", type=int, default=200)
     parser.add_argument("--cases", default="produce,fetch,metadata")
-    parser.add_argument("--hold", action="store_true", help="print the broker's pid and wait 5 s before measuring")
+    parser.add_argument("--hold", action="store_true", help="print each broker's pid and wait 5 s before measuring")
     args = parser.parse_args()
-    cases = args.cases.split(",")
+    trees = [(label, os.path.abspath(path)) for label, path in (tree.split("=", 1) for tree in args.trees)]
+    frames = {"produce": [produce_frame("small", index) for index in range(args.clients)],
+              "fetch": [fetch_frame("small", index) for index in range(args.clients)],
+              "metadata": [metadata_frame("wide")]}
+    frames = {case: frames[case] for case in args.cases.split(",")}
     with tempfile.TemporaryDirectory(prefix="request-cost-") as data_dir:
-        broker = BrokerProcess(data_dir).start()
+        brokers = {}
         try:
-            admin = Admin(broker.bootstrap_servers)
-            admin.create_topic("small", args.clients, 1)
-            admin.create_topic("wide", METADATA_PARTITIONS, 1)
-            produce = [produce_frame("small", index) for index in range(args.clients)]
-            fetch = [fetch_frame("small", index) for index in range(args.clients)]
-            metadata = metadata_frame("wide")
-            run_clients(broker, produce, 200, args.window)  # warm up, and records for the fetches
-            run_clients(broker, fetch, 200, args.window)
+            for label, tree in trees:
+                broker = brokers[label] = start_broker(os.path.join(data_dir, label), tree)
+                admin = Admin(broker.bootstrap_servers)
+                admin.create_topic("small", args.clients, 1)
+                admin.create_topic("wide", METADATA_PARTITIONS, 1)
+                run_clients(broker, frames.get("produce") or [produce_frame("small", 0)], 200, args.window)
+                if args.hold:
+                    print(f"{label}: broker pid {broker.process.pid}", flush=True)
             if args.hold:
-                print(f"broker pid {broker.process.pid}", flush=True)
                 time.sleep(5)
-            results: dict[str, list] = {case: [] for case in cases}
-            for _ in range(args.rounds):
-                if "produce" in cases:
-                    results["produce"].append(run_clients(broker, produce, args.requests, args.window))
-                if "fetch" in cases:
-                    results["fetch"].append(run_clients(broker, fetch, args.requests, args.window))
-                if "metadata" in cases:
-                    cost = run_clients(broker, [metadata], args.metadata_requests, 1)
-                    results["metadata"].append((cost[0], cost[1], metadata_latency(
-                        broker.port, metadata, args.metadata_requests)))
-            for case, rounds in results.items():
+            results: dict[tuple[str, str], list] = {}
+            for _ in range(args.rounds):  # trees interleaved round by round: the machine's load hits all alike
+                for label, _tree in trees:
+                    for case, figures in measure_round(brokers[label], frames, args).items():
+                        results.setdefault((label, case), []).append(figures)
+            for (label, case), rounds in results.items():
                 cpu_us = statistics.median(r[0] for r in rounds)
                 if case == "metadata":
                     latency = statistics.median(r[2] for r in rounds)
-                    print(f"metadata ({METADATA_PARTITIONS} partitions): {cpu_us / 1000:.3f} ms broker CPU per "
-                          f"request, {latency:.3f} ms round trip (median of {len(rounds)})")
+                    print(f"{label} metadata ({METADATA_PARTITIONS} partitions): {cpu_us / 1000:.3f} ms broker CPU "
+                          f"per request, {latency:.3f} ms round trip (median of {len(rounds)})")
                 else:
                     total = args.requests * args.clients
                     rate = statistics.median(total / r[1] for r in rounds)
-                    print(f"{case}: {cpu_us:.1f} us broker CPU per request, {rate:,.0f} requests/s "
+                    print(f"{label} {case}: {cpu_us:.1f} us broker CPU per request, {rate:,.0f} requests/s "
                           f"({args.clients} clients x {args.window} in flight, median of {len(rounds)})")
         finally:
-            broker.stop()
+            for broker in brokers.values():
+                broker.stop()
 
 
 if __name__ == "__main__":

@@ -344,49 +344,63 @@ class Connection:
         self._answer_ready.set()
 
     async def _write_answers(self) -> None:
+        """Send the answers in request order. Every answer that is ready when the writer gets to it goes out in one
+        write with those before it: a pipelining client's burst costs one sendmsg, not one per request. An answer
+        still being worked on (a long poll, an acks=all wait) ends the batch, and what is ready goes out first."""
         pending = self._pending
         while True:
             while not pending:
                 self._answer_ready.clear()
                 await self._answer_ready.wait()
-            header, answer, started = pending[0]
-            if isinstance(answer, asyncio.Future):
+            chunks: list = []
+            written: list = []  # (header, started) of each answer in `chunks`, for the metrics once sent
+            throttle_ms = 0
+            while pending:
+                header, answer, started = pending[0]
+                if isinstance(answer, asyncio.Future):
+                    if chunks and not answer.done():
+                        break
+                    try:
+                        answer = await answer  # at once if it is done
+                    except CloseConnection as exc:
+                        log.warning("closing connection from %s: %s", self.peer, exc)
+                        self.task.cancel()
+                        return
+                    except Exception:
+                        log.exception("handler for api key %d failed; closing connection from %s",
+                                      header.api_key, self.peer)
+                        self.task.cancel()
+                        return
+                    if self.closed:  # the connection ended meanwhile and dropped its queue: nowhere to answer
+                        return
+                pending.popleft()
+                if answer is None:
+                    self._observe(header, started)
+                    continue
                 try:
-                    answer = await answer
-                except CloseConnection as exc:
-                    log.warning("closing connection from %s: %s", self.peer, exc)
-                    self.task.cancel()
-                    return
+                    chunks += (encode_response(header, answer) if header is not None
+                               else [_SIZE.pack(len(answer)), answer])
                 except Exception:
-                    log.exception("handler for api key %d failed; closing connection from %s",
-                                  header.api_key, self.peer)
+                    log.exception("cannot encode the answer to api key %d v%d; closing connection from %s",
+                                  header.api_key, header.api_version, self.peer)
                     self.task.cancel()
                     return
-                if self.closed:  # the connection ended meanwhile and dropped its queue; the answer has nowhere to go
-                    return
-            pending.popleft()
+                written.append((header, started))
+                throttle_ms = max(throttle_ms, getattr(answer, "throttle_time_ms", 0))
             self._slot_freed.set()
-            if answer is None:
-                self._observe(header, started)
+            if not chunks:
                 continue
             try:
-                frame = encode_response(header, answer) if header is not None else [_SIZE.pack(len(answer)), answer]
-            except Exception:
-                log.exception("cannot encode the answer to api key %d v%d; closing connection from %s",
-                              header.api_key, header.api_version, self.peer)
-                self.task.cancel()
-                return
-            try:
-                await self.send(frame)
+                await self.send(chunks)
             except (ConnectionError, OSError) as exc:
                 log.debug("connection from %s lost while answering: %s", self.peer, exc)
                 self.task.cancel()
                 return
             self.last_active = time.monotonic()
-            throttle_ms = getattr(answer, "throttle_time_ms", 0)
             if throttle_ms > 0:  # KIP-219: a throttled client's channel is muted once its answer has gone out
                 self.mute(throttle_ms)
-            self._observe(header, started)
+            for header, started in written:
+                self._observe(header, started)
             if self.close_after_answer:
                 log.info("closing connection from %s after its failed authentication", self.peer)
                 self.task.cancel()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 
 from ..records.region import FileRegion
-from .codec import decoder, encoder, run_decoder
+from .codec import Encoded, decoder, encoder, run_decoder, struct_encoder
 from .errors import ProtocolError, UnsupportedVersion
 from .headers import RequestHeader, ResponseHeader
 from .registry import API_BY_KEY, Api
@@ -99,6 +99,17 @@ def encode_response(header, body) -> list:
     w = [head + b"\x00" if a.response_header_version(version) else head]
     a.codec("response_encoder", version)(body, w)
     return _frame(w)
+
+
+def pre_encode(api_key: int, version: int, value) -> Encoded:
+    """`value`, a struct nested in that API's response, encoded as that response's `version` encodes it: it can
+    then stand for `value` as an array element in any answer of that version, and costs a copy instead of an
+    encode (Metadata's topic entries, the same for every client until the topic changes)."""
+    a = _known_api(api_key)
+    w: list = []
+    struct_encoder(type(value)._schema, version, a.is_flexible(version), a.response._schema.write_tagged,
+                   strict=False)(value, w)
+    return Encoded(b"".join(w))
 
 
 def encode_request(header, body) -> bytes:

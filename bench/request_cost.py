@@ -190,9 +190,10 @@ def main() -> None:
         try:
             for label, tree in trees:
                 broker = brokers[label] = start_broker(os.path.join(data_dir, label), tree)
-                admin = Admin(broker.bootstrap_servers)
+                admin = Admin(broker.bootstrap_servers, timeout=120)  # 1000 partitions take a while to create
                 admin.create_topic("small", args.clients, 1)
-                admin.create_topic("wide", METADATA_PARTITIONS, 1)
+                if "metadata" in frames:
+                    admin.create_topic("wide", METADATA_PARTITIONS, 1)
                 run_clients(broker, frames.get("produce") or [produce_frame("small", 0)], 200, args.window)
                 if args.hold:
                     print(f"{label}: broker pid {broker.process.pid}", flush=True)

@@ -34,6 +34,7 @@ import struct
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
+from types import CoroutineType
 from typing import Any
 
 from odradek.config import Listener
@@ -314,7 +315,7 @@ class Connection:
         except Exception as exc:
             log.exception("handler for api key %d v%d failed", header.api_key, header.api_version)
             raise CloseConnection(f"handler failed: {exc!r}") from None
-        if asyncio.iscoroutine(answer):
+        if type(answer) is CoroutineType:  # an async handler (asyncio.iscoroutine costs an ABC check per answer)
             answer = asyncio.ensure_future(answer)
         self._queue(header, answer, started)
 

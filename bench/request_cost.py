@@ -136,13 +136,10 @@ def metadata_latency(port: int, frame: bytes, count: int) -> float:
 
 
 def _receive(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        data += chunk
-    return bytes(data)
+    data = sock.recv(size, socket.MSG_WAITALL)
+    if len(data) < size:
+        raise ConnectionError("broker closed the connection")
+    return data
 
 
 def start_broker(data_dir: str, tree: str) -> BrokerProcess:

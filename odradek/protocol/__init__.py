@@ -6,11 +6,11 @@ message definitions; `codec` compiles them per version into straight-line code; 
 """
 
 from .errors import ProtocolError, UnsupportedVersion
-from .frames import decode_request, decode_response, encode_request, encode_response
+from .frames import decode_request, decode_response, encode_request, encode_response, pre_encode
 from .headers import RequestHeader, ResponseHeader
 from .registry import API_BY_KEY, Api, api
 
 __all__ = [
     "API_BY_KEY", "Api", "ProtocolError", "RequestHeader", "ResponseHeader", "UnsupportedVersion", "api",
-    "decode_request", "decode_response", "encode_request", "encode_response",
+    "decode_request", "decode_response", "encode_request", "encode_response", "pre_encode",
 ]

@@ -8,6 +8,8 @@ functions, called from the parent.
 
 Encoders have the signature `enc(obj, w)` and append chunks to the list `w`; a `records` value that is a
 `FileRegion` is appended as the object itself (never read), so the frame layer can hand it to sendfile.
+An element of an array of structs may be an `Encoded` instead: that struct already encoded for the same version,
+whose bytes the encoder copies as they are (a cache of answer parts that stay the same across many answers).
 Decoders have the signature `dec(mv, pos) -> (obj, pos)` over a byte memoryview; `records` decode to a zero-copy
 slice of it.  Truncation and garbage surface inside them as `ProtocolError`, `IndexError`, `struct.error` or
 `ValueError`; `run_decoder` is the one place that turns all of them into `ProtocolError`.
@@ -25,6 +27,13 @@ from .varint import encode_uvarint, read_uvarint
 
 _ENCODERS: dict = {}
 _DECODERS: dict = {}
+
+
+class Encoded(bytes):
+    """One struct value encoded ahead for one exact version (see `frames.pre_encode`), standing for that value as
+    an element of an array of structs."""
+
+    __slots__ = ()
 
 
 def _records_length(r) -> int:
@@ -52,7 +61,7 @@ def _unsupported(obj, name, version):
 _HELPERS = {
     "_uv": encode_uvarint, "_ruv": read_uvarint, "_rlen": _records_length, "_pack": struct.pack,
     "_unpack_from": struct.unpack_from, "_trunc": _truncated, "_neg": _negative_length,
-    "_unsupported": _unsupported, "_UUID": uuid.UUID, "_new": object.__new__,
+    "_unsupported": _unsupported, "_UUID": uuid.UUID, "_new": object.__new__, "_Encoded": Encoded,
 }
 
 
@@ -158,10 +167,16 @@ class _EncoderGen(_Gen):
             el = t.element
             if isinstance(el, Primitive) and el.fmt and el is not UUID:
                 self.emit(indent, f"{out}.append(_pack('>%d{el.fmt}' % len({a}), *{a}))")
-            else:
+            elif isinstance(el, Primitive):
                 e = self.tmp("_e")
                 self.emit(indent, f"for {e} in {a}:")
                 self.value(el, False, compact, e, out, indent + 1, False)
+            else:
+                e = self.tmp("_e")
+                self.emit(indent, f"for {e} in {a}:")
+                self.emit(indent + 1, f"if type({e}) is _Encoded: {out}.append({e})")
+                self.emit(indent + 1, "else:")
+                self.value(el, False, compact, e, out, indent + 2, False)
         else:
             enc = self.const(struct_encoder(t._schema, self.version, self.flexible, self.write_tagged, self.strict))
             if nullable:
@@ -334,16 +349,18 @@ class _DecoderGen(_Gen):
             self.value(f.type, v in f.nullable_versions, compact, f"o.{f.name}", 1, True)
         self.flush(1)
         if flexible:
-            self.uvarint("_nt", 1)
-            self.emit(1, "for _ in range(_nt):")
-            self.uvarint("_tg", 2)
-            self.uvarint("_sz", 2)
-            self.emit(2, "_te = pos + _sz")
-            self.emit(2, "if _te > end: _trunc()")
+            self.emit(1, "if mv[pos]: # tagged fields (a struct without them, the usual case, costs one test)")
+            self.uvarint("_nt", 2)
+            self.emit(2, "for _ in range(_nt):")
+            self.uvarint("_tg", 3)
+            self.uvarint("_sz", 3)
+            self.emit(3, "_te = pos + _sz")
+            self.emit(3, "if _te > end: _trunc()")
             for i, f in enumerate(tagged):
-                self.emit(2, f"{'if' if i == 0 else 'elif'} _tg == {f.tag}:")
-                self.value(f.type, v in f.nullable_versions, True, f"o.{f.name}", 3, False)
-            self.emit(2, "pos = _te")
+                self.emit(3, f"{'if' if i == 0 else 'elif'} _tg == {f.tag}:")
+                self.value(f.type, v in f.nullable_versions, True, f"o.{f.name}", 4, False)
+            self.emit(3, "pos = _te")
+            self.emit(1, "else: pos += 1")
         self.emit(1, "return o, pos")
         return self.compile("dec")
 

@@ -12,16 +12,22 @@ from __future__ import annotations
 import struct
 
 from ..records.region import FileRegion
-from .codec import decoder, encoder, run_decoder
+from .codec import Encoded, decoder, encoder, run_decoder, struct_encoder
 from .errors import ProtocolError, UnsupportedVersion
 from .headers import RequestHeader, ResponseHeader
 from .registry import API_BY_KEY, Api
 
 _I32 = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
+_KEY_AND_VERSION = struct.Struct(">I")  # both as one number: the key of the per-(api, version) tables below
 _REQUEST_HEADER_DECODERS = [decoder(RequestHeader, v) for v in range(3)]
 _REQUEST_HEADER_ENCODERS = [encoder(RequestHeader, v) for v in range(3)]
 _RESPONSE_HEADER_DECODERS = [decoder(ResponseHeader, v) for v in range(2)]
+
+# Per advertised (api key, version), filled at its first request: what decoding a request and encoding its answer
+# need, so that each request costs one dict lookup instead of a walk through the registry.
+_REQUEST_DECODING: dict[int, tuple] = {}  # (header decoder, body decoder, what a failure names)
+_RESPONSE_ENCODING: dict[tuple[int, int], tuple] = {}  # (response class, flexible header?, body encoder)
 
 
 def _view(frame) -> memoryview:
@@ -47,14 +53,28 @@ def decode_request(frame) -> tuple:
     mv = _view(frame)
     if len(mv) < 8:
         raise ProtocolError(f"request frame of {len(mv)} bytes is shorter than a header")
+    decoding = _REQUEST_DECODING.get(_KEY_AND_VERSION.unpack_from(mv, 0)[0])
+    if decoding is None:
+        decoding = _request_decoding(mv)
+    header_decoder, body_decoder, what = decoding
+    header, pos = run_decoder(header_decoder, mv, 0, "request header")
+    if body_decoder is None:
+        raise UnsupportedVersion(header)
+    body, _ = run_decoder(body_decoder, mv, pos, what)
+    return header, body
+
+
+def _request_decoding(mv: memoryview) -> tuple:
+    """(header decoder, body decoder or None for a version we do not serve, what a failure names) for the
+    request in `mv`; remembered for the versions we serve only, so no peer can grow the table."""
     key, version = _KEY_VERSION.unpack_from(mv, 0)
     a = _known_api(key)
-    header, pos = run_decoder(_REQUEST_HEADER_DECODERS[a.request_header_version(version)], mv, 0,
-                               "request header")
+    header_decoder = _REQUEST_HEADER_DECODERS[a.request_header_version(version)]
     if not a.min_version <= version <= a.max_version:
-        raise UnsupportedVersion(header)
-    body, _ = run_decoder(a.codec("request_decoder", version), mv, pos, f"{a.name} v{version} request")
-    return header, body
+        return header_decoder, None, None
+    decoding = header_decoder, a.codec("request_decoder", version), f"{a.name} v{version} request"
+    _REQUEST_DECODING[_KEY_AND_VERSION.unpack_from(mv, 0)[0]] = decoding
+    return decoding
 
 
 def _frame(w: list) -> list:
@@ -83,7 +103,7 @@ def _frame(w: list) -> list:
     return chunks
 
 
-def _check_body(a: Api, cls: type, version: int, body):
+def _check_body(cls: type, version: int, body):
     if type(body) is not cls:
         raise TypeError(f"expected {cls.__name__}, got {type(body).__name__}")
     if version not in cls._schema.valid_versions:
@@ -92,20 +112,43 @@ def _check_body(a: Api, cls: type, version: int, body):
 
 def encode_response(header, body) -> list:
     """The complete response frame for request `header`, as chunks (bytes and FileRegion objects)."""
-    a = _known_api(header.api_key)
-    version = header.api_version
-    _check_body(a, a.response, version, body)
+    encoding = _RESPONSE_ENCODING.get((header.api_key, header.api_version))
+    if encoding is None:
+        encoding = _response_encoding(header.api_key, header.api_version, body)
+    cls, flexible_header, body_encoder = encoding
+    if type(body) is not cls:
+        raise TypeError(f"expected {cls.__name__}, got {type(body).__name__}")
     head = _I32.pack(header.correlation_id)
-    w = [head + b"\x00" if a.response_header_version(version) else head]
-    a.codec("response_encoder", version)(body, w)
+    w = [head + b"\x00" if flexible_header else head]
+    body_encoder(body, w)
     return _frame(w)
+
+
+def _response_encoding(key: int, version: int, body) -> tuple:
+    """(response class, whether its header is the flexible one, body encoder) for answers to (key, version)."""
+    a = _known_api(key)
+    _check_body(a.response, version, body)
+    encoding = _RESPONSE_ENCODING[key, version] = (a.response, bool(a.response_header_version(version)),
+                                                    a.codec("response_encoder", version))
+    return encoding
+
+
+def pre_encode(api_key: int, version: int, value) -> Encoded:
+    """`value`, a struct nested in that API's response, encoded as that response's `version` encodes it: it can
+    then stand for `value` as an array element in any answer of that version, and costs a copy instead of an
+    encode (Metadata's topic entries, the same for every client until the topic changes)."""
+    a = _known_api(api_key)
+    w: list = []
+    struct_encoder(type(value)._schema, version, a.is_flexible(version), a.response._schema.write_tagged,
+                   strict=False)(value, w)
+    return Encoded(b"".join(w))
 
 
 def encode_request(header, body) -> bytes:
     """A complete request frame, size prefix included (for tests, tools and inter-broker clients)."""
     a = _known_api(header.api_key)
     version = header.api_version
-    _check_body(a, a.request, version, body)
+    _check_body(a.request, version, body)
     w: list = []
     _REQUEST_HEADER_ENCODERS[a.request_header_version(version)](header, w)
     a.codec("request_encoder", version)(body, w)

@@ -1,16 +1,35 @@
-"""The network shell in-process, for what a real broker's handlers cannot be made to do on purpose: a handler whose
-answer is still being awaited when its connection ends."""
+"""The network shell in-process, for what a real broker's handlers cannot be made to do on purpose (a handler whose
+answer is still being awaited when its connection ends) or a real broker does not show from outside (how many
+writes its answers take)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 
-from odradek.broker.network import ConnectionQuotas, NetworkServer, listen
+from odradek.broker.network import Connection, ConnectionQuotas, NetworkServer, listen
 from odradek.config import Listener
-from odradek.protocol import RequestHeader, api, encode_request
+from odradek.protocol import RequestHeader, api, decode_response, encode_request
+from odradek.records.region import FileRegion
 
 API_VERSIONS = api("ApiVersions")
+FETCH = api("Fetch")
+
+
+def serving(handler, key: int = API_VERSIONS.key) -> tuple[NetworkServer, socket.socket, asyncio.Future]:
+    """A server answering api `key` with `handler` on a port of its own: (server, listening socket, its task)."""
+    quotas = ConnectionQuotas(max_connections=10, max_per_ip=10, per_ip_overrides={}, max_creation_rate=1000)
+    server = NetworkServer({key: handler}, max_request_bytes=1 << 20, idle_ms=0,
+                           unsupported_version_answer=lambda h: None, quotas=quotas)
+    server_socket = listen("127.0.0.1", 0)
+    server.accept_on(server_socket, Listener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", server_socket.getsockname()[1]))
+    return server, server_socket, asyncio.ensure_future(server.serve())
+
+
+def api_versions_request(correlation_id: int) -> bytes:
+    return encode_request(RequestHeader(api_key=18, api_version=0, correlation_id=correlation_id, client_id="t"),
+                          API_VERSIONS.request())
 
 
 def test_an_answer_finished_after_its_connection_closed_is_dropped_quietly():
@@ -31,26 +50,81 @@ def test_an_answer_finished_after_its_connection_closed_is_dropped_quietly():
                 cancelled.set()
                 return API_VERSIONS.response(error_code=0, api_keys=[], throttle_time_ms=0)
 
-        quotas = ConnectionQuotas(max_connections=10, max_per_ip=10, per_ip_overrides={}, max_creation_rate=1000)
-        server = NetworkServer({API_VERSIONS.key: lambda connection, header, request: stubborn_answer()},
-                               max_request_bytes=1 << 20, idle_ms=0, unsupported_version_answer=lambda h: None,
-                               quotas=quotas)
-        server_socket = listen("127.0.0.1", 0)
-        port = server_socket.getsockname()[1]
-        server.accept_on(server_socket, Listener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port))
-        serving = asyncio.ensure_future(server.serve())
-        client = socket.create_connection(("127.0.0.1", port))
-        client.sendall(encode_request(RequestHeader(api_key=18, api_version=0, correlation_id=1, client_id="t"),
-                                      API_VERSIONS.request()))
+        server, server_socket, task = serving(lambda connection, header, request: stubborn_answer())
+        client = socket.create_connection(server_socket.getsockname()[:2])
+        client.sendall(api_versions_request(1))
         while not server.connections or not any(c._pending for c in server.connections):
             await asyncio.sleep(0.01)
         client.close()
         await asyncio.wait_for(cancelled.wait(), 5)
         for _ in range(20):  # let the writer run to its end
             await asyncio.sleep(0.01)
-        serving.cancel()
+        task.cancel()
         await server.close()
         server_socket.close()
 
     asyncio.run(main())
     assert not [e for e in errors if isinstance(e.get("exception"), IndexError)], errors
+
+
+def test_a_pipelined_burst_is_answered_in_one_write(monkeypatch):
+    """64 requests sent in one piece are answered in order, in one sendmsg (a few at most, should the burst arrive
+    in several receives), not one write per answer: each write is a system call, which for one-record produce
+    requests was a fifth of the broker's CPU."""
+    writes: list[int] = []
+    original = Connection._sendmsg
+
+    def counted(connection, buffers):
+        writes.append(len(buffers))
+        return original(connection, buffers)
+
+    monkeypatch.setattr(Connection, "_sendmsg", counted)
+    answer = API_VERSIONS.response(error_code=0, api_keys=[], throttle_time_ms=0)
+    answers = asyncio.run(exchange(lambda connection, header, request: answer, API_VERSIONS.key,
+                                   [api_versions_request(n) for n in range(64)]))
+    assert [int.from_bytes(frame[:4], "big") for frame in answers] == list(range(64))
+    assert len(writes) <= 3, writes
+
+
+async def exchange(handler, key: int, requests: list[bytes]) -> list[bytes]:
+    """Send `requests` in one piece to a server answering `key` with `handler`; the answers' frames (no size)."""
+    server, server_socket, task = serving(handler, key)
+    reader, writer = await asyncio.open_connection(*server_socket.getsockname()[:2])
+    writer.write(b"".join(requests))
+    answers = []
+    for _ in requests:
+        size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
+        answers.append(await reader.readexactly(size))
+    writer.close()
+    task.cancel()
+    await server.close()
+    server_socket.close()
+    return answers
+
+
+def test_small_fetch_answers_go_out_in_one_write_with_their_records(monkeypatch, tmp_path):
+    """Records of a few KB are copied into the answers' write instead of a sendfile each (between two more writes
+    of the bytes around them): 16 pipelined fetches of 1 KB cost one sendmsg, not 48 system calls."""
+    calls: list[str] = []
+    for name in ("_sendmsg", "_sendfile"):
+        original = getattr(Connection, name)
+        monkeypatch.setattr(Connection, name, lambda connection, arg, name=name, original=original: (
+            calls.append(name), original(connection, arg))[1])
+    segment = tmp_path / "segment"
+    segment.write_bytes(bytes(range(256)) * 8)
+    fd = os.open(segment, os.O_RDONLY)
+    region = FileRegion(fd, 512, 1024)
+    response = FETCH.response(responses=[FETCH.response.FetchableTopicResponse(topic="t", partitions=[
+        FETCH.response.PartitionData(partition_index=0, high_watermark=1, records=region)])])
+    request = FETCH.request(max_wait_ms=0, min_bytes=0, topics=[])
+    try:
+        answers = asyncio.run(exchange(lambda connection, header, request: response, FETCH.key, [
+            encode_request(RequestHeader(api_key=FETCH.key, api_version=12, correlation_id=n, client_id="t"),
+                           request) for n in range(16)]))
+    finally:
+        os.close(fd)
+    assert [decode_response(FETCH.key, 12, frame) for frame in answers] == [
+        (n, FETCH.response(responses=[FETCH.response.FetchableTopicResponse(topic="t", partitions=[
+            FETCH.response.PartitionData(partition_index=0, high_watermark=1, records=(bytes(range(256)) * 4))])]))
+        for n in range(16)]
+    assert calls.count("_sendfile") == 0 and calls.count("_sendmsg") <= 3, calls

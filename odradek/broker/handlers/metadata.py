@@ -15,12 +15,17 @@ With an authorizer (KafkaApis' checks): the topic list leaves out topics the pri
 one of those is TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id: with the id and a null name, ids not
 being secret), auto-creation needs CREATE on the cluster or the topic, and the authorized operations are the
 principal's own.
+
+A topic's entry is the same for every client asking with the same version and authorized operations until the
+topic changes, so each is encoded once and kept on the catalogue's TopicMetadata (`metadata_entries`; a change
+replaces that object or clears them): 1000 partitions answered in a copy instead of 1000 structs built and
+encoded (3.4 ms per request before).
 """
 
 from __future__ import annotations
 
 from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol import api
+from odradek.protocol import api, pre_encode
 from odradek.protocol.acl import AclOperation, ResourceType, authorized_operations
 from odradek.protocol.schema import ZERO_UUID
 from odradek.security.acl import CLUSTER_NAME
@@ -32,7 +37,15 @@ DescribeClusterResponse = DESCRIBE_CLUSTER.response
 
 
 def handlers(broker) -> dict:
-    def topic_entry(name: str, topic, operations: int) -> object:
+    def topic_entry(topic, version: int, operations: int) -> object:
+        """The topic's entry, encoded for `version` (from the topic's cache once it has been)."""
+        key = (version, operations)
+        entry = topic.metadata_entries.get(key)
+        if entry is None:
+            entry = topic.metadata_entries[key] = pre_encode(METADATA.key, version, new_topic_entry(topic, operations))
+        return entry
+
+    def new_topic_entry(topic, operations: int) -> object:
         partitions = [
             MetadataResponse.MetadataResponsePartition(
                 error_code=ErrorCode.NONE if assignment.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
@@ -42,7 +55,7 @@ def handlers(broker) -> dict:
             for index, assignment in enumerate(topic.partitions)
         ]
         return MetadataResponse.MetadataResponseTopic(
-            error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id, is_internal=topic.internal,
+            error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
             partitions=partitions, topic_authorized_operations=operations)
 
     def error_entry(name, topic_id, code: ErrorCode) -> object:
@@ -57,8 +70,8 @@ def handlers(broker) -> dict:
         # the flags read False at versions without them (v0-7; the cluster one also from v11)
         with_operations = request.include_topic_authorized_operations
 
-        def described(name: str, topic) -> object:
-            return topic_entry(name, topic, access.operations(ResourceType.TOPIC, name, with_operations))
+        def described(topic) -> object:
+            return topic_entry(topic, version, access.operations(ResourceType.TOPIC, topic.name, with_operations))
 
         def may_describe(name: str) -> bool:
             return access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
@@ -74,7 +87,7 @@ def handlers(broker) -> dict:
                 error_code=ErrorCode.NONE)
         if request.topics is None or (version == 0 and not request.topics):
             # every topic the principal may describe; the others are not disclosed at all
-            topics = [described(name, topic) for name, topic in catalogue.topics.items() if may_describe(name)]
+            topics = [described(topic) for name, topic in catalogue.topics.items() if may_describe(name)]
         elif topic_ids:
             topics = []
             for topic_id in dict.fromkeys(topic_ids):
@@ -84,7 +97,7 @@ def handlers(broker) -> dict:
                 elif not may_describe(topic.name):
                     topics.append(error_entry(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 else:
-                    topics.append(described(topic.name, topic))
+                    topics.append(described(topic))
         else:
             allow_create = broker.auto_create_allowed() and (version < 4 or request.allow_auto_topic_creation)
             topics = []
@@ -113,7 +126,7 @@ def handlers(broker) -> dict:
                 if topic is None:
                     topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 else:
-                    topics.append(described(name, topic))
+                    topics.append(described(topic))
         cluster_operations = access.operations(ResourceType.CLUSTER, CLUSTER_NAME,
                                                request.include_cluster_authorized_operations)
         return MetadataResponse(

@@ -1,0 +1,221 @@
+"""Broker CPU per small request: what one single-record Produce, one small Fetch and one Metadata of a
+1000-partition topic cost the broker, independent of how fast the clients are.
+
+Many clients sending one record per request (linger.ms=0) make the broker's per-request path (frame cutting,
+header and body decode, dispatch, handler, response encode, the write) the whole cost, so this measures exactly
+that: a broker (odradek.embedded.BrokerProcess, running the code on PYTHONPATH) is driven by K client processes,
+each with one raw socket on which it keeps WINDOW requests in flight, every request the same pre-encoded frame
+(no client-side encoding, so the clients stay cheap). The figure is the broker process's CPU time (utime + stime
+of all its threads, from /proc/<pid>/stat) before and after, divided by the number of requests answered. CPU per
+request is far less disturbed by a shared, loaded machine than a rate; each case is the median of several rounds.
+
+- produce: Produce v9 (what librdkafka 2.x sends), acks=1, one 100-byte record per request, a partition per
+  client (4 partitions, 4 clients by default).
+- fetch: Fetch v12 (no fetch session), one partition from offset 0, partition_max_bytes 1 KiB, min_bytes 0:
+  each answer carries a few small batches and nothing waits.
+- metadata: Metadata v12 for one topic of 1000 partitions, one client, one request at a time; also the
+  round-trip latency as the client sees it.
+
+`python -m bench.request_cost [label=path ...] [--requests N] [--rounds R]` prints one line per tree and case:
+each source tree named (default: this one) gets its own broker, and the trees are measured round by round in turn,
+so that a change can be compared with the code before it in the same run. To see where the time goes, run it with
+--hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import socket
+import statistics
+import struct
+import tempfile
+import time
+
+from odradek.client import Admin
+from odradek.embedded import BrokerProcess
+from odradek.protocol import RequestHeader, api, encode_request
+from odradek.records.batch import Record, encode_batch
+
+CLIENTS = 4
+WINDOW = 16  # requests in flight per connection
+METADATA_PARTITIONS = 1000
+_SIZE = struct.Struct(">i")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def broker_cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of process `pid` (fields 14 and 15 of /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def produce_frame(topic: str, partition: int) -> bytes:
+    produce = api("Produce")
+    batch = encode_batch([Record(offset_delta=0, timestamp=int(time.time() * 1000), key=None, value=b"v" * 100)])
+    request = produce.request(acks=1, timeout_ms=30000, topic_data=[produce.request.TopicProduceData(
+        name=topic, partition_data=[produce.request.PartitionProduceData(index=partition, records=batch)])])
+    return encode_request(RequestHeader(api_key=produce.key, api_version=9, correlation_id=1,
+                                        client_id="request-cost"), request)
+
+
+def fetch_frame(topic: str, partition: int) -> bytes:
+    fetch = api("Fetch")
+    request = fetch.request(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, session_id=0, session_epoch=-1,
+                            topics=[fetch.request.FetchTopic(topic=topic, partitions=[fetch.request.FetchPartition(
+                                partition=partition, fetch_offset=0, partition_max_bytes=1024)])])
+    return encode_request(RequestHeader(api_key=fetch.key, api_version=12, correlation_id=1,
+                                        client_id="request-cost"), request)
+
+
+def metadata_frame(topic: str) -> bytes:
+    metadata = api("Metadata")
+    request = metadata.request(topics=[metadata.request.MetadataRequestTopic(name=topic)],
+                               allow_auto_topic_creation=False)
+    return encode_request(RequestHeader(api_key=metadata.key, api_version=12, correlation_id=1,
+                                        client_id="request-cost"), request)
+
+
+def drive(port: int, frame: bytes, count: int, window: int) -> None:
+    """Send `frame` `count` times over one connection keeping `window` in flight; read every answer."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sent = answered = 0
+    buffer = bytearray()
+    while answered < count:
+        burst = min(window - (sent - answered), count - sent)
+        if burst > 0:
+            sock.sendall(frame * burst)
+            sent += burst
+        data = sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("broker closed the connection")
+        buffer += data
+        position = 0
+        while len(buffer) - position >= 4:
+            (size,) = _SIZE.unpack_from(buffer, position)
+            if len(buffer) - position - 4 < size:
+                break
+            position += 4 + size
+            answered += 1
+        del buffer[:position]
+    sock.close()
+
+
+def run_clients(broker: BrokerProcess, frames: list[bytes], count: int, window: int) -> tuple[float, float]:
+    """Each frame driven `count` times by its own process; (broker CPU microseconds per request, seconds)."""
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=drive, args=(broker.port, frame, count, window)) for frame in frames]
+    before = broker_cpu_seconds(broker.process.pid)
+    started = time.perf_counter()
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+        if process.exitcode:
+            raise RuntimeError(f"a client failed (exit code {process.exitcode})")
+    elapsed = time.perf_counter() - started
+    used = broker_cpu_seconds(broker.process.pid) - before
+    return used / (count * len(frames)) * 1e6, elapsed
+
+
+def metadata_latency(port: int, frame: bytes, count: int) -> float:
+    """Median round trip of one Metadata request at a time, in milliseconds."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        sock.sendall(frame)
+        (size,) = _SIZE.unpack(_receive(sock, 4))
+        _receive(sock, size)
+        times.append(time.perf_counter() - started)
+    sock.close()
+    return statistics.median(times) * 1000
+
+
+def _receive(sock: socket.socket, size: int) -> bytes:
+    data = sock.recv(size, socket.MSG_WAITALL)
+    if len(data) < size:
+        raise ConnectionError("broker closed the connection")
+    return data
+
+
+def start_broker(data_dir: str, tree: str) -> BrokerProcess:
+    """A broker running the code of source tree `tree` (PYTHONPATH and working directory: `python -m` puts the
+    working directory first on the path)."""
+    os.environ["PYTHONPATH"] = tree
+    here = os.getcwd()
+    os.chdir(tree)
+    try:
+        return BrokerProcess(data_dir).start()
+    finally:
+        os.chdir(here)
+
+
+def measure_round(broker: BrokerProcess, frames: dict[str, list[bytes]], args) -> dict[str, tuple]:
+    """One round of every case on one broker: {case: (CPU per request in us, seconds[, round trip in ms])}."""
+    figures = {}
+    for case, case_frames in frames.items():
+        if case == "metadata":
+            cpu_us, elapsed = run_clients(broker, case_frames, args.metadata_requests, 1)
+            figures[case] = (cpu_us, elapsed, metadata_latency(broker.port, case_frames[0], args.metadata_requests))
+        else:
+            figures[case] = run_clients(broker, case_frames, args.requests, args.window)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trees", nargs="*", default=["this=."], help="label=path of an Odradek source tree")
+    parser.add_argument("--requests", type=int, default=20_000, help="produce/fetch requests per client and round")
+    parser.add_argument("--clients", type=int, default=CLIENTS)
+    parser.add_argument("--window", type=int, default=WINDOW)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--metadata-requests", type=int, default=200)
+    parser.add_argument("--cases", default="produce,fetch,metadata")
+    parser.add_argument("--hold", action="store_true", help="print each broker's pid and wait 5 s before measuring")
+    args = parser.parse_args()
+    trees = [(label, os.path.abspath(path)) for label, path in (tree.split("=", 1) for tree in args.trees)]
+    frames = {"produce": [produce_frame("small", index) for index in range(args.clients)],
+              "fetch": [fetch_frame("small", index) for index in range(args.clients)],
+              "metadata": [metadata_frame("wide")]}
+    frames = {case: frames[case] for case in args.cases.split(",")}
+    with tempfile.TemporaryDirectory(prefix="request-cost-") as data_dir:
+        brokers = {}
+        try:
+            for label, tree in trees:
+                broker = brokers[label] = start_broker(os.path.join(data_dir, label), tree)
+                admin = Admin(broker.bootstrap_servers, timeout=120)  # 1000 partitions take a while to create
+                admin.create_topic("small", args.clients, 1)
+                if "metadata" in frames:
+                    admin.create_topic("wide", METADATA_PARTITIONS, 1)
+                run_clients(broker, frames.get("produce") or [produce_frame("small", 0)], 200, args.window)
+                if args.hold:
+                    print(f"{label}: broker pid {broker.process.pid}", flush=True)
+            if args.hold:
+                time.sleep(5)
+            results: dict[tuple[str, str], list] = {}
+            for _ in range(args.rounds):  # trees interleaved round by round: the machine's load hits all alike
+                for label, _tree in trees:
+                    for case, figures in measure_round(brokers[label], frames, args).items():
+                        results.setdefault((label, case), []).append(figures)
+            for (label, case), rounds in results.items():
+                cpu_us = statistics.median(r[0] for r in rounds)
+                if case == "metadata":
+                    latency = statistics.median(r[2] for r in rounds)
+                    print(f"{label} metadata ({METADATA_PARTITIONS} partitions): {cpu_us / 1000:.3f} ms broker CPU "
+                          f"per request, {latency:.3f} ms round trip (median of {len(rounds)})")
+                else:
+                    total = args.requests * args.clients
+                    rate = statistics.median(total / r[1] for r in rounds)
+                    print(f"{label} {case}: {cpu_us:.1f} us broker CPU per request, {rate:,.0f} requests/s "
+                          f"({args.clients} clients x {args.window} in flight, median of {len(rounds)})")
+        finally:
+            for broker in brokers.values():
+                broker.stop()
+
+
+if __name__ == "__main__":
+    main()

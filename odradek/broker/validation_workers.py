@@ -71,7 +71,7 @@ class ValidationWorkers:
 
     def start(self) -> None:
         """Start the workers in the background (once), so that the first requests that need them do not wait for
-        an interpreter and numpy to load."""
+        an interpreter and the package to load."""
         if self._starting is not None:
             return
 
@@ -129,6 +129,6 @@ def serve(requests, answers) -> None:
 
 
 if __name__ == "__main__":
-    import odradek.records.walk  # noqa: F401  (numpy, which records.validation loads only when it first needs it)
+    import odradek.records.walk  # noqa: F401  (loaded before the first request, not by it)
 
     serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.broker.handlers.produce import INLINE_RECORDS
 from odradek.protocol import api
 from odradek.records.batch import Record, encode_batch
 from odradek.records.compression import ZSTD, compress
@@ -135,16 +136,18 @@ def test_a_bomb_of_keyed_records_does_not_stall_other_connections(broker, client
 
 
 def test_a_request_checks_only_so_many_records_on_the_event_loop(broker, client, topic_name):
-    """One Produce request for 20 partitions, each a batch of 16,384 tiny records of scattered sizes: only as many
-    records as one request may have checked on the event loop are (one partition's), the rest go to the worker
+    """One Produce request for 4 partitions, each a batch of INLINE_RECORDS tiny records of scattered sizes: only as
+    many records as one request may have checked on the event loop are (one partition's), the rest go to the worker
     processes, so that a request's partitions cannot add up to a long stall of every other connection. (Timed from
     outside, that stall is shorter than what the loop loses to its own busy workers on a loaded two-core machine,
-    and the workers' CPU for 19 walks is below what /proc counts, so the test counts the bytes the workers read:
-    the other 19 partitions' batches.) Every partition is appended."""
-    partitions = 20
+    and the workers' CPU for 3 walks is below what /proc counts, so the test counts the bytes the workers read:
+    the other 3 partitions' batches.) Every partition is appended."""
+    partitions = 4
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic_name, partitions, 1)])[topic_name].result(10)
-    sizes = np.random.default_rng(7).integers(0, 4, 16_384)
+    # a batch of INLINE_RECORDS records is past the default max.message.bytes (1 MB)
+    admin.create_topics([NewTopic(topic_name, partitions, 1, config={"max.message.bytes": str(8 << 20)})]
+                        )[topic_name].result(10)
+    sizes = np.random.default_rng(7).integers(0, 4, INLINE_RECORDS)
     batch = encode_batch([Record(i, TS, b"", b"x" * int(size)) for i, size in enumerate(sizes)])
     request = api("Produce").request
     assert produce(client, topic_name, encode_batch([Record(0, TS, b"", b"")])).error_code == 0  # starts workers

@@ -25,14 +25,15 @@ import sys
 import time
 from pathlib import Path
 
-from bench import chart, client, peers
+from bench import client, peers
 from bench.measure import MACHINE, Results
-from bench.workloads import (cleaner, codecs, connections, latency, loadgen, machine, partitions, small_requests,
-                             startup, storage, throughput, tls)
+from bench.workloads import (cleaner, codecs, connections, latency, loadgen, machine, partitions, replication,
+                             small_requests, startup, storage, throughput, tls)
 
 WORKLOADS = {"machine": machine, "storage": storage, "loadgen": loadgen, "small_requests": small_requests,
              "throughput": throughput, "latency": latency, "startup": startup, "partitions": partitions,
-             "connections": connections, "cleaner": cleaner, "codecs": codecs, "tls": tls}
+             "connections": connections, "cleaner": cleaner, "codecs": codecs, "tls": tls,
+             "replication": replication}
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -237,15 +238,11 @@ def main() -> None:
     stem = args.out / datetime.date.today().isoformat()
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "versus_machine": machine_ratios},
                                                     indent=1) + "\n")
+    from bench import chart  # matplotlib (the bench extra): the suite's tables import without it (tests/loadgen)
+
     chart.draw(rows, brokers, meta, stem.with_suffix(".png"))
     print(table(rows, brokers, machine_ratios, meta))
     print(f"\nwrote {stem.with_suffix('.json')} and {stem.with_suffix('.png')}")
-
-
-# Replication (issue 15): its own section at the end, so that it merges apart from the workloads above.
-from bench.workloads import replication  # noqa: E402
-
-WORKLOADS["replication"] = replication
 
 
 if __name__ == "__main__":

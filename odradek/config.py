@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from odradek.cluster.replica_selector import REPLICA_SELECTORS
 from odradek.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("odradek.config")
@@ -271,7 +272,11 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "Listener brokers connect to each other on (empty: security.inter.broker.protocol's)"),
         ConfigKey("security.inter.broker.protocol", _T.STRING, "",
                   "Names the inter-broker listener when inter.broker.listener.name is not set (empty: PLAINTEXT)"),
-        ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
+        ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata and matched "
+                  "against consumers' client.rack by replica.selector.class"),
+        ConfigKey("replica.selector.class", _T.STRING, "", "Names the replica a consumer should fetch from "
+                  "(KIP-392): org.apache.kafka.common.replica.RackAwareReplicaSelector picks one in the consumer's "
+                  "rack; empty: the leader serves every consumer", choices=REPLICA_SELECTORS),
         ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
                                                       "(empty: a single-node broker)"),
         ConfigKey("zookeeper.session.timeout.ms", _T.INT, 18000, "ZooKeeper session timeout", minimum=1),

@@ -303,6 +303,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("replica.fetch.max.bytes", _T.INT, 1048576, "Bytes a follower fetches per partition", minimum=0),
         ConfigKey("replica.fetch.response.max.bytes", _T.INT, 10485760, "Bytes a follower fetches per request",
                   minimum=0),
+        ConfigKey("leader.replication.throttled.rate", _T.LONG, LONG_MAX, "Bytes/s a leader sends to out-of-sync "
+                  "followers of the partitions leader.replication.throttled.replicas names", minimum=0),
+        ConfigKey("follower.replication.throttled.rate", _T.LONG, LONG_MAX, "Bytes/s a follower fetches for the "
+                  "partitions follower.replication.throttled.replicas names while out of sync", minimum=0),
+        ConfigKey("replication.quota.window.num", _T.INT, 11, "Samples of the replication throttles' rates",
+                  minimum=1),
+        ConfigKey("replication.quota.window.size.seconds", _T.INT, 1, "Length of one sample of the replication "
+                  "throttles' rates", minimum=1),
         ConfigKey("replica.socket.timeout.ms", _T.INT, 30000, "A follower's wait for an answer beyond its fetch "
                   "wait", minimum=1),
         ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),
@@ -445,6 +453,8 @@ class LogConfig:
     min_insync_replicas: int = 1
     preallocate: bool = False
     unclean_leader_election_enable: bool = False
+    leader_replication_throttled_replicas: tuple[str, ...] = ()
+    follower_replication_throttled_replicas: tuple[str, ...] = ()
 
     @property
     def compact(self) -> bool:
@@ -546,10 +556,11 @@ CLEANER_DYNAMIC_CONFIGS = ("log.cleaner.threads", "log.cleaner.backoff.ms", "log
                            "log.cleaner.dedupe.buffer.size")
 
 # Broker keys that can change while the broker runs (IncrementalAlterConfigs/AlterConfigs on a BROKER resource):
-# as in Kafka, the first broker key of every topic default (log.retention.ms, not log.retention.hours) and the
-# cleaner's settings.
+# as in Kafka, the first broker key of every topic default (log.retention.ms, not log.retention.hours), the
+# cleaner's settings and the replication throttles' rates.
 DYNAMIC_BROKER_CONFIGS = frozenset(
-    {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | set(CLEANER_DYNAMIC_CONFIGS))
+    {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | set(CLEANER_DYNAMIC_CONFIGS)
+    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 
 
 def broker_key_synonyms(name: str) -> tuple[str, ...]:

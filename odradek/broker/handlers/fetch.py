@@ -30,6 +30,7 @@ import time
 
 from odradek.broker.append_waits import next_change
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
+from odradek.broker.replication_quotas import LEADER_RATE, ReplicationQuota
 from odradek.clock import now_ms
 from odradek.cluster.replica_selector import NO_PREFERRED_REPLICA, FollowerView, preferred_read_replica
 from odradek.errors import ErrorCode, KafkaError
@@ -51,6 +52,7 @@ CLIENT_RACK_FROM_VERSION = 11  # KIP-392: a consumer's fetch names its rack and 
 def handlers(broker) -> dict:
     sessions = FetchSessionCache()
     broker.fetch_sessions = sessions
+    leader_quota = ReplicationQuota(broker, LEADER_RATE)
 
     def targets_of(request, version: int) -> tuple[list[FetchTarget], list, list]:
         """The request's partitions as FetchTargets, the forgotten keys, and answers for unknown topic ids."""
@@ -147,6 +149,9 @@ def handlers(broker) -> dict:
                     partition.follower_fetched(replica_id, target.fetch_offset, now_ms())
                     high_watermark = partition.high_watermark
                     bound = log.log_end_offset
+                    if leader_quota.holds_back(partition, log.config.leader_replication_throttled_replicas,
+                                               replica_id, time.monotonic() * 1000):
+                        bound = target.fetch_offset  # no records for now: leader.replication.throttled.rate
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
                     # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
                     region = log.read(target.fetch_offset, min(target.max_bytes, remaining), max_offset=bound,
@@ -175,12 +180,26 @@ def handlers(broker) -> dict:
                 preferred_read_replica=preferred, records=records)))
         return answers, total, answer_now
 
+    def record_throttled_replication(answers) -> None:
+        """The bytes a follower's answer carries of partitions throttled here as leader count against
+        leader.replication.throttled.rate (odradek/broker/replication_quotas.py)."""
+        size = 0
+        for target, data in answers:
+            partition = broker.partitions.get((target.topic, target.partition))
+            if (isinstance(data.records, FileRegion) and partition is not None
+                    and leader_quota.throttles(partition, partition.log.config.leader_replication_throttled_replicas)):
+                size += data.records.length
+        if size:
+            leader_quota.record(size, time.monotonic() * 1000)
+
     def respond(connection, header, answers, session, unknown_topics, error=ErrorCode.NONE, follower=False):
-        """The answer; a consumer's records count against its consumer_byte_rate (a follower's do not, as in
-        Kafka, whose replication quotas are another matter)."""
+        """The answer; a consumer's records count against its consumer_byte_rate, a follower's against
+        leader.replication.throttled.rate where the partition is throttled, as in Kafka."""
         session_id = session.session_id if session is not None else 0
         sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion) else len(data.records or b"")
                          for _, data in answers)
+        if follower:
+            record_throttled_replication(answers)
         throttle_ms = 0 if follower else throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE,
                                                              sent_bytes)
         if throttle_ms and sent_bytes:

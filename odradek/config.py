@@ -338,6 +338,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("transaction.state.log.replication.factor", _T.SHORT, 3, "Replication factor of "
                   "__transaction_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
+        ConfigKey("transaction.state.log.min.isr", _T.INT, 2, "min.insync.replicas of __transaction_state in a "
+                  "ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
         ConfigKey("offsets.commit.required.acks", _T.SHORT, -1, "acks of an offset commit's write: -1 answers once "
                   "the ISR has it (Kafka 2.x), any other value once the leader has", minimum=-1),
@@ -535,7 +537,7 @@ _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
     "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",
 })
 

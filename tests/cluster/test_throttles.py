@@ -38,7 +38,7 @@ def catch_up_seconds(cluster, topic_configs: dict, broker_configs: dict) -> floa
     missed while stopped, under these topic configs and dynamic broker configs ({broker id: {key: value}})."""
     admin = AdminClient({"bootstrap.servers": cluster.brokers[0].bootstrap_servers, "log_level": 0})
     topic = f"throttled-{uuid.uuid4().hex[:6]}"
-    assert wait_until(lambda: len(admin.list_topics(timeout=10).brokers) == 2, timeout=30)  # broker 2 registered
+    assert wait_until(lambda: len(admin.list_topics(timeout=10).brokers) == 2, timeout=30)  # broker 2 is back
     admin.create_topics([NewTopic(topic, 1, replica_assignment=[[1, 2]], config=topic_configs)])[topic].result(30)
     for node_id in (1, 2):  # replaces each broker's dynamic configs: what an earlier call set goes
         resource = ConfigResource("broker", str(node_id), set_config=broker_configs.get(node_id, {}))

@@ -16,7 +16,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from odradek.embedded import Cluster, wait_until
+from odradek.embedded import wait_until
+
+from .conftest import new_cluster
 
 TRANSACTION_STATE = "__transaction_state"
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -25,10 +27,9 @@ LAG_TIME_S = 4
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("min-isr"),
-                 settings={"transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
-                           "replica.lag.time.max.ms": LAG_TIME_S * 1000}) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "coordinator-isr", settings={
+            "transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
+            "replica.lag.time.max.ms": LAG_TIME_S * 1000}) as c:
         yield c
 
 

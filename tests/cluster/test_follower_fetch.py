@@ -13,17 +13,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.cluster.replica_selector import (NO_PREFERRED_REPLICA, RACK_AWARE_SELECTOR, FollowerView,
                                               preferred_read_replica)
-from odradek.embedded import Cluster, wait_until
+from odradek.embedded import wait_until
 from tests.metrics.test_metrics import free_port, scrape
+
+from .conftest import new_cluster
 
 RACKS = {1: "a", 2: "b", 3: "c"}
 
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    c = Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("follower-fetch"),
-                settings={"replica.selector.class": RACK_AWARE_SELECTOR, "replica.lag.time.max.ms": 5000})
+    c = new_cluster(odradek_zookeeper, tmp_path_factory, "follower-fetch",
+                    settings={"replica.selector.class": RACK_AWARE_SELECTOR, "replica.lag.time.max.ms": 5000})
     for broker in c.brokers:
         broker.settings.update({"broker.rack": RACKS[broker.node_id], "metrics.port": free_port()})
     with c:

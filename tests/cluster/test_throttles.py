@@ -14,7 +14,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from odradek.embedded import Cluster, wait_until
+from odradek.embedded import wait_until
+
+from .conftest import new_cluster
 
 BACKLOG = 20_000_000
 RATE = 2_000_000
@@ -22,9 +24,7 @@ RATE = 2_000_000
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(2, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("throttles"),
-                 settings={"replication.quota.window.num": 2}) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "throttles", 2, {"replication.quota.window.num": 2}) as c:
         yield c
 
 

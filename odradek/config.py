@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from odradek.cluster.replica_selector import REPLICA_SELECTORS
 from odradek.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("odradek.config")
@@ -271,7 +272,11 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "Listener brokers connect to each other on (empty: security.inter.broker.protocol's)"),
         ConfigKey("security.inter.broker.protocol", _T.STRING, "",
                   "Names the inter-broker listener when inter.broker.listener.name is not set (empty: PLAINTEXT)"),
-        ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata"),
+        ConfigKey("broker.rack", _T.STRING, "", "This broker's rack, shown to clients in Metadata and matched "
+                  "against consumers' client.rack by replica.selector.class"),
+        ConfigKey("replica.selector.class", _T.STRING, "", "Names the replica a consumer should fetch from "
+                  "(KIP-392): org.apache.kafka.common.replica.RackAwareReplicaSelector picks one in the consumer's "
+                  "rack; empty: the leader serves every consumer", choices=REPLICA_SELECTORS),
         ConfigKey("zookeeper.connect", _T.STRING, "", "HOST:PORT[,...][/chroot] of the cluster's ZooKeeper "
                                                       "(empty: a single-node broker)"),
         ConfigKey("zookeeper.session.timeout.ms", _T.INT, 18000, "ZooKeeper session timeout", minimum=1),
@@ -298,6 +303,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("replica.fetch.max.bytes", _T.INT, 1048576, "Bytes a follower fetches per partition", minimum=0),
         ConfigKey("replica.fetch.response.max.bytes", _T.INT, 10485760, "Bytes a follower fetches per request",
                   minimum=0),
+        ConfigKey("leader.replication.throttled.rate", _T.LONG, LONG_MAX, "Bytes/s a leader sends to out-of-sync "
+                  "followers of the partitions leader.replication.throttled.replicas names", minimum=0),
+        ConfigKey("follower.replication.throttled.rate", _T.LONG, LONG_MAX, "Bytes/s a follower fetches for the "
+                  "partitions follower.replication.throttled.replicas names while out of sync", minimum=0),
+        ConfigKey("replication.quota.window.num", _T.INT, 11, "Samples of the replication throttles' rates",
+                  minimum=1),
+        ConfigKey("replication.quota.window.size.seconds", _T.INT, 1, "Length of one sample of the replication "
+                  "throttles' rates", minimum=1),
         ConfigKey("replica.socket.timeout.ms", _T.INT, 30000, "A follower's wait for an answer beyond its fetch "
                   "wait", minimum=1),
         ConfigKey("auto.create.topics.enable", _T.BOOLEAN, True, "Create a topic on first Metadata or Produce"),
@@ -327,6 +340,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("transaction.state.log.replication.factor", _T.SHORT, 3, "Replication factor of "
                   "__transaction_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
+        ConfigKey("transaction.state.log.min.isr", _T.INT, 2, "min.insync.replicas of __transaction_state in a "
+                  "ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("offsets.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of __consumer_offsets"),
         ConfigKey("offsets.commit.required.acks", _T.SHORT, -1, "acks of an offset commit's write: -1 answers once "
                   "the ISR has it (Kafka 2.x), any other value once the leader has", minimum=-1),
@@ -442,6 +457,8 @@ class LogConfig:
     min_insync_replicas: int = 1
     preallocate: bool = False
     unclean_leader_election_enable: bool = False
+    leader_replication_throttled_replicas: tuple[str, ...] = ()
+    follower_replication_throttled_replicas: tuple[str, ...] = ()
 
     @property
     def compact(self) -> bool:
@@ -522,7 +539,7 @@ _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
     "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",
 })
 
@@ -543,10 +560,11 @@ CLEANER_DYNAMIC_CONFIGS = ("log.cleaner.threads", "log.cleaner.backoff.ms", "log
                            "log.cleaner.dedupe.buffer.size")
 
 # Broker keys that can change while the broker runs (IncrementalAlterConfigs/AlterConfigs on a BROKER resource):
-# as in Kafka, the first broker key of every topic default (log.retention.ms, not log.retention.hours) and the
-# cleaner's settings.
+# as in Kafka, the first broker key of every topic default (log.retention.ms, not log.retention.hours), the
+# cleaner's settings and the replication throttles' rates.
 DYNAMIC_BROKER_CONFIGS = frozenset(
-    {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | set(CLEANER_DYNAMIC_CONFIGS))
+    {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | set(CLEANER_DYNAMIC_CONFIGS)
+    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 
 
 def broker_key_synonyms(name: str) -> tuple[str, ...]:

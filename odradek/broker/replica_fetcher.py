@@ -26,14 +26,20 @@ many (`acknowledged_loss`), so the loss is reported, not hidden.
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
 change to the state znode (ZooKeeperCatalogue.write_isr), off the event loop.
+
+Replication throttles (odradek/broker/replication_quotas.py): a partition this broker is not in sync for, throttled
+on the follower side (follower.replication.throttled.replicas), stays out of the fetch while the bytes fetched for
+such partitions run over follower.replication.throttled.rate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from odradek.broker.peer import PeerAuthenticationFailed, open_peer_connection, round_trip
+from odradek.broker.replication_quotas import FOLLOWER_RATE, ReplicationQuota
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.records.batch import validate_batches
@@ -48,6 +54,7 @@ RETRY_BACKOFF_S = 0.5  # replica.fetch.backoff.ms: after an error or a lost conn
 LEADER_BEHIND_BACKOFF_S = 0.02  # after answers that say the leader has not followed the catalogue's change yet
 LEADER_BEHIND = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH})
 ISR_CHECK_INTERVAL_MS = 250
+THROTTLED_PAUSE_S = 0.1  # when every partition waits for follower.replication.throttled.rate
 
 
 class ReplicaFetchers:
@@ -56,6 +63,7 @@ class ReplicaFetchers:
         self._tasks: dict[int, asyncio.Task] = {}
         self._polling: dict[asyncio.Task, frozenset] = {}  # a task's Fetch under way: the partitions it asked for
         self._isr_writes: set[tuple[str, int]] = set()  # writes under way, one per partition at a time
+        self._quota = ReplicationQuota(broker, FOLLOWER_RATE)
 
     def followed(self, leader_id: int) -> list:
         return [p for p in self.broker.partitions.values() if not p.is_leader and p.assignment.leader == leader_id]
@@ -130,6 +138,11 @@ class ReplicaFetchers:
         if diverged:
             pause_s = await self._truncate(leader_id, diverged, reader, writer)
         partitions = {(p.topic, p.index): p for p in followed if not p.needs_truncation}
+        held_back = self._held_back(partitions.values())
+        if held_back and len(held_back) == len(partitions):
+            return max(pause_s, THROTTLED_PAUSE_S)
+        for key in held_back:
+            del partitions[key]
         if not partitions:
             return pause_s
         config = self.broker.config
@@ -153,6 +166,7 @@ class ReplicaFetchers:
                                               config["replica.fetch.wait.max.ms"] / 1000)
         finally:
             del self._polling[task]
+        self._record_throttled(partitions, response)
         for topic in response.responses:
             for data in topic.partitions:
                 partition = partitions.get((topic.topic, data.partition_index))
@@ -164,6 +178,26 @@ class ReplicaFetchers:
                     log.error("%s-%d: the leader's records not appended (%s)", partition.topic, partition.index, exc)
                     pause_s = RETRY_BACKOFF_S
         return pause_s
+
+    def _held_back(self, partitions) -> list[tuple[str, int]]:
+        """The partitions left out of this fetch by follower.replication.throttled.rate (this broker out of their
+        ISR, their topic's follower.replication.throttled.replicas naming it, the rate over its bound)."""
+        now = time.monotonic() * 1000
+        node_id = self.broker.node_id
+        return [(p.topic, p.index) for p in partitions
+                if self._quota.holds_back(p, p.log.config.follower_replication_throttled_replicas, node_id, now)]
+
+    def _record_throttled(self, partitions: dict, response) -> None:
+        """The bytes fetched for throttled partitions count against follower.replication.throttled.rate."""
+        size = 0
+        for topic in response.responses:
+            for data in topic.partitions:
+                partition = partitions.get((topic.topic, data.partition_index))
+                if partition is not None and data.records and self._quota.throttles(
+                        partition, partition.log.config.follower_replication_throttled_replicas):
+                    size += len(data.records)
+        if size:
+            self._quota.record(size, time.monotonic() * 1000)
 
     async def _round_trip(self, leader_id: int, reader, writer, spec, version: int, request, wait_s: float = 0.0):
         return await round_trip(reader, writer, spec, version, request, client_id=self._client_id(leader_id),

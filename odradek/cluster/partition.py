@@ -185,6 +185,7 @@ class Partition:
         high_watermark = min(leader_high_watermark, self.log.log_end_offset)
         if high_watermark > self.high_watermark:
             self.high_watermark = high_watermark
+            self.wake()  # consumers' long polls on this follower (KIP-392) read up to the high watermark
 
     @property
     def isr_is_self(self) -> bool:

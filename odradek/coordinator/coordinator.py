@@ -32,7 +32,7 @@ from odradek.broker.append_waits import until_replicated
 from odradek.broker.periodic import every
 from odradek.clock import now_ms
 from odradek.coordinator.assignors import TopicInfo
-from odradek.coordinator.classic import (JOIN, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
+from odradek.coordinator.classic import (JOIN, SYNC, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
                                          SyncResult, Wait)
 from odradek.coordinator.consumer import ConsumerGroup, HeartbeatResult
 from odradek.coordinator.offsets import OffsetAndMetadata, OffsetStore, TopicPartition
@@ -334,14 +334,8 @@ class GroupCoordinator:
 
     @staticmethod
     def _refuse(codes: list[ErrorCode], accepted: list, exc: Exception) -> list[ErrorCode]:
-        """The codes of a commit whose write failed or timed out, the append's error mapped as Kafka's group
-        coordinator maps it for the client (both retriable: the client finds the coordinator again and retries)."""
-        code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-        if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        elif code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-            code = ErrorCode.NOT_COORDINATOR
+        """The codes of a commit whose write failed or timed out (`write_error_code`)."""
+        code = write_error_code(exc)
         for _, _, position in accepted:
             codes[position] = code
         return codes
@@ -431,22 +425,61 @@ class GroupCoordinator:
         return result
 
     def _settle(self, group: Group) -> None:
-        """After every change: hand out answers the group released, persist its metadata, re-arm its timer."""
+        """After every change: persist its metadata, hand out answers the group released, re-arm its timer. As
+        Kafka's GroupCoordinator (storeGroup with acks=-1), the SyncGroup answers of a change wait until the
+        in-sync replicas have its group record (offsets.commit.required.acks=-1, up to offsets.commit.timeout.ms),
+        so a member never works from an assignment the next coordinator does not know; a write that fails or
+        does not get there answers them COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, and they join again."""
         if isinstance(group, ClassicGroup):
             outbox, group.outbox = group.outbox, []
-            for kind, member_id, result in outbox:
-                future = self._waiters.pop((group.group_id, kind, member_id), None)
-                if future is not None and not future.done():
-                    future.set_result(result)
-            if group.metadata_changed:
-                group.metadata_changed = False
-                log.info("group %s is %s at generation %d with %d member(s)", group.group_id, group.state.name,
-                         group.generation, len(group.members))
-                try:
-                    self._append(group.group_id, [group_metadata_record(group.group_id, group)])
-                except (KafkaError, OSError) as exc:
-                    log.error("writing metadata of group %s failed: %s", group.group_id, exc)
+            replicated = self._store_group(group) if group.metadata_changed else None
+            held = [entry for entry in outbox if entry[0] == SYNC] if replicated is not None else []
+            self._deliver(group.group_id, [entry for entry in outbox if entry[0] != SYNC or replicated is None])
+            if held:
+                task = asyncio.get_running_loop().create_task(
+                    self._deliver_when_replicated(group.group_id, held, replicated))
+                self._tasks.append(task)
+                task.add_done_callback(self._forget_task)
         self._arm_timer(group)
+
+    def _forget_task(self, task: asyncio.Task) -> None:
+        if task in self._tasks:
+            self._tasks.remove(task)
+
+    def _deliver(self, group_id: str, outbox: list) -> None:
+        for kind, member_id, result in outbox:
+            future = self._waiters.pop((group_id, kind, member_id), None)
+            if future is not None and not future.done():
+                future.set_result(result)
+
+    def _store_group(self, group: ClassicGroup) -> Awaitable[KafkaError | None] | None:
+        """Append the group's metadata record; None when it is as safe as offsets.commit.required.acks asks (or
+        the write failed, which is logged), else an awaitable of the wait for the in-sync replicas."""
+        group.metadata_changed = False
+        log.info("group %s is %s at generation %d with %d member(s)", group.group_id, group.state.name,
+                 group.generation, len(group.members))
+        try:
+            last_offset = self._append(group.group_id, [group_metadata_record(group.group_id, group)])
+        except (KafkaError, OSError) as exc:
+            log.error("writing metadata of group %s failed: %s", group.group_id, exc)
+            return None
+        key = (OFFSETS_TOPIC, partition_for(group.group_id, self.num_partitions))
+        if (self.broker.config["offsets.commit.required.acks"] != -1 or last_offset is None
+                or self.broker.partitions[key].high_watermark > last_offset):
+            return None
+        deadline = time.monotonic() + self.broker.config["offsets.commit.timeout.ms"] / 1000
+        return until_replicated(lambda: self.broker.partitions.get(key), last_offset, deadline)
+
+    async def _deliver_when_replicated(self, group_id: str, held: list, replicated: Awaitable) -> None:
+        error = await replicated
+        if error is None:
+            self._deliver(group_id, held)
+            return
+        log.warning("metadata of group %s not acknowledged: %s", group_id, error)
+        for kind, member_id, _ in held:
+            future = self._waiters.pop((group_id, kind, member_id), None)
+            if future is not None and not future.done():
+                future.set_exception(KafkaError(write_error_code(error), error.message))
 
     def _arm_timer(self, group: Group) -> None:
         handle = self._timers.pop(group.group_id, None)
@@ -605,3 +638,15 @@ def consumer_subscription_topics(metadata: bytes) -> set[str]:
         return topics
     except (struct.error, UnicodeDecodeError):
         return set()
+
+
+def write_error_code(exc: Exception) -> ErrorCode:
+    """A coordinator's failed or timed-out write as Kafka's group coordinator tells the client (both retriable: the
+    client finds the coordinator again and retries)."""
+    code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    return code

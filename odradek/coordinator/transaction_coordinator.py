@@ -9,7 +9,9 @@ prepared transaction that loading (or the periodic check, after a failed write) 
 again, which is harmless for partitions that already have one. Markers on __consumer_offsets partitions also settle
 the offsets the group coordinator holds for the transaction.
 
-In a cluster every write waits for the in-sync replicas, as Kafka's (acks=-1, request.timeout.ms): a request that
+In a cluster every write waits for the in-sync replicas, as Kafka's (acks=-1, request.timeout.ms), and a request
+finds fewer of them than transaction.state.log.min.isr (__transaction_state's min.insync.replicas, default 2)
+answered COORDINATOR_NOT_AVAILABLE, so the client retries; a request that
 changed a transaction is answered once the replicas of its __transaction_state partition have the change
 (`until_durable`), so the broker that leads the partition next knows every transition a client was told of (an
 acknowledged commit is prepared there and completes); and a transaction is written complete only once each of its
@@ -77,8 +79,12 @@ class TransactionCoordinator:
         self._tasks = []
 
     def ensure_topic(self) -> None:
-        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, {"cleanup.policy": "compact"},
-                                          "transaction.state.log.replication.factor")
+        """__transaction_state, created on first use with min.insync.replicas = transaction.state.log.min.isr in a
+        cluster (1 on a single node, whose replication factor is 1)."""
+        min_isr = 1 if self.broker.controller is None else self.broker.config["transaction.state.log.min.isr"]
+        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, {
+            "cleanup.policy": "compact", "min.insync.replicas": str(min_isr)},
+            "transaction.state.log.replication.factor")
 
     def _check_available(self, transactional_id: str) -> None:
         if not transactional_id:
@@ -88,6 +94,16 @@ class TransactionCoordinator:
                                                 partition_for(transactional_id, self.num_partitions))
         if not self._loaded:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    def _check_writable(self, transactional_id: str) -> None:
+        """_check_available for a request that writes the transaction's state: Kafka's coordinator writes with
+        acks=all, so fewer in-sync replicas than min.insync.replicas refuse it, retriably (COORDINATOR_NOT_AVAILABLE,
+        as Kafka's TransactionStateManager maps NOT_ENOUGH_REPLICAS)."""
+        self._check_available(transactional_id)
+        try:
+            self._state_partition(transactional_id).check_min_insync()
+        except KafkaError as exc:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, exc.message) from None
 
     def _led_partitions(self) -> set[int]:
         return {index for index in range(self.num_partitions) if self.broker.leads(TRANSACTION_STATE_TOPIC, index)}
@@ -114,7 +130,7 @@ class TransactionCoordinator:
         CONCURRENT_TRANSACTIONS so the client asks again; here the abort is already done, so we answer at once)."""
         if transactional_id is None:
             return self.producer_ids.next_id(), 0
-        self._check_available(transactional_id)
+        self._check_writable(transactional_id)
         if not 0 < timeout_ms <= self.max_timeout_ms:
             raise KafkaError(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         now = now_ms()
@@ -131,7 +147,7 @@ class TransactionCoordinator:
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                        partitions: set[TopicPartition]) -> None:
-        self._check_available(transactional_id)
+        self._check_writable(transactional_id)
         metadata = add_partitions(self.transactions.get(transactional_id), producer_id, producer_epoch,
                                   frozenset(partitions), now_ms())
         if metadata is not None:
@@ -144,7 +160,7 @@ class TransactionCoordinator:
         self.add_partitions(transactional_id, producer_id, producer_epoch, {(OFFSETS_TOPIC, offsets_partition)})
 
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
-        self._check_available(transactional_id)
+        self._check_writable(transactional_id)
         prepared = prepare_end(self.transactions.get(transactional_id), producer_id, producer_epoch, commit,
                                now_ms())
         if prepared is not None:

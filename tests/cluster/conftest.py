@@ -12,10 +12,18 @@ from confluent_kafka.admin import AdminClient
 from odradek.embedded import Cluster
 
 
+def new_cluster(odradek_zookeeper, tmp_path_factory, name: str, brokers: int = 3,
+                settings: dict | None = None) -> Cluster:
+    """A cluster (not started) under a chroot of its own of the session's ZooKeeper, its data in a directory
+    named after `name`."""
+    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
+    return Cluster(brokers, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp(name),
+                   settings=settings)
+
+
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("cluster")) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "cluster") as c:
         yield c
 
 

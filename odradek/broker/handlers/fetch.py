@@ -7,6 +7,13 @@ stable offset (read_committed), or for a follower (replica_id, odradek/broker/re
 where the fetch offset also tells the leader how far that follower has the log; read_committed answers also list the aborted transactions that overlap the range up
 to the last stable offset (from the segments' `.txnindex`), which the consumer uses to drop aborted records.
 
+Fetch from the closest replica (KIP-392): a consumer's Fetch v11+ names its rack (client.rack). With
+replica.selector.class set, the leader answers such a fetch at once, without records, naming a follower in that rack
+as preferred_read_replica (odradek/cluster/replica_selector.py); the consumer then fetches from that follower, which
+serves any v11+ consumer fetch up to its own high watermark (or last stable offset), as Kafka has since 2.4: OFFSET_
+OUT_OF_RANGE past its log end, NOT_LEADER_OR_FOLLOWER once it holds no replica, and preferred_read_replica -1 always
+(only a leader sends a consumer elsewhere). ListOffsets stays with the leader (handlers/offsets.py).
+
 Limits follow KIP-74 and Kafka's ReplicaManager.readFromLog: max_bytes for the whole answer and partition_max_bytes
 for each partition. Only the first partition that has data may go over them, by one whole batch, so a consumer is
 never stuck behind a batch larger than its limits; every later partition stops at the last whole batch that fits
@@ -23,7 +30,9 @@ import time
 
 from odradek.broker.append_waits import next_change
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
+from odradek.broker.replication_quotas import LEADER_RATE, ReplicationQuota
 from odradek.clock import now_ms
+from odradek.cluster.replica_selector import NO_PREFERRED_REPLICA, FollowerView, preferred_read_replica
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
@@ -37,11 +46,13 @@ FetchResponse = FETCH.response
 READ_COMMITTED = 1
 EMPTY_RECORDS = b""
 TOPIC_IDS_FROM_VERSION = 13
+CLIENT_RACK_FROM_VERSION = 11  # KIP-392: a consumer's fetch names its rack and may be served by a follower
 
 
 def handlers(broker) -> dict:
     sessions = FetchSessionCache()
     broker.fetch_sessions = sessions
+    leader_quota = ReplicationQuota(broker, LEADER_RATE)
 
     def targets_of(request, version: int) -> tuple[list[FetchTarget], list, list]:
         """The request's partitions as FetchTargets, the forgotten keys, and answers for unknown topic ids."""
@@ -71,24 +82,51 @@ def handlers(broker) -> dict:
             forgotten.extend((name, index) for index in gone.partitions)
         return targets, forgotten, unknown
 
+    def readable_partition(target: FetchTarget, client_rack: str | None):
+        """The partition to read for this target: the one this broker leads, or, for a consumer that named its
+        rack (Fetch v11+, KIP-392), any replica this broker holds, a follower serving up to its own high
+        watermark. NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        if client_rack is not None:
+            partition = broker.partitions.get((target.topic, target.partition))
+            if partition is not None:
+                return partition
+        return broker.partition(target.topic, target.partition)
+
+    def preferred_replica(partition, client_rack: str | None, fetch_offset: int, racks: dict) -> int:
+        """As leader, the follower a consumer in `client_rack` should read from (replica.selector.class), or
+        NO_PREFERRED_REPLICA. `racks` is filled with the live brokers' racks on first use, once per request."""
+        selector = broker.config["replica.selector.class"]
+        if client_rack is None or not selector or not partition.is_leader:
+            return NO_PREFERRED_REPLICA
+        if not racks:
+            racks.update((b.node_id, b.rack) for b in broker.membership.live_brokers())
+        followers = [FollowerView(node_id, state.log_end_offset, state.last_caught_up_ms)
+                     for node_id, state in partition.followers.items()]
+        return preferred_read_replica(selector, client_rack, partition.node_id, fetch_offset, followers,
+                                      partition.assignment.isr, racks, now_ms())
+
     def read(targets: list[FetchTarget], max_bytes: int, isolation_level: int, incremental: bool,
-             denied: frozenset, replica_id: int = -1):
-        """One pass over the targets: (partition answers by target, bytes of records gathered, any error seen). A
-        follower's fetch (replica_id >= 0) reads up to the log end and tells the partition how far that follower
-        has the log. Topics in `denied` (no READ for this principal) answer TOPIC_AUTHORIZATION_FAILED."""
+             denied: frozenset, replica_id: int = -1, client_rack: str | None = None):
+        """One pass over the targets: (partition answers by target, bytes of records gathered, whether to answer
+        now without waiting: an error, or a consumer sent to another replica). A follower's fetch (replica_id >= 0)
+        reads up to the log end and tells the partition how far that follower has the log. A consumer's fetch that
+        names its rack (`client_rack`, not None) may read from a follower here, or be told by the leader to read
+        from a follower (preferred_read_replica, no records). Topics in `denied` (no READ for this principal)
+        answer TOPIC_AUTHORIZATION_FAILED."""
         answers = []
         total = 0
-        saw_error = False
+        answer_now = False
+        racks: dict = {}
         for target in targets:
             if target.topic in denied:  # checked first: says nothing of the topic to whoever may not read it
                 answers.append((target, _partition_error(target, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
-                saw_error = True
+                answer_now = True
                 continue
             try:
-                partition = broker.partition(target.topic, target.partition)
+                partition = readable_partition(target, client_rack)
             except KafkaError as exc:  # unknown, or led by another broker
                 answers.append((target, _partition_error(target, exc.code)))
-                saw_error = True
+                answer_now = True
                 continue
             log = partition.log
             high_watermark = partition.high_watermark
@@ -98,14 +136,22 @@ def handlers(broker) -> dict:
             records = EMPTY_RECORDS
             bound = last_stable if isolation_level == READ_COMMITTED else high_watermark
             remaining = max_bytes - total
+            preferred = NO_PREFERRED_REPLICA
             try:
                 partition.check_leader_epoch(target.current_leader_epoch)
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+                preferred = preferred_replica(partition, client_rack, target.fetch_offset, racks)
+                if preferred != NO_PREFERRED_REPLICA:
+                    answer_now = True  # as Kafka: the consumer is sent on at once, with no records
+                    bound = target.fetch_offset
                 if replica_id >= 0:
                     partition.follower_fetched(replica_id, target.fetch_offset, now_ms())
                     high_watermark = partition.high_watermark
                     bound = log.log_end_offset
+                    if leader_quota.holds_back(partition, log.config.leader_replication_throttled_replicas,
+                                               replica_id, time.monotonic() * 1000):
+                        bound = target.fetch_offset  # no records for now: leader.replication.throttled.rate
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
                     # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
                     region = log.read(target.fetch_offset, min(target.max_bytes, remaining), max_offset=bound,
@@ -116,11 +162,11 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 code = exc.code
             if code is not None:
-                saw_error = True
+                answer_now = True
                 answers.append((target, _partition_error(target, code, high_watermark, last_stable, log_start)))
                 continue
-            if incremental and records is EMPTY_RECORDS and not target.moved(high_watermark, last_stable,
-                                                                              log_start):
+            if (incremental and records is EMPTY_RECORDS and preferred == NO_PREFERRED_REPLICA
+                    and not target.moved(high_watermark, last_stable, log_start)):
                 continue
             aborted = None
             if isolation_level == READ_COMMITTED:
@@ -131,15 +177,29 @@ def handlers(broker) -> dict:
             answers.append((target, FetchResponse.PartitionData(
                 partition_index=target.partition, error_code=ErrorCode.NONE, high_watermark=high_watermark,
                 last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=aborted,
-                preferred_read_replica=-1, records=records)))
-        return answers, total, saw_error
+                preferred_read_replica=preferred, records=records)))
+        return answers, total, answer_now
+
+    def record_throttled_replication(answers) -> None:
+        """The bytes a follower's answer carries of partitions throttled here as leader count against
+        leader.replication.throttled.rate (odradek/broker/replication_quotas.py)."""
+        size = 0
+        for target, data in answers:
+            partition = broker.partitions.get((target.topic, target.partition))
+            if (isinstance(data.records, FileRegion) and partition is not None
+                    and leader_quota.throttles(partition, partition.log.config.leader_replication_throttled_replicas)):
+                size += data.records.length
+        if size:
+            leader_quota.record(size, time.monotonic() * 1000)
 
     def respond(connection, header, answers, session, unknown_topics, error=ErrorCode.NONE, follower=False):
-        """The answer; a consumer's records count against its consumer_byte_rate (a follower's do not, as in
-        Kafka, whose replication quotas are another matter)."""
+        """The answer; a consumer's records count against its consumer_byte_rate, a follower's against
+        leader.replication.throttled.rate where the partition is throttled, as in Kafka."""
         session_id = session.session_id if session is not None else 0
         sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion) else len(data.records or b"")
                          for _, data in answers)
+        if follower:
+            record_throttled_replication(answers)
         throttle_ms = 0 if follower else throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE,
                                                              sent_bytes)
         if throttle_ms and sent_bytes:
@@ -180,6 +240,7 @@ def handlers(broker) -> dict:
         max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
         isolation = request.isolation_level if version >= 4 else 0
         replica_id = request.replica_id if version <= 14 else request.replica_state.replica_id
+        client_rack = request.rack_id if version >= CLIENT_RACK_FROM_VERSION and replica_id < 0 else None
         access = broker.access(connection)
         if replica_id >= 0:  # a follower: CLUSTER_ACTION on the cluster for all of it, as Kafka, not READ per topic
             denied = frozenset() if access.allows_cluster(AclOperation.CLUSTER_ACTION) else \
@@ -187,20 +248,22 @@ def handlers(broker) -> dict:
         else:
             denied = frozenset(target.topic for target in targets
                                if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
-        answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied, replica_id)
-        if total >= request.min_bytes or request.max_wait_ms <= 0 or saw_error or unknown:
+        answers, total, answer_now = read(targets, max_bytes, isolation, incremental, denied, replica_id,
+                                          client_rack)
+        if total >= request.min_bytes or request.max_wait_ms <= 0 or answer_now or unknown:
             return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
         return long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
-                         denied, replica_id)
+                         denied, replica_id, client_rack)
 
     async def long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
-                        denied, replica_id):
+                        denied, replica_id, client_rack):
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
                    if key in broker.partitions]
         while True:  # read before waiting: an append after answer_fetch's read, before this task ran, woke no one
-            answers, total, saw_error = read(targets, max_bytes, isolation, incremental, denied, replica_id)
-            if total >= request.min_bytes or saw_error or time.monotonic() >= deadline:
+            answers, total, answer_now = read(targets, max_bytes, isolation, incremental, denied, replica_id,
+                                              client_rack)
+            if total >= request.min_bytes or answer_now or time.monotonic() >= deadline:
                 return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
             await next_change(watched, deadline - time.monotonic())
 

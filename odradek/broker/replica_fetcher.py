@@ -64,13 +64,17 @@ class ReplicaFetchers:
         self._polling: dict[asyncio.Task, frozenset] = {}  # a task's Fetch under way: the partitions it asked for
         self._isr_writes: set[tuple[str, int]] = set()  # writes under way, one per partition at a time
         self._quota = ReplicationQuota(broker, FOLLOWER_RATE)
+        self._closed = False
 
     def followed(self, leader_id: int) -> list:
         return [p for p in self.broker.partitions.values() if not p.is_leader and p.assignment.leader == leader_id]
 
     def follow(self) -> None:
         """Start a task for every leader of a partition this broker follows; tasks of leaders it no longer follows
-        end by themselves."""
+        end by themselves. None once closed, and a task still running then ends at its next turn: one that went on
+        fetching into the closed logs kept a SIGTERMed broker from exiting (killed after 30 s in the chaos runs)."""
+        if self._closed:
+            return
         leaders = {p.assignment.leader for p in self.broker.partitions.values()
                    if not p.is_leader and p.assignment.leader >= 0}
         for leader_id in leaders:
@@ -83,6 +87,7 @@ class ReplicaFetchers:
                 self._tasks[leader_id] = asyncio.get_running_loop().create_task(self._fetch_from(leader_id))
 
     async def close(self) -> None:
+        self._closed = True
         for task in self._tasks.values():
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
@@ -91,7 +96,7 @@ class ReplicaFetchers:
     async def _fetch_from(self, leader_id: int) -> None:
         connection = None
         try:
-            while self.followed(leader_id):
+            while not self._closed and self.followed(leader_id):
                 try:
                     if connection is not None and connection.due_for_renewal():
                         connection.close()  # its SASL session ends soon: log in again on a new one

@@ -213,7 +213,10 @@ class Partition:
 
     def append(self, data, headers, origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
         """Append as leader; returns the log's AppendResult (a retried batch's original offsets, nothing written)
-        and wakes every waiter. Batches of idempotent producers come one per append (Produce v3+)."""
+        and wakes every waiter. Batches of idempotent producers come one per append (Produce v3+). A replica that
+        is no longer the leader refuses (NOT_LEADER_OR_FOLLOWER, as Kafka's appendRecordsToLeader): an append can
+        wait behind an earlier one or its record checks, and leadership can move meanwhile."""
+        self._check_leader()
         producer_state = self.log.producer_state
         for header in headers:
             if header.producer_id >= 0:
@@ -232,6 +235,7 @@ class Partition:
     def write_transaction_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                                  coordinator_epoch: int) -> CompletedTransaction | None:
         """Append a COMMIT or ABORT control batch for the producer; the transaction it closed here, if any."""
+        self._check_leader()
         producer_state = self.log.producer_state
         producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         timestamp = time.time_ns() // 1_000_000
@@ -243,6 +247,11 @@ class Partition:
             self.log.segments[-1].transaction_index.append(producer_state.aborted_entry(completed))
         self._appended()
         return completed
+
+    def _check_leader(self) -> None:
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"Broker {self.node_id} is not the leader of {self.topic}-{self.index} any more")
 
     def _appended(self) -> None:
         if self.isr_is_self:

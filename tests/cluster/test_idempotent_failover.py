@@ -1,0 +1,104 @@
+"""An idempotent producer's retries after leadership moved (RF=3, min.insync.replicas=2), with hand-made batches so
+the producer id, epoch and sequences are exactly known: the new leader took in the producer's state with the
+batches it copied as a follower, so it answers a retry of any of the producer's last five batches with that
+batch's offsets (Kafka's DUPLICATE_SEQUENCE-as-success) and never writes it again, refuses a sequence gap with
+OUT_OF_ORDER_SEQUENCE_NUMBER and takes the next sequence at its log end, as the old leader would have. And a
+replica that stopped leading while an append waited (behind an earlier append or its record checks) refuses it
+instead of writing a client's batch into a follower's log."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.cluster.metadata import PartitionAssignment
+from odradek.cluster.partition import Partition
+from odradek.config import LogConfig
+from odradek.embedded import Cluster, wait_until
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+from odradek.records.batch import Record, encode_batch, validate_batches
+from odradek.storage.log import Log
+
+from broker.raw_client import RawClient  # tests/ is the rootdir on sys.path
+
+from .test_replication import read_all, segment_bytes, state
+
+SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
+Produce = api("Produce").request
+BATCH_RECORDS = 3
+
+
+def produce(broker, topic: str, producer_id: int, epoch: int, sequence: int) -> tuple[int, int]:
+    """One batch of BATCH_RECORDS records from `sequence`, acks=all, straight to `broker`: (error code, offset)."""
+    records = encode_batch([Record(i, 1_700_000_000_000, None, b"s%d" % (sequence + i)) for i in range(BATCH_RECORDS)],
+                           producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
+    client = RawClient(broker.port)
+    try:
+        answer = client.call("Produce", 9, transactional_id=None, acks=-1, timeout_ms=10000, topic_data=[
+            Produce.TopicProduceData(name=topic, partition_data=[Produce.PartitionProduceData(index=0,
+                                                                                              records=records)])])
+    finally:
+        client.close()
+    partition = answer.responses[0].partition_responses[0]
+    return partition.error_code, partition.base_offset
+
+
+def test_a_new_leader_answers_retries_of_batches_it_replicated_and_refuses_gaps(cluster, zk):
+    topic = f"idem-failover-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == [1, 2, 3], timeout=15)
+    old_leader = cluster.broker(state(zk, topic)["leader"])
+    client = RawClient(old_leader.port)
+    init = client.call("InitProducerId", 4, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                       producer_epoch=-1)
+    client.close()
+    assert init.error_code == ErrorCode.NONE
+    pid, epoch = init.producer_id, init.producer_epoch
+    batches = 7
+    offsets = [produce(old_leader, topic, pid, epoch, n * BATCH_RECORDS) for n in range(batches)]
+    assert offsets == [(ErrorCode.NONE, n * BATCH_RECORDS) for n in range(batches)]
+    followers = [broker for broker in cluster.brokers if broker is not old_leader]
+    assert wait_until(lambda: all(segment_bytes(f, topic) == segment_bytes(old_leader, topic) for f in followers),
+                      timeout=10)
+
+    old_leader.stop()  # SIGTERM: a controlled shutdown moves the leadership to an in-sync follower first
+    try:
+        new_leader = cluster.broker(state(zk, topic)["leader"])
+        assert new_leader is not old_leader
+        assert wait_until(lambda: produce(new_leader, topic, pid, epoch, 2 * BATCH_RECORDS)[0]
+                          != ErrorCode.NOT_LEADER_OR_FOLLOWER, timeout=15)
+        for n in range(batches - 5, batches):  # the five a client may still have in flight
+            assert produce(new_leader, topic, pid, epoch, n * BATCH_RECORDS) == (ErrorCode.NONE, n * BATCH_RECORDS)
+        end = batches * BATCH_RECORDS
+        gap = produce(new_leader, topic, pid, epoch, end + 1)
+        assert gap[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert produce(new_leader, topic, pid, epoch, end) == (ErrorCode.NONE, end)
+        assert produce(new_leader, topic, pid, epoch, end) == (ErrorCode.NONE, end)
+    finally:
+        old_leader.start(timeout=SESSION_TIMEOUT_S + 30)
+    values = read_all(cluster.bootstrap_servers, topic)
+    assert values == [b"s%d" % n for n in range((batches + 1) * BATCH_RECORDS)]
+
+
+def test_a_replica_that_stopped_leading_refuses_appends(tmp_path):
+    log = Log.open(tmp_path / "t-0", LogConfig(), clean_shutdown=True)
+    partition = Partition("t", 0, uuid.uuid4(), log, PartitionAssignment(1, 0, [1, 2], [1, 2]), 1)
+    try:
+        data = encode_batch([Record(0, 1_700_000_000_000, None, b"v")], producer_id=7, producer_epoch=0,
+                            base_sequence=0)
+        assert partition.append(data, validate_batches(data)).first_offset == 0
+        partition.update_assignment(PartitionAssignment(2, 1, [1, 2], [2]), int(time.time() * 1000))
+        for append in (lambda: partition.append(data, validate_batches(data)),
+                       lambda: partition.write_transaction_marker(7, 0, False, 0)):
+            try:
+                append()
+                raise AssertionError("a follower appended as leader")
+            except KafkaError as exc:
+                assert exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert log.log_end_offset == 1
+    finally:
+        log.close()

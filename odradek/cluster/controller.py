@@ -19,7 +19,9 @@ A leader or ISR member that is no replica any more (a cancelled reassignment's) 
 
 Decisions are a plain function (`next_state`) of the partition's replicas, its current state and the live brokers.
 The writes are conditional, as Kafka's: each one is a ZooKeeper transaction that checks /controller_epoch's version
-(a controller that lost its election meanwhile writes nothing) and the state znode's version. The work runs on one
+(a controller that lost its election meanwhile writes nothing) and the state znode's version; a pass's changes (a
+new topic's partitions, a lost broker's) go in transactions of a few hundred writes (Kafka's controller batches its
+ZooKeeper requests too), so a 500-partition topic is led after a few round trips. The work runs on one
 thread of its own, woken by the catalogue's and the membership's watches and one on /admin/delete_topics; each pass
 re-reads the whole view, so events that come together are handled once and a failed write is retried by the next.
 
@@ -43,7 +45,7 @@ import logging
 import threading
 import time
 
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, RolledBackError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.elections import PREFERRED_ELECTION, completed_reassignment, elected, imbalanced_partitions
@@ -59,6 +61,7 @@ log = logging.getLogger("odradek.controller")
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 RETRY_AFTER_FAILURE_S = 0.5
 LOST_RACE_PAUSE_S = 0.05  # a conditional write lost: the watches bring the newer view meanwhile
+MULTI_OPS_PER_TRANSACTION = 200  # state writes per ZooKeeper multi (~150 bytes each: far below jute.maxbuffer)
 
 
 def next_state(replicas: list[int], current: PartitionState | None, live: set[int],
@@ -157,8 +160,8 @@ class Controller:
         self._take_legacy_reassignments(client)
         live = {broker.node_id for broker in self.membership.live_brokers()}
         available = live - {int(name) for name in client.get_children(CONTROLLED_SHUTDOWN)}
-        retry = False
         changing = set()  # partitions given a new state this pass: asked elections wait for the next
+        states = []
         for topic in list(self.catalogue.topics.values()):
             for index, assignment in enumerate(topic.partitions):
                 known = self.catalogue.state_version(topic.name, index)
@@ -173,7 +176,8 @@ class Controller:
                     wanted = next_state(assignment.replicas, current, available, epoch, unclean)
                 if wanted is not None:
                     changing.add((topic.name, index))
-                    retry |= not self._write(client, epoch_stat.version, [(topic.name, index, wanted, version)])
+                    states.append((topic.name, index, wanted, version))
+        retry = not self._write_states(client, epoch_stat.version, states)
         retry |= self._complete_reassignments(client, epoch, epoch_stat.version, available, changing)
         retry |= self._hold_elections(client, epoch, epoch_stat.version, available, changing)
         if retry:
@@ -294,13 +298,54 @@ class Controller:
                     log.warning("%s-%d: reassignment refused: %s", name, index, outcome.message)
         self._delete_node(client, REASSIGN_PARTITIONS)
 
+    def _write_states(self, client, epoch_version: int,
+                      states: list[tuple[str, int, PartitionState, int | None]]) -> bool:
+        """A pass's independent state changes (a new topic's partitions, a lost broker's): the parent znodes of new
+        states created together (pipelined, as Kafka's createTopicPartitions), then transactions of up to
+        MULTI_OPS_PER_TRANSACTION writes each, so that a 500-partition topic costs a few round trips rather than
+        one transaction per partition. A transaction fails whole when one of its writes lost a race: it is tried
+        again without those (RolledBackError marks the others), so one stale partition holds no other back. False
+        when some write lost (the next pass, on a newer view, tries it again)."""
+        self._create_partition_znodes(client, [(name, index) for name, index, _, version in states if version is None])
+        complete = True
+        for start in range(0, len(states), MULTI_OPS_PER_TRANSACTION):
+            batch = states[start:start + MULTI_OPS_PER_TRANSACTION]
+            while batch:
+                results = self._commit(client, epoch_version, batch)
+                if not any(isinstance(result, Exception) for result in results):
+                    break
+                if not isinstance(results[0], RolledBackError):
+                    return False  # the controller epoch moved: this controller may write nothing more
+                complete = False
+                batch = [entry for entry, result in zip(batch, results[1:]) if isinstance(result, RolledBackError)]
+        return complete
+
+    @staticmethod
+    def _create_partition_znodes(client, partitions: list[tuple[str, int]]) -> None:
+        """/brokers/topics/[topic]/partitions/[n] of partitions about to get their first state, all requests in
+        flight together; those that exist already are fine."""
+        for name in dict.fromkeys(name for name, _ in partitions):
+            client.ensure_path(f"{topic_path(name)}/partitions")
+        pending = [client.create_async(state_path(name, index).rsplit("/", 1)[0]) for name, index in partitions]
+        for request in pending:
+            try:
+                request.get()
+            except NodeExistsError:
+                pass
+
     def _write(self, client, epoch_version: int, states: list[tuple[str, int, PartitionState, int | None]],
                assignment: tuple[str, bytes, int] | None = None) -> bool:
         """One conditional transaction of state znodes (and perhaps a topic znode); False when it lost a race (the
         view is behind: the next pass sees more)."""
-        for name, index, state, version in states:
-            if version is None:
-                client.ensure_path(state_path(name, index).rsplit("/", 1)[0])
+        self._create_partition_znodes(client, [(name, index) for name, index, _, version in states if version is None])
+        return not any(isinstance(result, Exception) for result in self._commit(client, epoch_version, states,
+                                                                                 assignment))
+
+    @staticmethod
+    def _commit(client, epoch_version: int, states: list[tuple[str, int, PartitionState, int | None]],
+                assignment: tuple[str, bytes, int] | None = None) -> list:
+        """The transaction's results (an exception for each failed operation, the controller epoch's check first),
+        logged when it succeeded."""
         transaction = client.transaction()
         transaction.check(CONTROLLER_EPOCH, epoch_version)
         for name, index, state, version in states:
@@ -311,14 +356,13 @@ class Controller:
         if assignment is not None:
             transaction.set_data(*assignment)
         results = transaction.commit()
-        if any(isinstance(result, Exception) for result in results):
-            return False
-        for name, index, state, version in states:
-            log.info("%s-%d: leader %d, leader epoch %d, isr %s", name, index, state.leader, state.leader_epoch,
-                     state.isr)
-        if assignment is not None:
-            log.info("%s: reassignment done", assignment[0])
-        return True
+        if not any(isinstance(result, Exception) for result in results):
+            for name, index, state, version in states:
+                log.info("%s-%d: leader %d, leader epoch %d, isr %s", name, index, state.leader, state.leader_epoch,
+                         state.isr)
+            if assignment is not None:
+                log.info("%s: reassignment done", assignment[0])
+        return results
 
     @staticmethod
     def _delete_node(client, path: str) -> None:

@@ -58,7 +58,7 @@ class TransactionCoordinator:
         self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
         self.producer_ids = ProducerIdManager(broker.metadata)
         self.transactions: dict[str, TransactionMetadata] = {}
-        self._loaded = False
+        self._loading: set[int] = set()  # led partitions being read: their ids answer COORDINATOR_LOAD_IN_PROGRESS
         self._leading: set[int] = set()
         self._markers_in_flight: set[str] = set()  # transactional ids whose markers are being written
         self._tasks: list[asyncio.Task] = []
@@ -67,9 +67,9 @@ class TransactionCoordinator:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         if TRANSACTION_STATE_TOPIC in self.broker.metadata.topics:
-            self._tasks.append(loop.create_task(self._load()))
-        else:
-            self._loaded = True
+            self._leading = self._led_partitions()
+            self._loading = set(self._leading)
+            self._tasks.append(loop.create_task(self._load(sorted(self._leading))))
         self._tasks.append(loop.create_task(every(self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"], self.check_transactions, "transaction timeout check")))
 
     async def stop(self) -> None:
@@ -92,7 +92,7 @@ class TransactionCoordinator:
         self.ensure_topic()
         self.broker.check_coordinator_partition(TRANSACTION_STATE_TOPIC,
                                                 partition_for(transactional_id, self.num_partitions))
-        if not self._loaded:
+        if partition_for(transactional_id, self.num_partitions) in self._loading:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
     def _check_writable(self, transactional_id: str) -> None:
@@ -109,18 +109,19 @@ class TransactionCoordinator:
         return {index for index in range(self.num_partitions) if self.broker.leads(TRANSACTION_STATE_TOPIC, index)}
 
     def follow_leadership(self) -> None:
-        """In a ZooKeeper cluster: load the __transaction_state partitions this broker has come to lead (their ids
-        answer COORDINATOR_LOAD_IN_PROGRESS meanwhile) and forget the transactional ids of those led elsewhere now
-        (NOT_COORDINATOR from then on), as Kafka's TransactionStateManager on leadership changes."""
+        """In a ZooKeeper cluster: load the __transaction_state partitions this broker has come to lead, only those
+        (their ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile; the others' stay available), and forget the
+        transactional ids of those led elsewhere now (NOT_COORDINATOR from then on), as Kafka's
+        TransactionStateManager on leadership changes."""
         led = self._led_partitions()
         for transactional_id in [t for t in self.transactions
                                  if partition_for(t, self.num_partitions) in self._leading - led]:
             del self.transactions[transactional_id]
         gained = led - self._leading
         self._leading = led
-        if gained and self._loaded:
-            self._loaded = False
-            self._tasks.append(asyncio.get_running_loop().create_task(self._load()))
+        self._loading = (self._loading & led) | gained
+        if gained:
+            self._tasks.append(asyncio.get_running_loop().create_task(self._load(sorted(gained))))
 
     # ------------------------------------------------------------------------------------------- requests
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int, producer_id: int = -1,
@@ -187,7 +188,7 @@ class TransactionCoordinator:
                           pattern: str | None) -> list[TransactionMetadata]:
         """ListTransactions' filters: state names, producer ids, open for at least `min_duration_ms` (-1: any), and a
         regular expression over the transactional id."""
-        if not self._loaded:
+        if self._loading:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         matcher = re.compile(pattern) if pattern else None
         now = now_ms()
@@ -332,7 +333,7 @@ class TransactionCoordinator:
     def check_transactions(self, now: int) -> None:
         """Abort (with a bumped epoch) transactions open past their timeout, finish prepared ones whose markers
         failed, forget transactional ids idle past transactional.id.expiration.ms."""
-        if not self._loaded:
+        if self._loading:
             return
         id_expiration_ms = self.broker.config["transactional.id.expiration.ms"]
         for metadata in list(self.transactions.values()):
@@ -346,20 +347,23 @@ class TransactionCoordinator:
                 self._forget(metadata)
 
     # -------------------------------------------------------------------------------------------- loading
-    async def _load(self) -> None:
+    async def _load(self, indexes: list[int]) -> None:
+        """Read these partitions' transactions (each one still led), then finish their prepared ones."""
         started = time.monotonic()
-        self._leading = self._led_partitions()
-        for index in sorted(self._leading):
+        for index in indexes:
+            if index not in self._leading:
+                continue  # led elsewhere since
             try:
                 await self._load_partition(index)
             except (KafkaError, OSError):
                 log.exception("loading %s-%d failed; its transactions start empty", TRANSACTION_STATE_TOPIC, index)
-        self._loaded = True
+            self._loading.discard(index)
+        loaded = set(indexes) & self._leading
         for metadata in list(self.transactions.values()):
-            if metadata.state in PREPARED:
+            if metadata.state in PREPARED and partition_for(metadata.transactional_id, self.num_partitions) in loaded:
                 self._send_markers(metadata)
-        log.info("loaded %d transactional id(s) from %s in %.0f ms", len(self.transactions), TRANSACTION_STATE_TOPIC,
-                 (time.monotonic() - started) * 1000)
+        log.info("loaded %s partition(s) %s: %d transactional id(s) in all, %.0f ms", TRANSACTION_STATE_TOPIC,
+                 sorted(loaded), len(self.transactions), (time.monotonic() - started) * 1000)
 
     async def _load_partition(self, index: int) -> None:
         batches = self.broker.partition(TRANSACTION_STATE_TOPIC, index).log.iter_batches()

@@ -77,6 +77,19 @@ def test_topics_created_through_each_broker_are_spread_over_all_three(cluster, z
             assert wait_until(lambda: leaders_seen_by(other, name) == expected, timeout=5), other.node_id
 
 
+def test_a_new_topic_s_partitions_are_all_led_by_one_controller_write(cluster, zk):
+    """The controller elects a new topic's partitions together, in one ZooKeeper transaction (up to
+    MULTI_OPS_PER_TRANSACTION states each), not one transaction per partition: creating a 500-partition RF=3 topic
+    on a loaded machine took 30 s before. Every state znode of a 60-partition topic has the same creation zxid."""
+    name = f"batched-{uuid.uuid4().hex[:6]}"
+    started = time.monotonic()
+    create_through(cluster.brokers[0], name, partitions=60, replication_factor=3)
+    print(f"60 partitions RF=3 created and led in {time.monotonic() - started:.2f} s")
+    stats = [zk.exists(f"/brokers/topics/{name}/partitions/{index}/state") for index in range(60)]
+    assert all(stats)
+    assert len({stat.czxid for stat in stats}) == 1
+
+
 def test_a_replication_factor_above_the_live_brokers_is_refused(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
     with pytest.raises(Exception, match="Replication factor: 4 larger than available brokers: 3"):

@@ -109,7 +109,9 @@ def test_high_watermarks_are_checkpointed_periodically_and_at_a_clean_stop(clust
 def test_sigterm_of_the_leader_under_an_idempotent_producer(cluster, zk):
     """Controlled shutdown: the leader SIGTERMed while an idempotent acks=all producer writes; leadership moves to
     another ISR member before it stops, the producer sees no error (only retriable ones, retried), every record is
-    written once, in order, and the longest pause between acknowledgements stays under a second."""
+    written once, in order, and the longest pause between acknowledgements stays within a few seconds (a pause near
+    librdkafka's 30 s message timeout, or a stall until the broker's exit, is what this catches; a loaded machine
+    alone takes the pause from ~0.3 s to 1-2 s, so the bound is 3 s, as in test_resume_after_shutdown.py)."""
     topic = f"cs-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
     admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
@@ -142,7 +144,7 @@ def test_sigterm_of_the_leader_under_an_idempotent_producer(cluster, zk):
     times = [at for at, _ in acknowledged]
     pause_s = max(later - earlier for earlier, later in zip(times, times[1:]) if later >= stopped_at)
     print(f"leader SIGTERMed: longest pause between acknowledgements {pause_s * 1000:.0f} ms; {sent} records")
-    assert pause_s < 1.0
+    assert pause_s < 3.0
     new_state = state(zk, topic)
     assert new_state["leader"] != leader.node_id and new_state["leader_epoch"] > epoch
     stopping.join(30)

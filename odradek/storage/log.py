@@ -99,6 +99,8 @@ class Log:
         else:
             first_unflushed = max(0, bisect.bisect_right(segments, recovery_point, key=_BASE_OFFSET_OF) - 1)
         for position, (segment, indexes_ok) in enumerate(loaded):
+            if indexes_ok and segment.is_empty:
+                continue  # nothing to check or rebuild (most partitions of a big broker): the file stays unopened
             if position >= first_unflushed or not indexes_ok or not segment.load_tail():
                 cut = segment.recover()
                 if cut is None:
@@ -364,8 +366,7 @@ class Log:
                     self._unflushed_messages = 0
                     self._last_flush_ms = self._clock()
             for segment in dirty:
-                if segment.fd >= 0:
-                    segment.flush()
+                segment.flush()
             if directory_dirty:
                 fsync_path(self.directory)
             with self._lock:

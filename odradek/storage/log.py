@@ -125,6 +125,8 @@ class Log:
         if start > log.log_end_offset:
             log._truncate_fully_and_start_at(start)
         log.producer_state.load(log._segments, log.log_start_offset, log.log_end_offset)
+        for segment in log._segments:  # loading read some files; a partition holds descriptors only once in use
+            segment.release_file()
         if not clean_shutdown:
             # As Kafka's LogLoader: what recovery checked is not fsynced here (it is in the page cache, which is all
             # the default flush policy ever promises), so the recovery point stays where the checkpoint had it and

@@ -181,6 +181,16 @@ class Segment:
                 fd = self._fd
         return fd
 
+    def release_file(self) -> None:
+        """Close the log file until its next use; only while no FileRegion of it can be out (the log is loading)."""
+        with _FILE_NAMING:
+            fd = self._fd
+            if fd == _CLOSED:
+                return
+            self._fd = None
+        if fd is not None:
+            os.close(fd)
+
     # -- appending ---------------------------------------------------------------------------------------------
 
     def append(self, data, headers: list[BatchHeader]) -> None:

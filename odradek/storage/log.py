@@ -99,6 +99,8 @@ class Log:
         else:
             first_unflushed = max(0, bisect.bisect_right(segments, recovery_point, key=_BASE_OFFSET_OF) - 1)
         for position, (segment, indexes_ok) in enumerate(loaded):
+            if indexes_ok and segment.is_empty:
+                continue  # nothing to check or rebuild (most partitions of a big broker): the file stays unopened
             if position >= first_unflushed or not indexes_ok or not segment.load_tail():
                 cut = segment.recover()
                 if cut is None:
@@ -123,6 +125,8 @@ class Log:
         if start > log.log_end_offset:
             log._truncate_fully_and_start_at(start)
         log.producer_state.load(log._segments, log.log_start_offset, log.log_end_offset)
+        for segment in log._segments:  # loading read some files; a partition holds descriptors only once in use
+            segment.release_file()
         if not clean_shutdown:
             # As Kafka's LogLoader: what recovery checked is not fsynced here (it is in the page cache, which is all
             # the default flush policy ever promises), so the recovery point stays where the checkpoint had it and
@@ -364,8 +368,7 @@ class Log:
                     self._unflushed_messages = 0
                     self._last_flush_ms = self._clock()
             for segment in dirty:
-                if segment.fd >= 0:
-                    segment.flush()
+                segment.flush()
             if directory_dirty:
                 fsync_path(self.directory)
             with self._lock:

@@ -9,6 +9,9 @@ second broker, in another process or this one, refuses the directory instead of 
 whether every log runs recovery, and it is removed once the logs are open, so a crash from then on is unclean.
 The manager owns no thread or timer: the broker calls `checkpoint`, `run_retention` and `flush_due` on its own
 schedule (log.flush.offset.checkpoint.interval.ms, log.retention.check.interval.ms, log.flush.scheduler.interval.ms).
+A checkpoint file is rewritten only when its entries changed since this manager last wrote it: the high watermarks
+go every 5 s, which with 50,000 idle partitions was 0.1 s of the event loop each time for the same bytes. A clean
+close writes all three whatever they hold (the high watermarks as last given), so they are on disk at a clean stop.
 Logs found on disk open with the broker-level defaults; the broker applies topic overrides with `Log.update_config`.
 At start, directories left by an interrupted topic deletion (`-delete`) are removed, and a partition directory that
 the catalogue does not know (`is_known` says no: a deletion cut short before its rename, or a copied-in directory)
@@ -91,6 +94,7 @@ class LogManager:
         recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
         log_start_offsets = read_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
         self.checkpointed_high_watermarks = read_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        self._written_checkpoints: dict[str, dict[TopicPartition, int]] = {}  # file name -> entries last written
         for path in sorted(self.log_dir.iterdir()):
             if path.name.endswith(DELETED_DIR_SUFFIX) and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
@@ -131,17 +135,22 @@ class LogManager:
     def logs(self) -> list[tuple[TopicPartition, Log]]:
         return list(self._logs.items())
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, even_if_unchanged: bool = False) -> None:
         """Write both checkpoint files from the logs' current recovery points and start offsets."""
         logs = self.logs()
-        write_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT,
-                         {partition: log.recovery_point for partition, log in logs})
-        write_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT,
-                         {partition: log.log_start_offset for partition, log in logs})
+        self._write_if_changed(RECOVERY_POINT_CHECKPOINT, {partition: log.recovery_point for partition, log in logs},
+                               even_if_unchanged)
+        self._write_if_changed(LOG_START_OFFSET_CHECKPOINT,
+                               {partition: log.log_start_offset for partition, log in logs}, even_if_unchanged)
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Write `replication-offset-checkpoint` (the partitions' high watermarks, which the broker keeps)."""
-        write_checkpoint(self.log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
+        self._write_if_changed(REPLICATION_OFFSET_CHECKPOINT, dict(high_watermarks))
+
+    def _write_if_changed(self, name: str, entries: dict[TopicPartition, int], even_if_unchanged: bool = False) -> None:
+        if even_if_unchanged or self._written_checkpoints.get(name) != entries:
+            write_checkpoint(self.log_dir / name, entries)
+            self._written_checkpoints[name] = entries
 
     def run_retention(self, now_ms: int) -> int:
         """Apply retention to every log and remove `*.deleted` files whose delay passed; segments removed."""
@@ -156,10 +165,13 @@ class LogManager:
             log.flush_if_due(now_ms)
 
     def close(self) -> None:
-        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
+        """Flush and close every log, write every checkpoint file, then the clean-shutdown marker."""
         for _, log in self.logs():
             log.close()
-        self.checkpoint()
+        self.checkpoint(even_if_unchanged=True)
+        high_watermarks = self._written_checkpoints.get(REPLICATION_OFFSET_CHECKPOINT)
+        if high_watermarks is not None:
+            self._write_if_changed(REPLICATION_OFFSET_CHECKPOINT, high_watermarks, even_if_unchanged=True)
         marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         with open(marker, "w") as file:
             os.fsync(file.fileno())

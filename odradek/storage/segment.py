@@ -1,9 +1,12 @@
 """One log segment: a `.log` file of whole record batches plus its `.index`, `.timeindex` and, once a transaction
 aborted in it, `.txnindex` (odradek/storage/transaction_index.py).
 
-Files are named by the 20-digit base offset (`00000000000000000000.log`). The segment keeps its log file open for
-its whole life, because the `FileRegion`s handed to fetches point into it: a removed segment is renamed
-`*.deleted` and its descriptor is closed only when the log deletes the files after `file.delete.delay.ms`.
+Files are named by the 20-digit base offset (`00000000000000000000.log`). The log file is opened at its first use
+(an append, a read, recovery), not when the segment is loaded or created: a broker with 50,000 partitions, each
+with an active segment and older ones, would otherwise hold a descriptor per segment from the start (over the
+usual limits) for partitions nobody reads. Once open it stays open for the segment's life, because the
+`FileRegion`s handed to fetches point into it: a removed segment is renamed `*.deleted` and its descriptor is closed
+only when the log deletes the files after `file.delete.delay.ms`.
 
 Everything here works per batch: appends index the batches they write, reads and lookups `pread` 61-byte headers
 and hop from batch to batch, and only timestamp lookups decode (one batch). `size` is the end of the last whole
@@ -18,6 +21,7 @@ import dataclasses
 import os
 import random
 import struct
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +47,11 @@ INT32_MAX = 2**31 - 1
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _SCAN_CHUNK_BYTES = 1 << 20
+_CLOSED = -1
+# Opening a log file and renaming it take this lock, so that two threads reading a segment for the first time (a
+# fetch and the cleaner) open it once, and an open never races a rename to a path that is gone. Taken only for the
+# first use of a segment, never on the append or read path of an open one.
+_FILE_NAMING = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -99,10 +108,10 @@ def _write_all(fd: int, data, position: int) -> None:
 
 
 class Segment:
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int, size: int, now_ms: int,
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, size: int, now_ms: int,
                  file_suffix: str = ""):
         self.base_offset = base_offset
-        self.fd = fd
+        self._fd: int | None = None  # opened at the first use of `fd`; _CLOSED once closed
         self.size = size
         self.log_path = directory / (segment_file_name(base_offset, LOG_SUFFIX) + file_suffix)
         self.offset_index = OffsetIndex(directory / (segment_file_name(base_offset, INDEX_SUFFIX) + file_suffix),
@@ -127,20 +136,22 @@ class Segment:
                file_suffix: str = "") -> "Segment":
         """A new, empty, active segment (its files must not exist). The cleaner builds its output under
         `file_suffix` `.cleaned` and renames it into place (`rename_files`)."""
-        fd = os.open(directory / (segment_file_name(base_offset, LOG_SUFFIX) + file_suffix),
-                     os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        segment = cls(directory, base_offset, config, fd, 0, now_ms, file_suffix)
-        if config.preallocate:
-            os.posix_fallocate(fd, 0, config.segment_bytes)
-            segment.preallocated = True
+        segment = cls(directory, base_offset, config, 0, now_ms, file_suffix)
+        fd = os.open(segment.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            if config.preallocate:
+                os.posix_fallocate(fd, 0, config.segment_bytes)
+                segment.preallocated = True
+        finally:
+            os.close(fd)  # reopened by the first append: a partition nobody writes to holds no descriptor
         segment.activate()
         return segment
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> tuple["Segment", bool]:
         """An existing segment, and whether both its indexes loaded and passed their sanity checks."""
-        fd = os.open(directory / segment_file_name(base_offset, LOG_SUFFIX), os.O_RDWR)
-        segment = cls(directory, base_offset, config, fd, os.fstat(fd).st_size, now_ms)
+        size = os.stat(directory / segment_file_name(base_offset, LOG_SUFFIX)).st_size
+        segment = cls(directory, base_offset, config, size, now_ms)
         # indexes are written lazily: one too short to have reached its first entry may not exist, and that is fine
         unwritten_ok = segment.size <= config.index_interval_bytes
         indexes_ok = (segment.offset_index.load(segment.size, unwritten_ok)
@@ -153,6 +164,32 @@ class Segment:
             segment.offset_index.reset()
             segment.time_index.reset()
         return segment, indexes_ok
+
+    @property
+    def is_empty(self) -> bool:
+        """No bytes in the log file and no index entries: the state a new segment starts in."""
+        return self.size == 0 and not len(self.offset_index) and not len(self.time_index)
+
+    @property
+    def fd(self) -> int:
+        """The log file's descriptor, opened now if this is its first use (-1 once the segment is closed)."""
+        fd = self._fd
+        if fd is None:
+            with _FILE_NAMING:
+                if self._fd is None:
+                    self._fd = os.open(self.log_path, os.O_RDWR)
+                fd = self._fd
+        return fd
+
+    def release_file(self) -> None:
+        """Close the log file until its next use; only while no FileRegion of it can be out (the log is loading)."""
+        with _FILE_NAMING:
+            fd = self._fd
+            if fd == _CLOSED:
+                return
+            self._fd = None
+        if fd is not None:
+            os.close(fd)
 
     # -- appending ---------------------------------------------------------------------------------------------
 
@@ -305,7 +342,8 @@ class Segment:
     @property
     def last_modified_ms(self) -> int:
         """The log file's mtime: when a batch was last written to it (Kafka's LogSegment.lastModified)."""
-        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+        stat = os.stat(self.log_path) if self._fd is None else os.fstat(self._fd)
+        return stat.st_mtime_ns // 1_000_000
 
     # -- recovery and truncation -------------------------------------------------------------------------------
 
@@ -408,7 +446,9 @@ class Segment:
             self.preallocated = False
 
     def flush(self) -> None:
-        os.fdatasync(self.fd)
+        """fsync what was written; a log file not open (never used, or closed) has nothing of ours to sync."""
+        if self._fd is not None and self._fd != _CLOSED:
+            os.fdatasync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
         self.transaction_index.flush()
@@ -433,16 +473,18 @@ class Segment:
             else:  # not written yet (indexes are created lazily): it will be, under the new name
                 index.path = renamed(index.path)
         new_log_path = renamed(self.log_path)
-        os.replace(self.log_path, new_log_path)
-        self.log_path = new_log_path
+        with _FILE_NAMING:
+            os.replace(self.log_path, new_log_path)
+            self.log_path = new_log_path
 
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
         self.transaction_index.close()
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        with _FILE_NAMING:
+            fd, self._fd = self._fd, _CLOSED
+        if fd is not None and fd != _CLOSED:
+            os.close(fd)
 
     def delete_files(self) -> None:
         self.close()

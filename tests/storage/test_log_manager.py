@@ -7,7 +7,8 @@ import os
 from odradek.config import LogConfig
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.storage.log_manager import (
-    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, LogManager, parse_partition_dir,
+    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    LogManager, parse_partition_dir,
 )
 
 from .conftest import append, batch, read_all
@@ -74,3 +75,28 @@ def test_delete_retention_and_flush(tmp_path, clock):
     assert not [name for name in os.listdir(log.directory) if name.endswith(".deleted")]
     manager.delete_partition("t", 0)
     assert manager.get("t", 0) is None and not (tmp_path / "t-0").exists()
+
+
+def test_checkpoints_are_rewritten_only_when_they_change(tmp_path, clock):
+    """The broker checkpoints every partition every few seconds; an idle broker's files stay as they are."""
+    manager = LogManager(tmp_path, {}, now_ms=clock)
+    log = manager.create("idle", 0, manager.default_config)
+    files = [tmp_path / RECOVERY_POINT_CHECKPOINT, tmp_path / LOG_START_OFFSET_CHECKPOINT,
+             tmp_path / REPLICATION_OFFSET_CHECKPOINT]
+    manager.checkpoint()
+    manager.checkpoint_high_watermarks({("idle", 0): 0})
+    written = [os.stat(path).st_ino for path in files]  # each write renames a new file into place
+    manager.checkpoint()
+    manager.checkpoint_high_watermarks({("idle", 0): 0})
+    assert [os.stat(path).st_ino for path in files] == written
+    append(log, batch(2))
+    log.flush()
+    manager.checkpoint()
+    manager.checkpoint_high_watermarks({("idle", 0): 2})
+    assert read_checkpoint(files[0]) == {("idle", 0): 2}
+    assert read_checkpoint(files[2]) == {("idle", 0): 2}
+    assert read_checkpoint(files[1]) == {("idle", 0): 0}
+    for path in files:
+        path.unlink()
+    manager.close()  # a clean stop writes them all, changed or not
+    assert [read_checkpoint(path) for path in files] == [{("idle", 0): 2}, {("idle", 0): 0}, {("idle", 0): 2}]

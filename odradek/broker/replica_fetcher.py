@@ -158,8 +158,15 @@ class ReplicaFetchers:
                 fetch_offset=partition.log.log_end_offset, last_fetched_epoch=-1,
                 log_start_offset=partition.log.log_start_offset,
                 partition_max_bytes=config["replica.fetch.max.bytes"]))
+        # a partition still to truncate (its leader has not taken it up yet, or this broker began following it from
+        # this leader during the round: catalogue changes arrive one partition at a time) is asked for right after
+        # this fetch, so the others are not long-polled meanwhile: replica.fetch.wait.max.ms of waiting for their
+        # appends would hold up the new leader's acks=all producers, who wait for this broker. (No await between
+        # here and _polling below: a change after that restarts the task, see follow.)
+        pending = any(p.needs_truncation for p in self.followed(leader_id))
+        max_wait_ms = 0 if pending else config["replica.fetch.wait.max.ms"]
         request = FETCH.request(
-            replica_id=self.broker.node_id, max_wait_ms=config["replica.fetch.wait.max.ms"],
+            replica_id=self.broker.node_id, max_wait_ms=max_wait_ms,
             min_bytes=config["replica.fetch.min.bytes"], max_bytes=config["replica.fetch.response.max.bytes"],
             isolation_level=0, session_id=0, session_epoch=-1,
             topics=[FETCH.request.FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
@@ -168,7 +175,7 @@ class ReplicaFetchers:
         self._polling[task] = frozenset(partitions)
         try:
             response = await self._round_trip(leader_id, reader, writer, FETCH, FETCH_VERSION, request,
-                                              config["replica.fetch.wait.max.ms"] / 1000)
+                                              max_wait_ms / 1000)
         finally:
             del self._polling[task]
         self._record_throttled(partitions, response)

@@ -28,6 +28,8 @@ from odradek.embedded import Cluster, wait_until
 from odradek.errors import ErrorCode
 from odradek.protocol import api
 
+from .conftest import new_cluster
+
 SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
 COMMIT_TIMEOUT_MS = 2000
 REPLICA_FETCH_WAIT_S = 0.5  # replica.fetch.wait.max.ms
@@ -36,10 +38,9 @@ OFFSET_COMMIT, OFFSET_FETCH = api("OffsetCommit"), api("OffsetFetch")
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("coordinators"),
-                 settings={"transaction.state.log.num.partitions": 1,
-                           "offsets.commit.timeout.ms": COMMIT_TIMEOUT_MS}) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "coordinators",
+                     settings={"transaction.state.log.num.partitions": 1,
+                               "offsets.commit.timeout.ms": COMMIT_TIMEOUT_MS}) as c:
         yield c
 
 

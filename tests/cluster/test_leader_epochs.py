@@ -18,16 +18,17 @@ from odradek.storage.leader_epochs import LEADER_EPOCH_CHECKPOINT
 
 from .test_replication import produce, read_all, segment_bytes, state
 
+from .conftest import new_cluster
+
 SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
 
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("epochs"),
-                 settings={"replica.lag.time.max.ms": 5000, "replica.high.watermark.checkpoint.interval.ms": 200,
-                           # the brokers' default for every topic here (the first test needs an unclean election)
-                           "unclean.leader.election.enable": "true"}) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "epochs",
+                     settings={"replica.lag.time.max.ms": 5000, "replica.high.watermark.checkpoint.interval.ms": 200,
+                               # the brokers' default for every topic here (the first test needs an unclean election)
+                               "unclean.leader.election.enable": "true"}) as c:
         yield c
 
 

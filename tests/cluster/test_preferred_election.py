@@ -16,12 +16,14 @@ from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from odradek.cluster.elections import PREFERRED_ELECTION, UNCLEAN_ELECTION, elected, imbalanced_partitions
-from odradek.embedded import Cluster, wait_until
+from odradek.embedded import wait_until
 from odradek.errors import ErrorCode
 from odradek.errors import KafkaError as BrokerError
 
 from .test_leader_epochs import create_on
 from .test_replication import produce, read_all, state
+
+from .conftest import new_cluster
 
 
 def controller_id(zk) -> int:
@@ -124,9 +126,8 @@ def test_an_unclean_election_gives_an_offline_partition_to_an_out_of_sync_replic
 
 @pytest.fixture(scope="module")
 def rebalancing_cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("rebalance"),
-                 settings={"leader.imbalance.check.interval.seconds": 1}) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "rebalance",
+                     settings={"leader.imbalance.check.interval.seconds": 1}) as c:
         yield c
 
 

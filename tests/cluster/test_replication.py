@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import Cluster, wait_until
 
-from .conftest import metadata_of
+from .conftest import new_cluster
 
 SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
 LAG_TIME_MS = 5000
@@ -25,9 +25,8 @@ LAG_TIME_MS = 5000
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("replication"),
-                 settings={"replica.lag.time.max.ms": LAG_TIME_MS}) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "replication",
+                     settings={"replica.lag.time.max.ms": LAG_TIME_MS}) as c:
         yield c
 
 

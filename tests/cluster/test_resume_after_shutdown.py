@@ -5,22 +5,21 @@ out before leadership moved to that leader must not wait it out while the new le
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.failover_bench import pause_after
-from odradek.embedded import Cluster, wait_until
+from odradek.embedded import wait_until
+
+from .conftest import new_cluster
 
 LONG_POLL_MS = 10_000
 
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
-    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
-    with Cluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("resume"),
-                 settings={"replica.fetch.wait.max.ms": LONG_POLL_MS}) as c:
+    with new_cluster(odradek_zookeeper, tmp_path_factory, "resume",
+                     settings={"replica.fetch.wait.max.ms": LONG_POLL_MS}) as c:
         yield c
 
 

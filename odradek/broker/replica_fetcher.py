@@ -171,6 +171,8 @@ class ReplicaFetchers:
             isolation_level=0, session_id=0, session_epoch=-1,
             topics=[FETCH.request.FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
             forgotten_topics_data=[], rack_id="")
+        # where each partition stood when asked: an answer is for that position and leader epoch only
+        asked_at = {key: (p.leader_epoch, p.log.log_end_offset) for key, p in partitions.items()}
         task = asyncio.current_task()
         self._polling[task] = frozenset(partitions)
         try:
@@ -184,6 +186,9 @@ class ReplicaFetchers:
                 partition = partitions.get((topic.topic, data.partition_index))
                 if partition is None or not self._still_followed(partition, leader_id):
                     continue  # the catalogue moved on meanwhile
+                if asked_at[(topic.topic, data.partition_index)] != (partition.leader_epoch,
+                                                                     partition.log.log_end_offset):
+                    continue  # a stale answer (a new leader epoch, or the log moved): asked again, as Kafka drops it
                 try:
                     pause_s = max(pause_s, self._take(partition, data))
                 except KafkaError as exc:  # this partition's answer refused: the others' go on, it is tried again

@@ -21,6 +21,7 @@ class StandInBroker:
         self.config = {"transaction.state.log.num.partitions": 4, "transaction.max.timeout.ms": 900_000,
                        "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000}
         self.metadata = types.SimpleNamespace(topics={})
+        self.controller = None  # a single node: __transaction_state's min.insync.replicas is 1
         self.led: set[int] = set()
         self.reads: Counter = Counter()
 

@@ -139,11 +139,19 @@ class Producer:
             raise ClientError(f"{left} record(s) still undelivered after {timeout:g}s")
 
     def close(self, timeout: float = 30.0) -> None:
+        """Wait up to `timeout` for queued records, as Kafka's producer close does; what is still queued then fails
+        (its futures get ClientError) and librdkafka's handle is destroyed here, not at interpreter exit, where its
+        threads could still be calling into Python. Closing again does nothing."""
+        if self._closed.is_set():
+            return
         try:
             self.flush(timeout)
         finally:
             self._closed.set()
             self._poller.join()
+            self._producer.purge()
+            self._producer.flush(0)  # serve the purged records' delivery callbacks
+            self._producer.close()
             if self._zookeeper is not None:
                 self._zookeeper.stop()
                 self._zookeeper.close()

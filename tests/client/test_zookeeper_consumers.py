@@ -246,9 +246,10 @@ def test_producer_and_consumers_follow_a_broker_killed_and_returning(cluster, zk
 def test_kazoo_is_imported_only_with_zookeeper_connect():
     script = ("import sys; from odradek.client import ConsumerConnector, Producer, SimpleConsumer; "
               "Producer('127.0.0.1:1').close(0); ConsumerConnector('127.0.0.1:1', 'g').shutdown(); "
-              "print('kazoo' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout.strip() == "False"
+              "print('kazoo' in sys.modules, flush=True)")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert (run.returncode, run.stdout.strip()) == (0, "False"), run.stderr[-2000:]
 
 
 def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(cluster, zk, topic):  # noqa: F811

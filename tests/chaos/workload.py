@@ -114,7 +114,9 @@ class Outcome:
     faults: list[tuple[float, str, int, str]]  # (time, fault, broker id, detail)
     longest_ack_gap: float                      # seconds without any acknowledged send, after the first one
     longest_partition_stall: float              # the same on one partition
-    producer_fatal_errors: list[str]            # an idempotent producer told its sequence broke: data loss, often
+    producer_fatal_errors: list[str]            # a producer librdkafka gave up on: an idempotent one told its
+                                                # sequence broke (data loss, often), a transactional one fenced or
+                                                # told its transaction state is invalid
     reported_lost: int = 0                      # acknowledged offsets the brokers' logs say a truncation removed
 
     def row(self) -> dict[str, object]:
@@ -217,6 +219,7 @@ class TransactionalClient(_Client):
         super().__init__(name, history, stop)
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self.random = random.Random(seed)
+        self.fatal_errors: list[str] = []  # librdkafka gave up on the producer (INVALID_TXN_STATE, PRODUCER_FENCED...)
 
     def _producer(self) -> Producer:
         producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.topic}-{self.name}",
@@ -241,6 +244,8 @@ class TransactionalClient(_Client):
             except KafkaException as exc:
                 error = exc.args[0]
                 self.history.add(self.name, "txn", "info", values=values, error=error.name())
+                if error.fatal():
+                    self.fatal_errors.append(error.str())
                 producer = self._abort(producer) if producer and error.txn_requires_abort() else None
                 self.stop.wait(0.5)
             self.stop.wait(0.05)
@@ -256,12 +261,13 @@ class TransactionalClient(_Client):
                 if not exc.args[0].retriable() or attempt == 3:
                     raise
 
-    @staticmethod
-    def _abort(producer: Producer) -> Producer | None:
+    def _abort(self, producer: Producer) -> Producer | None:
         try:
             producer.abort_transaction(15)
             return producer
-        except KafkaException:
+        except KafkaException as exc:
+            if exc.args[0].fatal():
+                self.fatal_errors.append(exc.args[0].str())
             return None
 
 

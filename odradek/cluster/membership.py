@@ -57,6 +57,8 @@ class ClusterMembershipError(Exception):
 class LocalMembership:
     """A cluster of one: this broker is the only live broker and its own controller."""
 
+    in_session = True  # nothing outside can move its partitions
+
     def __init__(self, node_id: int):
         self.node_id = node_id
         self.controller_id = node_id

@@ -168,6 +168,12 @@ class ZooKeeperMembership:
         self.listeners: list = []  # told (on kazoo's threads) after the live brokers or the controller changed
 
     @property
+    def in_session(self) -> bool:
+        """Connected to ZooKeeper in a live session: only then does this broker's view of who leads what follow the
+        cluster (cut off past the session timeout, the controller moves its partitions without it knowing)."""
+        return self._client is not None and self._client.state == KazooState.CONNECTED and not self._session_lost
+
+    @property
     def client(self) -> KazooClient:
         """The session, for the ZooKeeper topic catalogue and the controller of this broker."""
         return self._client

@@ -16,7 +16,9 @@ changed a transaction is answered once the replicas of its __transaction_state p
 (`until_durable`), so the broker that leads the partition next knows every transition a client was told of (an
 acknowledged commit is prepared there and completes); and a transaction is written complete only once each of its
 markers is on its partition's in-sync replicas, so no partition is left with an open transaction that no coordinator
-will close.
+will close. A broker cut off from ZooKeeper answers COORDINATOR_NOT_AVAILABLE and aborts nothing at its timeout: past
+the session timeout the controller has moved its partitions while its own view (and the transactions it holds) stands
+still, and answering from that stale state told a producer already going on at the new coordinator INVALID_TXN_STATE.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ class TransactionCoordinator:
                                                 partition_for(transactional_id, self.num_partitions))
         if partition_for(transactional_id, self.num_partitions) in self._loading:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        if not self.broker.membership.in_session:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             "Cut off from ZooKeeper: another broker may coordinate this transactional id by now.")
 
     def _check_writable(self, transactional_id: str) -> None:
         """_check_available for a request that writes the transaction's state: Kafka's coordinator writes with
@@ -332,8 +337,10 @@ class TransactionCoordinator:
     # ---------------------------------------------------------------------------------- periodic work
     def check_transactions(self, now: int) -> None:
         """Abort (with a bumped epoch) transactions open past their timeout, finish prepared ones whose markers
-        failed, forget transactional ids idle past transactional.id.expiration.ms."""
-        if self._loading:
+        failed, forget transactional ids idle past transactional.id.expiration.ms. Not while loading, nor cut off
+        from ZooKeeper (another broker may coordinate these ids by now: an abort from here would fence the producer
+        there with markers of a bumped epoch)."""
+        if self._loading or not self.broker.membership.in_session:
             return
         id_expiration_ms = self.broker.config["transactional.id.expiration.ms"]
         for metadata in list(self.transactions.values()):

@@ -1,0 +1,102 @@
+"""A transaction coordinator cut off from ZooKeeper must not answer from the state it held (issue 15's fatal
+INVALID_TXN_STATE at RF=3).
+
+Three brokers behind the chaos proxies (workload.ProxiedCluster), one __transaction_state partition. The
+coordinator's ZooKeeper proxy is blackholed: its session expires, the controller moves the partition's leadership to
+another broker, and the isolated broker, which learns leadership only from ZooKeeper, still believes it leads. It
+keeps the transactional id's last state (a committed transaction) while the producer goes on at the new
+coordinator; a client bounced back to it (its own FindCoordinator names itself) ending the next transaction with an
+abort was answered INVALID_TXN_STATE there, fatal to librdkafka. Out of its ZooKeeper session a broker cannot know
+what it coordinates: it answers COORDINATOR_NOT_AVAILABLE (retriable: the client looks the coordinator up again)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.broker.peer import round_trip
+from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
+from odradek.embedded import Cluster, wait_until
+from odradek.errors import ErrorCode
+from odradek.protocol import api
+
+from .workload import ProxiedCluster
+
+SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
+END_TXN, DESCRIBE_TRANSACTIONS = api("EndTxn"), api("DescribeTransactions")
+
+
+@pytest.fixture(scope="module")
+def cluster(odradek_zookeeper, tmp_path_factory):
+    chroot = f"/isolated-{uuid.uuid4().hex[:8]}"
+    with ProxiedCluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("isolated"),
+                        settings={"transaction.state.log.num.partitions": 1}) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def zk(cluster):
+    """Straight to ZooKeeper (not through any broker's proxy)."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=cluster.zookeeper_connect)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def state_partition(zk) -> dict:
+    path = f"/brokers/topics/{TRANSACTION_STATE_TOPIC}/partitions/0/state"
+    return json.loads(zk.get(path)[0]) if zk.exists(path) else {"leader": -1, "isr": []}
+
+
+def raw(broker, api_name: str, version: int, request):
+    async def exchange():
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", broker.port), 15)
+        try:
+            return await round_trip(reader, writer, api(api_name), version, request, client_id="isolation-test",
+                                    timeout=15)
+        finally:
+            writer.close()
+
+    return asyncio.run(exchange())
+
+
+def test_a_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_state(cluster, zk):
+    topic, transactional_id = f"isolated-{uuid.uuid4().hex[:6]}", f"txn-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    assert wait_until(lambda: len(admin.list_topics(timeout=10).brokers) == 3, timeout=30)
+    admin.create_topics([NewTopic(topic, 2, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
+                         "log_level": 0})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"committed", partition=0)
+    producer.commit_transaction(30)
+    assert wait_until(lambda: len(state_partition(zk)["isr"]) == 3, timeout=30)
+    coordinator = cluster.broker(state_partition(zk)["leader"])
+    described = raw(coordinator, "DescribeTransactions", 0, DESCRIBE_TRANSACTIONS.request(
+        transactional_ids=[transactional_id])).transaction_states[0]
+    assert described.transaction_state == "CompleteCommit"
+
+    cluster.zookeeper_proxies[coordinator.node_id].cut("blackhole")
+    try:
+        assert wait_until(lambda: state_partition(zk)["leader"] not in (-1, coordinator.node_id),
+                          timeout=SESSION_TIMEOUT_S + 20), state_partition(zk)
+        # the producer's next transaction is opened at the new coordinator; an abort of it that reaches the old one:
+        answer = raw(coordinator, "EndTxn", 3, END_TXN.request(
+            transactional_id=transactional_id, producer_id=described.producer_id,
+            producer_epoch=described.producer_epoch, committed=False))
+        assert ErrorCode(answer.error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode(answer.error_code)
+    finally:
+        cluster.zookeeper_proxies[coordinator.node_id].heal()
+    # back in ZooKeeper it follows the new leader: the producer goes on through the new coordinator
+    producer.begin_transaction()
+    producer.produce(topic, value=b"after", partition=1)
+    producer.commit_transaction(60)

@@ -22,6 +22,7 @@ class StandInBroker:
                        "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000}
         self.metadata = types.SimpleNamespace(topics={})
         self.controller = None  # a single node: __transaction_state's min.insync.replicas is 1
+        self.membership = types.SimpleNamespace(in_session=True)
         self.led: set[int] = set()
         self.reads: Counter = Counter()
 

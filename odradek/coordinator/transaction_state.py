@@ -4,8 +4,8 @@ its record in __transaction_state.
 Plain code with explicit `now_ms`: every request becomes a transition that either raises the error Kafka answers
 with or returns the metadata to persist (the coordinator writes it, then keeps it), so the rules are testable without
 a broker. The states and checks are Kafka's TransactionCoordinator/TransactionMetadata for transaction version 1:
-InitProducerId bumps the epoch (a new producer id once it is exhausted) and fences an open transaction by aborting
-it; AddPartitionsToTxn/AddOffsetsToTxn open a transaction; EndTxn moves Ongoing to PrepareCommit/PrepareAbort, and
+InitProducerId bumps the epoch (a new producer id once it is exhausted; a KIP-360 retry of a bump answers the bumped
+epoch again) and fences an open transaction by aborting it; AddPartitionsToTxn/AddOffsetsToTxn open a transaction; EndTxn moves Ongoing to PrepareCommit/PrepareAbort, and
 once every marker is written the transaction is CompleteCommit/CompleteAbort. A retried EndTxn of a completed
 transaction succeeds again. Records are Kafka's TransactionLogKey v0 / TransactionLogValue v0, so the topic reads
 the same to Kafka's tools.
@@ -58,6 +58,10 @@ class TransactionMetadata:
     partitions: frozenset[TopicPartition] = frozenset()
     start_ms: int = -1
     last_update_ms: int = -1
+    # The epoch a KIP-360 InitProducerId bumped from (-1: none, or fenced since): a retry naming it, whose answer
+    # was lost, gets the current epoch again rather than PRODUCER_FENCED. In memory only, as Kafka's lastProducerEpoch
+    # (its TransactionLogValue has no field for it): a retry across a coordinator move is fenced, in Kafka too.
+    last_producer_epoch: int = -1
 
     def expired(self, now_ms: int) -> bool:
         return self.state is TransactionState.ONGOING and self.start_ms + self.timeout_ms < now_ms
@@ -87,23 +91,28 @@ def init_producer(current: TransactionMetadata | None, transactional_id: str, ti
                                    last_update_ms=now_ms)
     if current.state not in COMPLETED:
         raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS)
-    if expected_producer_id != NO_PRODUCER_ID and (expected_producer_id, expected_epoch) != (current.producer_id,
-                                                                                             current.producer_epoch):
+    bumping = expected_producer_id != NO_PRODUCER_ID  # KIP-360: the producer names the id and epoch it has
+    if bumping and expected_producer_id != current.producer_id:
         raise KafkaError(ErrorCode.PRODUCER_FENCED)
+    if bumping and expected_epoch != current.producer_epoch:
+        if expected_epoch != current.last_producer_epoch or current.last_producer_epoch < 0:
+            raise KafkaError(ErrorCode.PRODUCER_FENCED)
+        return dataclasses.replace(current, timeout_ms=timeout_ms, last_update_ms=now_ms)  # a retry: the same epoch
     if current.producer_epoch >= MAX_EPOCH - 1:
         producer_id, epoch = new_producer_id(), 0
     else:
         producer_id, epoch = current.producer_id, current.producer_epoch + 1
     return dataclasses.replace(current, producer_id=producer_id, producer_epoch=epoch, timeout_ms=timeout_ms,
                                state=TransactionState.EMPTY, partitions=frozenset(), start_ms=-1,
-                               last_update_ms=now_ms)
+                               last_update_ms=now_ms,
+                               last_producer_epoch=current.producer_epoch if bumping else -1)
 
 
 def fence_epoch(current: TransactionMetadata, now_ms: int) -> TransactionMetadata:
     """Bump the epoch of an open transaction before the coordinator aborts it (a new producer with the same
     transactional id, or a timeout): the old producer's writes and markers are refused from then on."""
     return dataclasses.replace(current, producer_epoch=min(current.producer_epoch + 1, MAX_EPOCH),
-                               last_update_ms=now_ms)
+                               last_update_ms=now_ms, last_producer_epoch=-1)
 
 
 def add_partitions(current: TransactionMetadata | None, producer_id: int, producer_epoch: int,

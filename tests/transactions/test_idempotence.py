@@ -163,3 +163,21 @@ def test_kafka_python_retries_after_lost_answers_write_no_duplicates(tmp_path, t
     finally:
         proxy.close()
         broker.stop()
+
+
+def test_a_retried_kip_360_epoch_bump_is_answered_with_the_bumped_epoch(broker, client, topic_name):
+    """InitProducerId naming the producer's id and epoch bumps the epoch; the same request again (a retry whose
+    answer was lost) gets the same bumped epoch, as from Kafka, where it was PRODUCER_FENCED (fatal to librdkafka);
+    an epoch older than that stays fenced."""
+    def init(producer_id: int, epoch: int):
+        answer = client.call("InitProducerId", 4, transactional_id=topic_name, transaction_timeout_ms=60000,
+                             producer_id=producer_id, producer_epoch=epoch)
+        return ErrorCode(answer.error_code), answer.producer_id, answer.producer_epoch
+
+    code, pid, epoch = init(-1, -1)
+    assert code == ErrorCode.NONE
+    bumped = init(pid, epoch)
+    assert bumped == (ErrorCode.NONE, pid, epoch + 1)
+    assert init(pid, epoch) == bumped
+    assert init(pid, epoch + 1) == (ErrorCode.NONE, pid, epoch + 2)
+    assert init(pid, epoch)[0] == ErrorCode.PRODUCER_FENCED

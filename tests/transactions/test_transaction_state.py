@@ -66,6 +66,23 @@ def test_init_bumps_the_epoch_and_fences_open_transactions():
     assert init_producer(successor, "tx", 30_000, 10, lambda: 99, 7, 3).producer_epoch == 4
 
 
+def test_a_retried_epoch_bump_gets_the_bumped_epoch_again():
+    """KIP-360: librdkafka bumps the epoch with InitProducerId naming its id and epoch after an abortable error; a
+    retry whose first answer was lost (the connection cut, the write slow to reach the ISR) names the old epoch again
+    and gets the bumped one, as Kafka's lastProducerEpoch answers, not PRODUCER_FENCED (fatal to the producer)."""
+    done = complete(prepare_end(add_partitions(fresh(), 7, 0, frozenset({("t", 0)}), 2), 7, 0, False, 3), 4)
+    bumped = init_producer(done, "tx", 30_000, 5, lambda: 99, 7, 0)
+    assert (bumped.producer_epoch, bumped.last_producer_epoch) == (1, 0)
+    retried = init_producer(bumped, "tx", 30_000, 6, lambda: 99, 7, 0)
+    assert (retried.producer_id, retried.producer_epoch, retried.state) == (7, 1, S.EMPTY)
+    assert error_of(init_producer, bumped, "tx", 30_000, 6, lambda: 99, 8, 0) == ErrorCode.PRODUCER_FENCED
+    newer = init_producer(bumped, "tx", 30_000, 7, lambda: 99)  # another instance: the old epoch is fenced now
+    assert error_of(init_producer, newer, "tx", 30_000, 8, lambda: 99, 7, 0) == ErrorCode.PRODUCER_FENCED
+    fenced = fence_epoch(add_partitions(bumped, 7, 1, frozenset({("t", 0)}), 8), 9)
+    assert error_of(init_producer, complete(begin_abort(fenced, 9), 10), "tx", 30_000, 11, lambda: 99, 7, 0) \
+        == ErrorCode.PRODUCER_FENCED
+
+
 def test_an_exhausted_epoch_gets_a_new_producer_id():
     exhausted = TransactionMetadata("tx", 7, MAX_EPOCH - 1, 1000, S.COMPLETE_ABORT)
     renewed = init_producer(exhausted, "tx", 1000, 1, lambda: 42)

@@ -1,7 +1,7 @@
 """A transaction coordinator cut off from ZooKeeper must not answer from the state it held (issue 15's fatal
 INVALID_TXN_STATE at RF=3).
 
-Three brokers behind the chaos proxies (workload.ProxiedCluster), one __transaction_state partition. The
+Three brokers behind the chaos proxies (tests/chaos/workload.py ProxiedCluster), one __transaction_state partition. The
 coordinator's ZooKeeper proxy is blackholed: its session expires, the controller moves the partition's leadership to
 another broker, and the isolated broker, which learns leadership only from ZooKeeper, still believes it leads. It
 keeps the transactional id's last state (a committed transaction) while the producer goes on at the new
@@ -11,7 +11,6 @@ what it coordinates: it answers COORDINATOR_NOT_AVAILABLE (retriable: the client
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 
@@ -19,15 +18,14 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.broker.peer import round_trip
+from chaos.workload import ProxiedCluster  # tests/ is the rootdir on sys.path
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
-from odradek.embedded import Cluster, wait_until
+from odradek.embedded import wait_until
 from odradek.errors import ErrorCode
 from odradek.protocol import api
 
-from .workload import ProxiedCluster
+from .test_coordinator_failover import SESSION_TIMEOUT_S, raw
 
-SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
 END_TXN, DESCRIBE_TRANSACTIONS = api("EndTxn"), api("DescribeTransactions")
 
 
@@ -39,33 +37,9 @@ def cluster(odradek_zookeeper, tmp_path_factory):
         yield c
 
 
-@pytest.fixture(scope="module")
-def zk(cluster):
-    """Straight to ZooKeeper (not through any broker's proxy)."""
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=cluster.zookeeper_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
-
-
 def state_partition(zk) -> dict:
     path = f"/brokers/topics/{TRANSACTION_STATE_TOPIC}/partitions/0/state"
     return json.loads(zk.get(path)[0]) if zk.exists(path) else {"leader": -1, "isr": []}
-
-
-def raw(broker, api_name: str, version: int, request):
-    async def exchange():
-        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", broker.port), 15)
-        try:
-            return await round_trip(reader, writer, api(api_name), version, request, client_id="isolation-test",
-                                    timeout=15)
-        finally:
-            writer.close()
-
-    return asyncio.run(exchange())
 
 
 def test_a_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_state(cluster, zk):

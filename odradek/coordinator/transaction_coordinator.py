@@ -49,6 +49,9 @@ WRITE_TXN_MARKERS = api("WriteTxnMarkers")
 log = logging.getLogger("odradek.transactions")
 
 LOAD_BATCHES_BETWEEN_YIELDS = 1000  # loading gives the event loop a turn this often
+# Markers a partition's leader refused or did not get are sent again this soon (to the leader of then), not at the
+# next periodic check (10 s): the transaction stays prepared meanwhile, and the producer's next one waits on it.
+MARKER_RETRY_BACKOFF_S = 0.25
 
 
 
@@ -259,6 +262,7 @@ class TransactionCoordinator:
         if remote or unreplicated:
             if prepared.transactional_id not in self._markers_in_flight:
                 self._markers_in_flight.add(prepared.transactional_id)
+                self._tasks = [task for task in self._tasks if not task.done()]
                 self._tasks.append(asyncio.get_running_loop().create_task(
                     self._finish_markers(prepared, unreplicated, remote, commit, coordinator_epoch)))
             return prepared
@@ -270,7 +274,7 @@ class TransactionCoordinator:
                               remote: dict[int, list[TopicPartition]], commit: bool, coordinator_epoch: int) -> None:
         """Wait for the markers written here to reach their in-sync replicas and send WriteTxnMarkers to each other
         leader (which answers once its replicas have them); the transaction completes once every partition has its
-        marker, else the periodic check tries again."""
+        marker, else they are sent again after MARKER_RETRY_BACKOFF_S."""
         Request = WRITE_TXN_MARKERS.request
         endpoints = {b.node_id: b for b in self.broker.membership.live_brokers()}
         done = True
@@ -312,6 +316,11 @@ class TransactionCoordinator:
             self._markers_in_flight.discard(prepared.transactional_id)
         if done and self.transactions.get(prepared.transactional_id) == prepared:
             self._write(complete(prepared, now_ms()))
+        elif not done:  # as Kafka's marker channel, again soon, to each partition's leader of then
+            await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
+            if self.transactions.get(prepared.transactional_id) == prepared and self.broker.membership.in_session \
+                    and prepared.transactional_id not in self._markers_in_flight:
+                self._send_markers(prepared)
 
     def _state_partition(self, transactional_id: str):
         return self.broker.partition(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions))

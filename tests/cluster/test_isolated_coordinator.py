@@ -1,5 +1,6 @@
-"""A transaction coordinator cut off from ZooKeeper must not answer from the state it held (issue 15's fatal
-INVALID_TXN_STATE at RF=3).
+"""The transaction coordinator through faults that move partitions (issue 15's fatal INVALID_TXN_STATE at RF=3):
+cut off from ZooKeeper it must not answer from the state it held, and markers a partition's leader did not take are
+sent again soon, to the next leader.
 
 Three brokers behind the chaos proxies (tests/chaos/workload.py ProxiedCluster), one __transaction_state partition. The
 coordinator's ZooKeeper proxy is blackholed: its session expires, the controller moves the partition's leadership to
@@ -7,11 +8,17 @@ another broker, and the isolated broker, which learns leadership only from ZooKe
 keeps the transactional id's last state (a committed transaction) while the producer goes on at the new
 coordinator; a client bounced back to it (its own FindCoordinator names itself) ending the next transaction with an
 abort was answered INVALID_TXN_STATE there, fatal to librdkafka. Out of its ZooKeeper session a broker cannot know
-what it coordinates: it answers COORDINATOR_NOT_AVAILABLE (retriable: the client looks the coordinator up again)."""
+what it coordinates: it answers COORDINATOR_NOT_AVAILABLE (retriable: the client looks the coordinator up again).
+
+A data partition's leader killed -9 as a commit is written: WriteTxnMarkers to it fails, and the transaction stayed
+PrepareCommit until the next periodic check (transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s by
+default, 60 s here); the producer's next transaction got CONCURRENT_TRANSACTIONS all that time, its messages timed
+out, and its abort on the still prepared commit was INVALID_TXN_STATE, fatal (seen in a chaos run)."""
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -33,7 +40,8 @@ END_TXN, DESCRIBE_TRANSACTIONS = api("EndTxn"), api("DescribeTransactions")
 def cluster(odradek_zookeeper, tmp_path_factory):
     chroot = f"/isolated-{uuid.uuid4().hex[:8]}"
     with ProxiedCluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("isolated"),
-                        settings={"transaction.state.log.num.partitions": 1}) as c:
+                        settings={"transaction.state.log.num.partitions": 1,
+                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 60000}) as c:
         yield c
 
 
@@ -74,3 +82,36 @@ def test_a_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_sta
     producer.begin_transaction()
     producer.produce(topic, value=b"after", partition=1)
     producer.commit_transaction(60)
+
+
+def describe(broker, transactional_id: str):
+    return raw(broker, "DescribeTransactions", 0, DESCRIBE_TRANSACTIONS.request(
+        transactional_ids=[transactional_id])).transaction_states[0]
+
+
+def test_markers_a_killed_leader_missed_reach_its_successor_soon(cluster, zk):
+    topic, transactional_id = f"markers-{uuid.uuid4().hex[:6]}", f"txn-{uuid.uuid4().hex[:6]}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
+                         "log_level": 0})
+    producer.init_transactions(30)
+    assert wait_until(lambda: len(state_partition(zk)["isr"]) == 3, timeout=60)
+    coordinator_id = state_partition(zk)["leader"]
+    leader = next(b for b in cluster.brokers if b.node_id != coordinator_id)  # of the topic's one partition
+    others = [b.node_id for b in cluster.brokers if b is not leader]
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[leader.node_id, *others]],
+                                  config={"min.insync.replicas": "2"})])[topic].result(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"committed", partition=0)
+    assert producer.flush(30) == 0
+    leader.kill()
+    killed_at = time.monotonic()
+    try:
+        producer.commit_transaction(60)
+        coordinator = cluster.broker(state_partition(zk)["leader"])
+        completed = wait_until(lambda: describe(coordinator, transactional_id).transaction_state == "CompleteCommit",
+                               timeout=30)
+        print(f"commit complete {time.monotonic() - killed_at:.1f}s after its partition's leader was killed")
+        assert completed, describe(coordinator, transactional_id)
+    finally:
+        leader.start(timeout=60)

@@ -223,7 +223,9 @@ class TransactionalClient(_Client):
 
     def _producer(self) -> Producer:
         producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.topic}-{self.name}",
-                             "transaction.timeout.ms": 10000, "message.timeout.ms": 10000, "log_level": 0})
+                             "transaction.timeout.ms": 10000, "message.timeout.ms": 10000,
+                             **({"debug": os.environ["CHAOS_TXN_DEBUG"], "log_level": 7}
+                                if os.environ.get("CHAOS_TXN_DEBUG") else {"log_level": 0})})
         producer.init_transactions(30)
         return producer
 

@@ -18,6 +18,7 @@ which is allowed; what is acknowledged must survive, once, and readers must agre
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import re
@@ -147,6 +148,21 @@ def table(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def client_debug(name: str) -> dict[str, object]:
+    """librdkafka's log quiet, or with CHAOS_CLIENT_DEBUG_DIR set its `debug=eos,msg,protocol,broker` log in
+    <dir>/<name>.log (what made an idempotent producer bump its epoch, say: grep "epoch" there)."""
+    directory = os.environ.get("CHAOS_CLIENT_DEBUG_DIR")
+    if not directory:
+        return {"log_level": 0}
+    logger = logging.getLogger(f"chaos.librdkafka.{name}")
+    logger.propagate = False
+    handler = logging.FileHandler(os.path.join(directory, f"{name}.log"))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    return {"debug": "eos,msg,protocol,broker", "log_level": 7, "logger": logger}
+
+
 class _Client(threading.Thread):
     def __init__(self, name: str, history: History, stop: threading.Event):
         super().__init__(name=name, daemon=True)
@@ -171,7 +187,7 @@ class ProducerClient(_Client):
 
     def _producer(self) -> Producer:
         return Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 5, "message.timeout.ms": 15000, "log_level": 0})
+                         "linger.ms": 5, "message.timeout.ms": 15000, **client_debug(f"{self.topic}-{self.name}")})
 
     def work(self) -> None:
         producer = self._producer()

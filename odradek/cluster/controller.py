@@ -54,11 +54,10 @@ from odradek.cluster.zk_catalogue import (DELETE_TOPICS, ELECT_LEADERS, NO_LEADE
                                           decode_election, decode_reassignments, encode_assignment, state_path,
                                           topic_path)
 from odradek.errors import KafkaError
-from odradek.cluster.zookeeper import CONTROLLER_EPOCH
+from odradek.cluster.zookeeper import CONTROLLED_SHUTDOWN, CONTROLLER_EPOCH
 
 log = logging.getLogger("odradek.controller")
 
-CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 RETRY_AFTER_FAILURE_S = 0.5
 LOST_RACE_PAUSE_S = 0.05  # a conditional write lost: the watches bring the newer view meanwhile
 MULTI_OPS_PER_TRANSACTION = 200  # state writes per ZooKeeper multi (~150 bytes each: far below jute.maxbuffer)

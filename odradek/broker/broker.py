@@ -45,6 +45,7 @@ from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
 log = logging.getLogger("odradek.broker")
 CONTROLLED_SHUTDOWN_POLL_S = 0.02  # how often a stopping broker checks whether leadership has moved
+SHUTDOWN_DRAIN_S = 2.0  # the longest a stopping broker spends answering requests in flight (a fetch long poll's)
 
 
 class Broker:
@@ -489,8 +490,13 @@ class Broker:
                  f"; still leading {remaining}" if remaining else "")
 
     async def stop(self) -> None:
-        """Clean shutdown: move leadership away (controlled shutdown), stop serving, then flush and checkpoint every
-        log and leave the clean-shutdown marker."""
+        """Clean shutdown, in Kafka's order: move leadership away (controlled shutdown); stop following (a follower
+        that caught up on a new leader while still registered would be taken back into its ISR, and acks=all
+        producers would wait replica.lag.time.max.ms for it once it is gone); stop accepting and answer
+        the requests in flight (NOT_LEADER_OR_FOLLOWER for the partitions led elsewhere now, from the view the
+        still-open ZooKeeper session keeps current), then close the connections; then the ZooKeeper session (its
+        ephemeral znodes go: another broker takes over as controller); then flush and checkpoint every log and leave
+        the clean-shutdown marker. kazoo's blocking calls run off the event loop, which keeps answering."""
         if self.controller is not None and self.server is not None and self.config["controlled.shutdown.enable"]:
             try:
                 await self._controlled_shutdown()
@@ -500,7 +506,7 @@ class Broker:
             self.controller.close()
         self.membership.close()  # first, so that another broker takes over as controller at once
         if self.server is not None:
-            await self.server.close()
+            await self.server.close(drain_seconds=SHUTDOWN_DRAIN_S)
             await self.group_coordinator.stop()
             await self.transaction_coordinator.stop()
         if self.replica_fetchers is not None:

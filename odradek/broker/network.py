@@ -52,6 +52,7 @@ ANONYMOUS = "User:ANONYMOUS"
 REAUTHENTICATION_KEYS = frozenset({17, 36})  # SaslHandshake, SaslAuthenticate: what an expired session may send
 TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
 INLINE_REGION_BYTES = 16384  # file regions up to this size are copied into the answer's write, not sendfile'd
+DRAIN_POLL_SECONDS = 0.01  # how often a closing server looks whether every connection has answered
 AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
@@ -408,6 +409,11 @@ class Connection:
                 self.task.cancel()
                 return
 
+    @property
+    def answering(self) -> bool:
+        """Whether a request read is not answered yet (queued, being handled or its answer being sent)."""
+        return bool(self._pending) or self._answer_ready.is_set()
+
     def mute(self, throttle_ms: int) -> None:
         """Read no further request from this connection for throttle_ms (a client quota's throttle)."""
         self.muted_until = max(self.muted_until, time.monotonic() + throttle_ms / 1000)
@@ -692,9 +698,14 @@ class NetworkServer:
                     log.info("closing idle connection from %s (connections.max.idle.ms)", connection.peer)
                     connection.task.cancel()
 
-    async def close(self) -> None:
+    async def close(self, drain_seconds: float = 0.0) -> None:
+        """Stop accepting, answer what the connections have asked (for up to `drain_seconds`: a stopping broker's
+        clients get NOT_LEADER_OR_FOLLOWER rather than a dropped connection), then close them."""
         for server_socket, *_ in self._listeners:
             server_socket.close()
+        deadline = time.monotonic() + drain_seconds
+        while time.monotonic() < deadline and any(connection.answering for connection in self.connections):
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

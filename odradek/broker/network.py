@@ -260,6 +260,8 @@ class Connection:
                     break
                 if self.muted_until > time.monotonic():  # a throttled client's channel is muted
                     await asyncio.sleep(self.muted_until - time.monotonic())
+                if self.server.closing:  # no new work once the server closes: wait here until it ends this task
+                    await asyncio.get_running_loop().create_future()
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()
@@ -628,6 +630,7 @@ class NetworkServer:
         self.unsupported_version_answer = unsupported_version_answer
         self.observe_request: Callable[[int, float], None] | None = None  # (api key, seconds) per request
         self.connections: set[Connection] = set()
+        self.closing = False  # once set, requests still arriving are not read (see close)
         self._listeners: list[tuple[socket.socket, Listener, ssl.SSLContext | None, Callable | None]] = []
         self._tasks: set[asyncio.Task] = set()
 
@@ -699,8 +702,12 @@ class NetworkServer:
                     connection.task.cancel()
 
     async def close(self, drain_seconds: float = 0.0) -> None:
-        """Stop accepting, answer what the connections have asked (for up to `drain_seconds`: a stopping broker's
-        clients get NOT_LEADER_OR_FOLLOWER rather than a dropped connection), then close them."""
+        """Stop accepting and reading requests, answer those already read (for up to `drain_seconds`: a stopping
+        broker's clients get their answer, NOT_LEADER_OR_FOLLOWER for partitions led elsewhere now, rather than a
+        dropped connection), then close the connections. As Kafka's SocketServer at shutdown, a request that
+        arrives meanwhile is not read: a stopping broker takes no new work, and a client that keeps sending cannot
+        hold it up; the client sends it again elsewhere once the connection closes."""
+        self.closing = True
         for server_socket, *_ in self._listeners:
             server_socket.close()
         deadline = time.monotonic() + drain_seconds

@@ -4,7 +4,8 @@ Built on raw non-blocking sockets driven by the event loop (uvloop where install
 because a fetch answer's records must go from the segment file to the socket with `os.sendfile`, and that needs the
 socket itself, with nothing buffered in front of it. Each connection has a reader that cuts frames and starts their
 handlers in arrival order, and a writer that sends the answers in that same order; many requests may be in flight on
-one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip.
+one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip. Closing (a stopping
+broker) reads no new request and answers those read, up to a bound, before the connections close (`close`).
 
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);

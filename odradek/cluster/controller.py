@@ -29,9 +29,10 @@ Controlled shutdown (controlled.shutdown.enable), in our ZooKeeper mode without 
 broker stopping cleanly creates the ephemeral /admin/controlled_shutdown/[id] (`request_controlled_shutdown`) and
 waits until it leads nothing another live in-sync replica could lead. The controller watches those children and
 takes their brokers for gone where it decides leaders and ISRs (Kafka's shuttingDownBrokerIds): their partitions
-move to another ISR member (epoch bumped) and they leave the ISRs; a partition with no other in-sync replica keeps
-its leader until it really stops. The znode is ephemeral, so it goes with the broker's session and a restarted
-broker is a normal one again.
+move to another ISR member (epoch bumped) and they leave the ISRs, for good: leaders follow the same children
+(ZooKeeperMembership.shutting_down) and never take them back, as Kafka's controller refuses them (KIP-841); a
+partition with no other in-sync replica keeps its leader until it really stops. The znode is ephemeral, so it
+goes with the broker's session and a restarted broker is a normal one again.
 
 The ISR otherwise belongs to each partition's leader, which writes the same znode (conditionally on its version)
 when followers fall behind or catch up (odradek/broker/replica_fetcher.py); the controller only takes brokers that

@@ -3,8 +3,9 @@
 What this owns: the broker's ZooKeeper session, its ephemeral registration at /brokers/ids/[id], the cluster id at
 /cluster/id, the controller election at /controller and /controller_epoch, the list of live brokers kept by a
 watch on /brokers/ids, and the brokers in controlled shutdown (a watch on /admin/controlled_shutdown, which
-odradek/cluster/controller.py documents). It is `odradek.cluster.membership`'s shape (connect, register, live_brokers, controller_id,
-close), so handlers never see kazoo; the module is imported only when zookeeper.connect is set.
+odradek/cluster/controller.py documents). It is `odradek.cluster.membership`'s shape (connect, register,
+live_brokers, shutting_down, controller_id, close), so handlers never see kazoo; the module is imported only when
+zookeeper.connect is set.
 
 The znode formats are plain functions (encode_*/decode_*) writing exactly what Kafka 3.x writes in ZooKeeper mode
 (ZkData.scala: BrokerIdZNode version 5, ControllerZNode version 2, ControllerEpochZNode as a decimal, ClusterIdZNode

@@ -151,7 +151,11 @@ class _HeaderReader:
 
 
 def _write_all(fd: int, data, position: int) -> None:
-    view = memoryview(data)
+    written = os.pwrite(fd, data, position)
+    if written == len(data):  # the one call it nearly always takes
+        return
+    view = memoryview(data)[written:]
+    position += written
     while view:
         written = os.pwrite(fd, view, position)
         view = view[written:]

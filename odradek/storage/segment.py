@@ -128,18 +128,45 @@ class _HeaderReader:
             return None
         return parse_header(self.chunk, position - self.chunk_start)
 
-    def hop_fields(self, position: int) -> tuple[int, int, int, int] | None:
-        """Base offset, batch length, magic and last offset delta of the batch at `position` (None if the file
-        holds no header there): a hop over headers decodes only these."""
-        if not self._holds(position, BATCH_HEADER_SIZE):
-            return None
-        return _HOP_FIELDS.unpack_from(self.chunk, position - self.chunk_start)
+    def first_batch_reaching(self, position: int, offset: int) -> int | None:
+        """From the batch boundary `position`, the position of the first batch whose last offset is >= `offset`;
+        None if there is none before the end or a header that is not a plausible v2 batch. Each hop decodes four
+        fields of the chunk in place."""
+        unpack = _HOP_FIELDS.unpack_from
+        chunk, chunk_start, end = self.chunk, self.chunk_start, self.end
+        while position + BATCH_HEADER_SIZE <= end:
+            at = position - chunk_start
+            if at < 0 or at + BATCH_HEADER_SIZE > len(chunk):
+                if not self._holds(position, BATCH_HEADER_SIZE):
+                    return None
+                chunk, chunk_start, at = self.chunk, position, 0
+            base_offset, batch_length, magic, last_offset_delta = unpack(chunk, at)
+            size = batch_length + LOG_OVERHEAD
+            if magic != MAGIC_V2 or size < BATCH_HEADER_SIZE or position + size > end:
+                return None
+            if base_offset + last_offset_delta >= offset:
+                return position
+            position += size
+        return None
 
-    def offset_and_length(self, position: int) -> tuple[int, int]:
-        """Base offset and batch length of the batch at `position` (its first LOG_OVERHEAD bytes)."""
-        if not self._holds(position, LOG_OVERHEAD):
-            raise ValueError(f"no batch at byte {position} of descriptor {self.fd}")
-        return _OFFSET_AND_LENGTH.unpack_from(self.chunk, position - self.chunk_start)
+    def whole_batches_end(self, position: int, limit: int, max_offset: int | None) -> int:
+        """From the batch boundary `position`, the end of the run of whole batches that ends by `limit` and holds
+        no batch whose base offset is >= `max_offset` (None: no bound): `position` itself if none qualifies. The
+        hops work on the chunk in place (one unpack each); only leaving the chunk costs a pread."""
+        unpack = _OFFSET_AND_LENGTH.unpack_from
+        chunk, chunk_start = self.chunk, self.chunk_start
+        while position + LOG_OVERHEAD <= self.end:
+            at = position - chunk_start
+            if at < 0 or at + LOG_OVERHEAD > len(chunk):
+                if not self._holds(position, LOG_OVERHEAD):
+                    break
+                chunk, chunk_start, at = self.chunk, position, 0
+            base_offset, batch_length = unpack(chunk, at)
+            size = batch_length + LOG_OVERHEAD
+            if (max_offset is not None and base_offset >= max_offset) or position + size > limit:
+                break
+            position += size
+        return position
 
     def _holds(self, position: int, length: int) -> bool:
         start = self.chunk_start
@@ -353,19 +380,8 @@ class Segment:
         """Position and header of the first batch whose last offset is >= `offset`: index, then header hops."""
         end = self.size if end is None else end
         reader = reader or _HeaderReader(self.fd, end)
-        _, position = self.offset_index.lookup(offset)
-        while position + BATCH_HEADER_SIZE <= end:
-            fields = reader.hop_fields(position)
-            if fields is None:
-                return None
-            base_offset, batch_length, magic, last_offset_delta = fields
-            size = batch_length + LOG_OVERHEAD
-            if magic != MAGIC_V2 or size < BATCH_HEADER_SIZE or position + size > end:
-                return None
-            if base_offset + last_offset_delta >= offset:
-                return position, reader.header(position)
-            position += size
-        return None
+        position = reader.first_batch_reaching(self.offset_index.lookup(offset)[1], offset)
+        return None if position is None else (position, reader.header(position))
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None,
              min_one_batch: bool = True) -> FileRegion | None:
@@ -390,12 +406,7 @@ class Segment:
             return FileRegion(self.fd, start, 0)
         end = max(start + header.size,
                   self.offset_index.floor_position(min(start + max_bytes, end_of_data), max_offset))
-        while end + LOG_OVERHEAD <= end_of_data:
-            base_offset, batch_length = reader.offset_and_length(end)
-            size = batch_length + LOG_OVERHEAD
-            if (max_offset is not None and base_offset >= max_offset) or end + size - start > max_bytes:
-                break
-            end += size
+        end = reader.whole_batches_end(end, start + max_bytes, max_offset)
         return FileRegion(self.fd, start, end - start)
 
     def _read_tail(self, offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool,

@@ -4,7 +4,8 @@ Built on raw non-blocking sockets driven by the event loop (uvloop where install
 because a fetch answer's records must go from the segment file to the socket with `os.sendfile`, and that needs the
 socket itself, with nothing buffered in front of it. Each connection has a reader that cuts frames and starts their
 handlers in arrival order, and a writer that sends the answers in that same order; many requests may be in flight on
-one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip.
+one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip. Closing (a stopping
+broker) reads no new request and answers those read, up to a bound, before the connections close (`close`).
 
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);
@@ -56,6 +57,7 @@ ANONYMOUS = "User:ANONYMOUS"
 REAUTHENTICATION_KEYS = frozenset({17, 36})  # SaslHandshake, SaslAuthenticate: what an expired session may send
 TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
 INLINE_REGION_BYTES = 16384  # file regions up to this size are copied into the answer's write, not sendfile'd
+DRAIN_POLL_SECONDS = 0.01  # how often a closing server looks whether every connection has answered
 AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
@@ -273,6 +275,8 @@ class Connection:
                     break
                 if self.muted_until > time.monotonic():  # a throttled client's channel is muted
                     await asyncio.sleep(self.muted_until - time.monotonic())
+                if self.server.closing:  # no new work once the server closes: wait here until it ends this task
+                    await asyncio.get_running_loop().create_future()
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()
@@ -421,6 +425,11 @@ class Connection:
                 log.info("closing connection from %s after its failed authentication", self.peer)
                 self.task.cancel()
                 return
+
+    @property
+    def answering(self) -> bool:
+        """Whether a request read is not answered yet (queued, being handled or its answer being sent)."""
+        return bool(self._pending) or self._answer_ready.is_set()
 
     def mute(self, throttle_ms: int) -> None:
         """Read no further request from this connection for throttle_ms (a client quota's throttle)."""
@@ -636,6 +645,7 @@ class NetworkServer:
         self.unsupported_version_answer = unsupported_version_answer
         self.observe_request: Callable[[int, float], None] | None = None  # (api key, seconds) per request
         self.connections: set[Connection] = set()
+        self.closing = False  # once set, requests still arriving are not read (see close)
         self._listeners: list[tuple[socket.socket, Listener, ssl.SSLContext | None, Callable | None]] = []
         self._tasks: set[asyncio.Task] = set()
 
@@ -706,9 +716,18 @@ class NetworkServer:
                     log.info("closing idle connection from %s (connections.max.idle.ms)", connection.peer)
                     connection.task.cancel()
 
-    async def close(self) -> None:
+    async def close(self, drain_seconds: float = 0.0) -> None:
+        """Stop accepting and reading requests, answer those already read (for up to `drain_seconds`: a stopping
+        broker's clients get their answer, NOT_LEADER_OR_FOLLOWER for partitions led elsewhere now, rather than a
+        dropped connection), then close the connections. As Kafka's SocketServer at shutdown, a request that
+        arrives meanwhile is not read: a stopping broker takes no new work, and a client that keeps sending cannot
+        hold it up; the client sends it again elsewhere once the connection closes."""
+        self.closing = True
         for server_socket, *_ in self._listeners:
             server_socket.close()
+        deadline = time.monotonic() + drain_seconds
+        while time.monotonic() < deadline and any(connection.answering for connection in self.connections):
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

@@ -188,6 +188,8 @@ class _TopicWatch:
 class ZooKeeperCatalogue(ClusterMetadata):
     """The topic catalogue of a ZooKeeper cluster (see the module docstring)."""
 
+    keeps_catalogue_files = False
+
     def __init__(self, log_dir: Path, node_id: int):
         super().__init__(log_dir, node_id)
         self.membership = None

@@ -92,3 +92,12 @@ def test_alter_configs_waiting_on_zookeeper_leaves_other_connections_answered(cl
                 AlterableConfig(name="retention.ms", config_operation=0, value="7200000")])]))
     assert seconds < PROMPT_S
     assert answer.responses[0].error_code == 0
+
+
+def test_metadata_auto_creating_a_topic_on_a_paused_zookeeper_leaves_other_connections_answered(cluster):
+    seconds, answer = while_zookeeper_paused(cluster, lambda client: client.call(
+        "Metadata", 12, topics=[MetadataTopic(name="auto-made-while-paused")], allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False))
+    assert seconds < PROMPT_S
+    assert answer.topics[0].name == "auto-made-while-paused"
+    assert answer.topics[0].error_code in (0, 5)  # LEADER_NOT_AVAILABLE until the controller has elected, as Kafka

@@ -198,6 +198,7 @@ class ZooKeeperCatalogue(ClusterMetadata):
         self._watches: dict[str, _TopicWatch] = {}
         self._pending: set[str] = set()  # znodes to read (again): their watch fired, or they are new
         self._pending_lock = threading.Lock()
+        self._reread_all = False  # the session ended: every followed znode is to be read (and watched) again
         self._wake = threading.Event()
         self.listeners: list[Callable[[], None]] = []
         self._acl_store: ZooKeeperAcls | None = None
@@ -302,7 +303,11 @@ class ZooKeeperCatalogue(ClusterMetadata):
     def _on_watch(self, event: WatchedEvent) -> None:
         """A watch fired (on kazoo's thread): note its znode for the reader. An event without a path is kazoo's
         word that the session ended and every watch with it: every znode is read again once connected."""
-        self._mark([event.path] if event.path is not None else [TOPICS, *self._followed_paths()])
+        if event.path is None:  # one such event per watch: the reader lists the znodes once
+            self._reread_all = True
+            self._wake.set()
+        else:
+            self._mark([event.path])
 
     def _on_session_state(self, state: str) -> None:
         if state == KazooState.CONNECTED:
@@ -343,6 +348,9 @@ class ZooKeeperCatalogue(ClusterMetadata):
         that does not exist yet (a state the controller has not written) gets an exists watch, so its creation is
         seen. On a lost connection the batch is marked again and KazooException raised: the caller retries."""
         while True:
+            if self._reread_all:
+                self._reread_all = False
+                self._mark([TOPICS, *self._followed_paths()])
             with self._pending_lock:
                 paths, self._pending = self._pending, set()
             with self._lock:

@@ -228,7 +228,7 @@ class ClusterMetadata:
     def save(self) -> None:
         """A new snapshot of the whole catalogue, then an empty journal (a crash between the two replays entries
         the snapshot already holds, which changes nothing)."""
-        body = {"version": 1, **self._persisted_settings(), "topics": [t.to_json() for t in self._persisted_topics()]}
+        body = {"version": 1, **self._persisted_settings(), "topics": [t.to_json() for t in self.topics.values()]}
         # compact: json's indenting encoder is the pure-Python one, 9x slower than the C one
         data = json.dumps(body, separators=(",", ":")).encode()
         write_atomically(self.log_dir / METADATA_FILE, data)
@@ -249,14 +249,10 @@ class ClusterMetadata:
         self._record({"settings": self._persisted_settings()})
 
     def _persisted_settings(self) -> dict[str, Any]:
-        return {"next_producer_id_block": self.next_producer_id_block, **self._persisted_security()}
-
-    def _persisted_topics(self):
-        return self.topics.values()
-
-    def _persisted_security(self) -> dict[str, Any]:
-        """The file's dynamic broker configs, ACLs, client quotas and SCRAM credentials."""
-        return {"broker_configs": self.broker_configs, "acls": [acl.to_json() for acl in self.acls],
+        """The snapshot's fields besides the topics: the producer id block, dynamic broker configs, ACLs, client
+        quotas and SCRAM credentials."""
+        return {"next_producer_id_block": self.next_producer_id_block, "broker_configs": self.broker_configs,
+                "acls": [acl.to_json() for acl in self.acls],
                 "client_quotas": [{"entity": dict(entity), "values": values}
                                   for entity, values in self.client_quotas.items()],
                 "scram_credentials": self.scram_credentials}

@@ -188,7 +188,7 @@ class _TopicWatch:
 class ZooKeeperCatalogue(ClusterMetadata):
     """The topic catalogue of a ZooKeeper cluster (see the module docstring)."""
 
-    keeps_catalogue_files = False
+    keeps_catalogue_files = False  # ZooKeeper keeps the topics and the security state
 
     def __init__(self, log_dir: Path, node_id: int):
         super().__init__(log_dir, node_id)
@@ -216,12 +216,6 @@ class ZooKeeperCatalogue(ClusterMetadata):
         self._acl_store.follow()
         self._config_store = ZooKeeperConfigs(self._client, self._take_configs)
         self._config_store.follow()
-
-    def _persisted_topics(self):
-        return ()  # ZooKeeper keeps them
-
-    def _persisted_security(self):
-        return {}  # ZooKeeper keeps them
 
     # ------------------------------------------------------------------ ACLs, SCRAM, quotas, broker configs
     def _take_acls(self, acls: list) -> None:

@@ -190,6 +190,16 @@ class Broker:
             log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
         return topic
 
+    async def catalogue_write(self, change, *args, **kwargs):
+        """Run `change` (a write of the catalogue, or a broker method that makes one) for a request. In a ZooKeeper
+        cluster it runs on a worker thread: its kazoo calls are ZooKeeper round trips, and on the event loop every
+        other connection would wait them out (a slow ZooKeeper would stall Produce and Fetch); such a change only
+        writes znodes, the watches bring it back to the loop. On a single node it runs here: it changes the
+        in-memory catalogue and opens or drops partitions, which belong to the loop."""
+        if self.controller is None:
+            return change(*args, **kwargs)
+        return await asyncio.to_thread(change, *args, **kwargs)
+
     def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str],
                               replication_factor_key: str) -> None:
         """Create a coordinator's topic on first use; in a cluster another broker may have just made it. In a
@@ -307,9 +317,9 @@ class Broker:
         if refusal is not None:
             raise KafkaError(ErrorCode.INVALID_REQUEST, refusal)
 
-    def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
+    async def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
         """Store a BROKER resource's new dynamic configs (validated by the caller) and apply them at once."""
-        self.metadata.set_broker_configs(resource_name, dict(configs))
+        await self.catalogue_write(self.metadata.set_broker_configs, resource_name, dict(configs))
         self._apply_dynamic_configs()
         log.info("dynamic broker configs of %s are now %s", repr(resource_name), dict(configs))
 

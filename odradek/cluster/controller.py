@@ -323,14 +323,15 @@ class Controller:
     @staticmethod
     def _create_partition_znodes(client, partitions: list[tuple[str, int]]) -> None:
         """/brokers/topics/[topic]/partitions/[n] of partitions about to get their first state, all requests in
-        flight together; those that exist already are fine."""
-        for name in dict.fromkeys(name for name, _ in partitions):
-            client.ensure_path(f"{topic_path(name)}/partitions")
-        pending = [client.create_async(state_path(name, index).rsplit("/", 1)[0]) for name, index in partitions]
+        flight together; those that exist already are fine. Never the topic znode itself: a topic deleted since the
+        view was read stays deleted (its state writes then fail, and the next pass no longer sees it)."""
+        paths = [f"{topic_path(name)}/partitions" for name in dict.fromkeys(name for name, _ in partitions)]
+        paths += [state_path(name, index).rsplit("/", 1)[0] for name, index in partitions]
+        pending = [client.create_async(path) for path in paths]  # parents first: one session's requests keep order
         for request in pending:
             try:
                 request.get()
-            except NodeExistsError:
+            except (NodeExistsError, NoNodeError):
                 pass
 
     def _write(self, client, epoch_version: int, states: list[tuple[str, int, PartitionState, int | None]],

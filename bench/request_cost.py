@@ -13,6 +13,8 @@ request is far less disturbed by a shared, loaded machine than a rate; each case
   client (4 partitions, 4 clients by default).
 - fetch: Fetch v12 (no fetch session), one partition from offset 0, partition_max_bytes 1 KiB, min_bytes 0:
   each answer carries a few small batches and nothing waits.
+- fetch-tail: the same from TAIL_RECORDS - 5 of a partition holding TAIL_RECORDS one-record batches, nothing
+  written after them: a consumer near the log end (the active segment's batches after its last index entry).
 - metadata: Metadata v12 for one topic of 1000 partitions, one client, one request at a time; also the
   round-trip latency as the client sees it.
 
@@ -41,6 +43,7 @@ from odradek.records.batch import Record, encode_batch
 CLIENTS = 4
 WINDOW = 16  # requests in flight per connection
 METADATA_PARTITIONS = 1000
+TAIL_RECORDS = 100  # per partition of the fetch-tail case's topic: 17 KB, the last ones behind the last index entry
 _SIZE = struct.Struct(">i")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -61,11 +64,11 @@ def produce_frame(topic: str, partition: int) -> bytes:
                                         client_id="request-cost"), request)
 
 
-def fetch_frame(topic: str, partition: int) -> bytes:
+def fetch_frame(topic: str, partition: int, offset: int = 0) -> bytes:
     fetch = api("Fetch")
     request = fetch.request(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, session_id=0, session_epoch=-1,
                             topics=[fetch.request.FetchTopic(topic=topic, partitions=[fetch.request.FetchPartition(
-                                partition=partition, fetch_offset=0, partition_max_bytes=1024)])])
+                                partition=partition, fetch_offset=offset, partition_max_bytes=1024)])])
     return encode_request(RequestHeader(api_key=fetch.key, api_version=12, correlation_id=1,
                                         client_id="request-cost"), request)
 
@@ -174,12 +177,13 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=WINDOW)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--metadata-requests", type=int, default=200)
-    parser.add_argument("--cases", default="produce,fetch,metadata")
+    parser.add_argument("--cases", default="produce,fetch,fetch-tail,metadata")
     parser.add_argument("--hold", action="store_true", help="print each broker's pid and wait 5 s before measuring")
     args = parser.parse_args()
     trees = [(label, os.path.abspath(path)) for label, path in (tree.split("=", 1) for tree in args.trees)]
     frames = {"produce": [produce_frame("small", index) for index in range(args.clients)],
               "fetch": [fetch_frame("small", index) for index in range(args.clients)],
+              "fetch-tail": [fetch_frame("tail", index, TAIL_RECORDS - 5) for index in range(args.clients)],
               "metadata": [metadata_frame("wide")]}
     frames = {case: frames[case] for case in args.cases.split(",")}
     with tempfile.TemporaryDirectory(prefix="request-cost-") as data_dir:
@@ -191,6 +195,10 @@ def main() -> None:
                 admin.create_topic("small", args.clients, 1)
                 if "metadata" in frames:
                     admin.create_topic("wide", METADATA_PARTITIONS, 1)
+                if "fetch-tail" in frames:
+                    admin.create_topic("tail", args.clients, 1)
+                    run_clients(broker, [produce_frame("tail", index) for index in range(args.clients)],
+                                TAIL_RECORDS, 1)
                 run_clients(broker, frames.get("produce") or [produce_frame("small", 0)], 200, args.window)
                 if args.hold:
                     print(f"{label}: broker pid {broker.process.pid}", flush=True)

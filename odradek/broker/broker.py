@@ -45,6 +45,7 @@ from odradek.storage.log_manager import LogManager, lock_log_dir, unlock_log_dir
 
 log = logging.getLogger("odradek.broker")
 CONTROLLED_SHUTDOWN_POLL_S = 0.02  # how often a stopping broker checks whether leadership has moved
+SHUTDOWN_DRAIN_S = 2.0  # the longest a stopping broker spends answering the requests it read before closing
 
 
 class Broker:
@@ -100,6 +101,7 @@ class Broker:
         self._applied_topic_configs = {name: topic.configs for name, topic in self.metadata.topics.items()}
         self._applied_broker_configs = {name: dict(configs) for name, configs in self.metadata.broker_configs.items()}
         self.server = None
+        self.stopping = False  # set by stop(): from then on a Fetch answers with what there is, without waiting
         self.metrics = None  # odradek.metrics.BrokerMetrics while serving, when metrics.port is set
         self._tasks: list[asyncio.Task] = []
         self.started_at_ms = now_ms()
@@ -187,6 +189,16 @@ class Broker:
             self._open_partitions(topic)
             log.info("created topic %s with %d partition(s), id %s", name, num_partitions, topic.topic_id)
         return topic
+
+    async def catalogue_write(self, change, *args, **kwargs):
+        """Run `change` (a write of the catalogue, or a broker method that makes one) for a request. In a ZooKeeper
+        cluster it runs on a worker thread: its kazoo calls are ZooKeeper round trips, and on the event loop every
+        other connection would wait them out (a slow ZooKeeper would stall Produce and Fetch); such a change only
+        writes znodes, the watches bring it back to the loop. On a single node it runs here: it changes the
+        in-memory catalogue and opens or drops partitions, which belong to the loop."""
+        if self.controller is None:
+            return change(*args, **kwargs)
+        return await asyncio.to_thread(change, *args, **kwargs)
 
     def ensure_internal_topic(self, name: str, num_partitions: int, configs: Mapping[str, str],
                               replication_factor_key: str) -> None:
@@ -305,9 +317,9 @@ class Broker:
         if refusal is not None:
             raise KafkaError(ErrorCode.INVALID_REQUEST, refusal)
 
-    def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
+    async def alter_dynamic_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
         """Store a BROKER resource's new dynamic configs (validated by the caller) and apply them at once."""
-        self.metadata.set_broker_configs(resource_name, dict(configs))
+        await self.catalogue_write(self.metadata.set_broker_configs, resource_name, dict(configs))
         self._apply_dynamic_configs()
         log.info("dynamic broker configs of %s are now %s", repr(resource_name), dict(configs))
 
@@ -489,8 +501,13 @@ class Broker:
                  f"; still leading {remaining}" if remaining else "")
 
     async def stop(self) -> None:
-        """Clean shutdown: move leadership away (controlled shutdown), stop serving, then flush and checkpoint every
-        log and leave the clean-shutdown marker."""
+        """Clean shutdown: move leadership away (controlled shutdown); close the ZooKeeper session (its ephemeral
+        znodes go: another broker takes over as controller at once, and no leader takes this broker back into an
+        ISR, where only registered brokers may join); stop accepting and reading requests and answer those already
+        read, for up to SHUTDOWN_DRAIN_S (a fetch parked in a long poll at once, with what there is:
+        NOT_LEADER_OR_FOLLOWER for the partitions led elsewhere now), then close the connections, as Kafka's
+        request handlers drain what is queued before its sockets close; then stop the coordinators and the replica
+        fetchers; then flush and checkpoint every log and leave the clean-shutdown marker."""
         if self.controller is not None and self.server is not None and self.config["controlled.shutdown.enable"]:
             try:
                 await self._controlled_shutdown()
@@ -500,7 +517,8 @@ class Broker:
             self.controller.close()
         self.membership.close()  # first, so that another broker takes over as controller at once
         if self.server is not None:
-            await self.server.close()
+            self._answer_long_polls()
+            await self.server.close(drain_seconds=SHUTDOWN_DRAIN_S)
             await self.group_coordinator.stop()
             await self.transaction_coordinator.stop()
         if self.replica_fetchers is not None:
@@ -516,6 +534,14 @@ class Broker:
         self.logs.close()
         self._release()
         log.info("broker %d stopped cleanly", self.node_id)
+
+    def _answer_long_polls(self) -> None:
+        """A stopping broker waits for no more appends: every fetch parked in a long poll is woken to answer now
+        (see handlers/fetch.py), as are those that arrive later, so neither a consumer's nor a follower's poll (up
+        to replica.fetch.wait.max.ms) holds the stop up or ends in a dropped connection at the drain's bound."""
+        self.stopping = True
+        for partition in list(self.partitions.values()):
+            partition.wake()
 
     def _release(self) -> None:
         """Close the listening sockets no server took over and give the log directories' locks back."""

@@ -283,7 +283,8 @@ class ReplicaFetchers:
     # -------------------------------------------------------------------------------------------- the ISR
     def check_isr(self, now: int) -> None:
         lag_ms = self.broker.config["replica.lag.time.max.ms"]
-        live = {broker.node_id for broker in self.broker.membership.live_brokers()}
+        membership = self.broker.membership
+        live = {broker.node_id for broker in membership.live_brokers()} - membership.shutting_down()
         for (topic, index), partition in list(self.broker.partitions.items()):
             if not partition.is_leader or not partition.followers or (topic, index) in self._isr_writes:
                 continue

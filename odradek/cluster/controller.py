@@ -29,9 +29,10 @@ Controlled shutdown (controlled.shutdown.enable), in our ZooKeeper mode without 
 broker stopping cleanly creates the ephemeral /admin/controlled_shutdown/[id] (`request_controlled_shutdown`) and
 waits until it leads nothing another live in-sync replica could lead. The controller watches those children and
 takes their brokers for gone where it decides leaders and ISRs (Kafka's shuttingDownBrokerIds): their partitions
-move to another ISR member (epoch bumped) and they leave the ISRs; a partition with no other in-sync replica keeps
-its leader until it really stops. The znode is ephemeral, so it goes with the broker's session and a restarted
-broker is a normal one again.
+move to another ISR member (epoch bumped) and they leave the ISRs, for good: leaders follow the same children
+(ZooKeeperMembership.shutting_down) and never take them back, as Kafka's controller refuses them (KIP-841); a
+partition with no other in-sync replica keeps its leader until it really stops. The znode is ephemeral, so it
+goes with the broker's session and a restarted broker is a normal one again.
 
 The ISR otherwise belongs to each partition's leader, which writes the same znode (conditionally on its version)
 when followers fall behind or catch up (odradek/broker/replica_fetcher.py); the controller only takes brokers that
@@ -54,11 +55,10 @@ from odradek.cluster.zk_catalogue import (DELETE_TOPICS, ELECT_LEADERS, NO_LEADE
                                           decode_election, decode_reassignments, encode_assignment, state_path,
                                           topic_path)
 from odradek.errors import KafkaError
-from odradek.cluster.zookeeper import CONTROLLER_EPOCH
+from odradek.cluster.zookeeper import CONTROLLED_SHUTDOWN, CONTROLLER_EPOCH
 
 log = logging.getLogger("odradek.controller")
 
-CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 RETRY_AFTER_FAILURE_S = 0.5
 LOST_RACE_PAUSE_S = 0.05  # a conditional write lost: the watches bring the newer view meanwhile
 MULTI_OPS_PER_TRANSACTION = 200  # state writes per ZooKeeper multi (~150 bytes each: far below jute.maxbuffer)
@@ -323,14 +323,15 @@ class Controller:
     @staticmethod
     def _create_partition_znodes(client, partitions: list[tuple[str, int]]) -> None:
         """/brokers/topics/[topic]/partitions/[n] of partitions about to get their first state, all requests in
-        flight together; those that exist already are fine."""
-        for name in dict.fromkeys(name for name, _ in partitions):
-            client.ensure_path(f"{topic_path(name)}/partitions")
-        pending = [client.create_async(state_path(name, index).rsplit("/", 1)[0]) for name, index in partitions]
+        flight together; those that exist already are fine. Never the topic znode itself: a topic deleted since the
+        view was read stays deleted (its state writes then fail, and the next pass no longer sees it)."""
+        paths = [f"{topic_path(name)}/partitions" for name in dict.fromkeys(name for name, _ in partitions)]
+        paths += [state_path(name, index).rsplit("/", 1)[0] for name, index in partitions]
+        pending = [client.create_async(path) for path in paths]  # parents first: one session's requests keep order
         for request in pending:
             try:
                 request.get()
-            except NodeExistsError:
+            except (NodeExistsError, NoNodeError):
                 pass
 
     def _write(self, client, epoch_version: int, states: list[tuple[str, int, PartitionState, int | None]],

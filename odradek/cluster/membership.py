@@ -5,7 +5,8 @@ A single-node broker answers them itself (`LocalMembership`: this broker, its ow
 zookeeper.connect asks ZooKeeper (odradek.cluster.zookeeper.ZooKeeperMembership, imported only in that mode, so
 kazoo is never loaded by a single-node broker). Both have the same shape: `connect()` before the topic catalogue is
 loaded (it decides the cluster id), `register(endpoint)` once the listener is bound, `live_brokers()`,
-`controller_id` and `close()`.
+`shutting_down()` (live brokers in controlled shutdown), `in_session` (whether its view of the cluster can be
+trusted now), `controller_id` and `close()`.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ class LocalMembership:
 
     def live_brokers(self) -> tuple[BrokerEndpoint, ...]:
         return self._brokers
+
+    def shutting_down(self) -> frozenset[int]:
+        return frozenset()
 
     def close(self) -> None:
         self._brokers = ()

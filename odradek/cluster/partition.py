@@ -150,9 +150,10 @@ class Partition:
     def wanted_isr(self, now_ms: int, lag_time_max_ms: int, live: Collection[int]) -> list[int] | None:
         """As leader, the ISR the partition should have, or None when the current one is right: members that have
         not caught up for lag_time_max_ms leave (maybeShrinkIsr), live replicas that reached the high watermark
-        join (maybeExpandIsr). Only a registered broker may join (KIP-841's eligibility): a follower that just
-        stopped still looks caught up for lag_time_max_ms, and taking it back after the controller dropped it
-        would have the two rewrite the ISR every check while acks=all producers wait for it."""
+        join (maybeExpandIsr). Only a registered broker not in controlled shutdown may join (`live`, KIP-841's
+        eligibility): a follower that just stopped, or is stopping and still fetching, looks caught up, and taking
+        it back after the controller dropped it would have the two rewrite the ISR every check (acks=all appends
+        refused NOT_ENOUGH_REPLICAS in between)."""
         isr = self.assignment.isr
         wanted = [r for r in isr if r == self.node_id or r not in self.followers
                   or now_ms - self.followers[r].last_caught_up_ms <= lag_time_max_ms]

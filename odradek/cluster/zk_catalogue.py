@@ -10,10 +10,14 @@ requests for the controller (/admin/elect_leaders/*) and producer-id blocks (/la
 Leadership itself (the state znodes) is written by the controller (odradek.cluster.controller), and their ISR also
 by each partition's leader (`write_isr`).
 
-Kafka's controller pushes LeaderAndIsr/UpdateMetadata requests to brokers; here every broker watches the znodes
-instead, so handlers never call kazoo: they read `topics` / `topics_by_id`, which watch callbacks (on kazoo's
-threads) replace whole, never mutate, so the event loop reads them without locks. Listeners are told after every
-change (the broker opens or drops partitions, the controller re-checks leadership).
+Kafka's controller pushes LeaderAndIsr/UpdateMetadata requests to brokers, batched; here every broker watches the
+znodes instead, batched too: a watch that fires only marks its znode, and one reader thread reads every marked znode
+with kazoo's async calls, all in flight at once (a new 2000-partition topic's states are one round trip, not 2000),
+each read leaving its watch again (an exists watch for a znode not there yet, such as a state the controller has not
+written). Handlers read `topics` / `topics_by_id`, which the reader replaces whole after each batch, never mutates,
+so the event loop reads them without locks. Listeners are told after every batch that changed something (the broker
+opens or drops partitions, the controller re-checks leadership). When the session ends kazoo drops every watch: the
+reader reads everything again once connected.
 
 The security state is the cluster's too, in Kafka's znodes: ACLs (odradek.cluster.zk_acls), SCRAM credentials,
 client quotas and dynamic broker configs (odradek.cluster.zk_configs); the catalogue hands their writes on and takes
@@ -28,13 +32,14 @@ import dataclasses
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.client import KazooState
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.protocol.states import KeeperState, WatchedEvent
 
 from odradek.cluster.elections import PREFERRED_ELECTION, reassigned
 from odradek.cluster.metadata import ClusterMetadata, PartitionAssignment, TopicMetadata
@@ -57,6 +62,7 @@ ELECT_LEADERS = "/admin/elect_leaders"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 NO_LEADER = -1
+READ_RETRY_PAUSE_S = 0.5  # after a failed batch of reads (connection lost): the session's reconnection comes first
 
 
 def topic_path(name: str) -> str:
@@ -65,6 +71,25 @@ def topic_path(name: str) -> str:
 
 def state_path(name: str, index: int) -> str:
     return f"{TOPICS}/{name}/partitions/{index}/state"
+
+
+def config_path(name: str) -> str:
+    return f"{TOPIC_CONFIGS}/{name}"
+
+
+def parse_catalogue_path(path: str) -> tuple[str | None, str | None, int | None]:
+    """(kind, topic, partition) of a topic's znode: ("assignment", topic, None) for /brokers/topics/[topic],
+    ("state", topic, n) for its partition n's state, ("config", topic, None) for /config/topics/[topic]; (None,
+    None, None) for any other path."""
+    if path.startswith(TOPIC_CONFIGS + "/") and "/" not in path[len(TOPIC_CONFIGS) + 1:]:
+        return "config", path[len(TOPIC_CONFIGS) + 1:], None
+    if path.startswith(TOPICS + "/"):
+        parts = path[len(TOPICS) + 1:].split("/")
+        if len(parts) == 1:
+            return "assignment", parts[0], None
+        if len(parts) == 4 and parts[1] == "partitions" and parts[3] == "state" and parts[2].isdigit():
+            return "state", parts[0], int(parts[2])
+    return None, None, None
 
 
 def _json(body: object) -> bytes:
@@ -147,22 +172,23 @@ def decode_topic_config(data: bytes | None) -> dict[str, str]:
 
 
 class _TopicWatch:
-    """What the watches of one topic have read so far; `alive` turns False when the topic goes (its watches end)."""
+    """What the reads of one topic's znodes have found so far."""
 
     def __init__(self, name: str):
         self.name = name
-        self.alive = True
         self.topic_id: uuid.UUID | None = None
         self.replicas: list[list[int]] | None = None
         self.adding: dict[int, list[int]] = {}  # partitions being reassigned (elections.py)
         self.removing: dict[int, list[int]] = {}
         self.configs: dict[str, str] = {}
         self.states: dict[int, tuple[PartitionState, int]] = {}  # index -> (state, znode version)
-        self.state_watched: set[int] = set()
+        self.state_watched: set[int] = set()  # partitions whose state znode is read and watched
 
 
 class ZooKeeperCatalogue(ClusterMetadata):
     """The topic catalogue of a ZooKeeper cluster (see the module docstring)."""
+
+    keeps_catalogue_files = False  # ZooKeeper keeps the topics and the security state
 
     def __init__(self, log_dir: Path, node_id: int):
         super().__init__(log_dir, node_id)
@@ -170,25 +196,26 @@ class ZooKeeperCatalogue(ClusterMetadata):
         self._client = None
         self._lock = threading.RLock()
         self._watches: dict[str, _TopicWatch] = {}
+        self._pending: set[str] = set()  # znodes to read (again): their watch fired, or they are new
+        self._pending_lock = threading.Lock()
+        self._reread_all = False  # the session ended: every followed znode is to be read (and watched) again
+        self._wake = threading.Event()
         self.listeners: list[Callable[[], None]] = []
         self._acl_store: ZooKeeperAcls | None = None
 
     def follow(self, membership) -> None:
-        """Read every topic and ACL now (the watches' first reads are synchronous) and follow them from then on."""
+        """Read every topic and ACL now and follow them from then on (the topics on a reader thread of their own)."""
         self.membership = membership
         self._client = membership.client
         self.topics, self.topics_by_id = {}, {}  # ZooKeeper's, whatever the local file had
-        ChildrenWatch(self._client, TOPICS, self._on_topics)
+        self._client.add_listener(self._on_session_state)
+        self._mark([TOPICS])
+        self._read_pending()
+        threading.Thread(target=self._read_changes, name="odradek-zk-catalogue", daemon=True).start()
         self._acl_store = ZooKeeperAcls(self._client, self._take_acls)
         self._acl_store.follow()
         self._config_store = ZooKeeperConfigs(self._client, self._take_configs)
         self._config_store.follow()
-
-    def _persisted_topics(self):
-        return ()  # ZooKeeper keeps them
-
-    def _persisted_security(self):
-        return {}  # ZooKeeper keeps them
 
     # ------------------------------------------------------------------ ACLs, SCRAM, quotas, broker configs
     def _take_acls(self, acls: list) -> None:
@@ -266,71 +293,158 @@ class ZooKeeperCatalogue(ClusterMetadata):
         log.info("%s-%d: isr %s -> %s", name, index, state.isr, isr)
         return True
 
-    def _on_topics(self, children: list[str]) -> None:
-        with self._lock:
-            for name in set(self._watches) - set(children):
-                self._watches.pop(name).alive = False
-                self._publish(name, None)
-            for name in set(children) - set(self._watches):
-                watch = self._watches[name] = _TopicWatch(name)
-                DataWatch(self._client, f"{TOPIC_CONFIGS}/{name}", partial(self._on_config, watch))
-                DataWatch(self._client, topic_path(name), partial(self._on_assignment, watch))
+    # ------------------------------------------------------------------------------------------ the reads
+    def _on_watch(self, event: WatchedEvent) -> None:
+        """A watch fired (on kazoo's thread): note its znode for the reader. An event without a path is kazoo's
+        word that the session ended and every watch with it: every znode is read again once connected."""
+        if event.path is None:  # one such event per watch: the reader lists the znodes once
+            self._reread_all = True
+            self._wake.set()
+        else:
+            self._mark([event.path])
 
-    def _on_assignment(self, watch: _TopicWatch, data: bytes | None, stat) -> bool | None:
+    def _on_session_state(self, state: str) -> None:
+        if state == KazooState.CONNECTED:
+            self._wake.set()  # reads that failed while disconnected go again now
+
+    def _mark(self, paths) -> None:
+        with self._pending_lock:
+            self._pending.update(paths)
+        self._wake.set()
+
+    def _followed_paths(self) -> list[str]:
         with self._lock:
-            if not watch.alive:
-                return False
-            if data is None:  # being deleted
-                watch.replicas = None
-                self._publish(watch.name, watch)
-                return None
+            watches = list(self._watches.values())
+        return [path for watch in watches for path in (
+            topic_path(watch.name), config_path(watch.name),
+            *(state_path(watch.name, index) for index in sorted(watch.state_watched)))]
+
+    def _read_changes(self) -> None:
+        """The reader thread: whatever the watches marked, read in batches, until the session is closed."""
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._client.client_state == KeeperState.CLOSED:
+                return
             try:
-                watch.topic_id, watch.replicas = decode_assignment(data)
-                watch.adding, watch.removing = decode_reassignments(data)
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning("ignoring unreadable %s: %s", topic_path(watch.name), exc)
-                return None
-            if watch.topic_id is None:
-                watch.topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.cluster_id}/{watch.name}")
-            for index in range(len(watch.replicas)):
-                if index not in watch.state_watched:
-                    watch.state_watched.add(index)
-                    DataWatch(self._client, state_path(watch.name, index), partial(self._on_state, watch, index))
-            self._publish(watch.name, watch)
-        return None
+                self._read_pending()
+            except KazooException as exc:
+                log.info("reading the catalogue's changes again after %s", exc)
+                time.sleep(READ_RETRY_PAUSE_S)
+            except Exception:  # a bug must not end the thread that keeps the view current
+                log.exception("reading the catalogue's changes failed; trying again")
+                time.sleep(READ_RETRY_PAUSE_S)
 
-    def _on_state(self, watch: _TopicWatch, index: int, data: bytes | None, stat) -> bool | None:
-        with self._lock:
-            if not watch.alive:
-                return False
-            if data is None:
+    def _read_pending(self) -> None:
+        """Read every marked znode with all the requests in flight at once (kazoo's async calls, one round trip
+        for the batch instead of one per znode), each leaving a watch, and publish the topics they changed, once
+        per batch; again while there is more to read (a new topic's assignment brings its state znodes). A znode
+        that does not exist yet (a state the controller has not written) gets an exists watch, so its creation is
+        seen. On a lost connection the batch is marked again and KazooException raised: the caller retries."""
+        while True:
+            if self._reread_all:
+                self._reread_all = False
+                self._mark([TOPICS, *self._followed_paths()])
+            with self._pending_lock:
+                paths, self._pending = self._pending, set()
+            with self._lock:
+                paths = [path for path in paths if self._followed(path)]
+            if not paths:
+                return
+            reads = [(path, self._client.get_children_async(path, watch=self._on_watch) if path == TOPICS
+                      else self._client.get_async(path, watch=self._on_watch)) for path in paths]
+            results: dict[str, object] = {}
+            failure: KazooException | None = None
+            for path, read in reads:
+                try:
+                    results[path] = read.get()
+                except NoNodeError:
+                    results[path] = None
+                except KazooException as exc:
+                    failure = exc
+            missing = [(path, self._client.exists_async(path, watch=self._on_watch))
+                       for path, result in results.items() if result is None]
+            for path, check in missing:
+                try:
+                    if check.get() is not None:  # created since the read: read again in the next batch
+                        del results[path]
+                except KazooException as exc:
+                    failure = exc
+                    del results[path]
+            self._mark(set(paths) - set(results))
+            with self._lock:
+                changed = set()
+                for path, result in results.items():
+                    changed.update(self._take(path, result))
+                self._publish(changed)
+            if failure is not None:
+                raise failure
+
+    def _followed(self, path: str) -> bool:
+        """Whether the znode is one of a topic still listed (a deleted topic's late watches are not read)."""
+        if path == TOPICS:
+            return True
+        kind, name, _ = parse_catalogue_path(path)
+        return kind is not None and name in self._watches
+
+    def _take(self, path: str, result) -> set[str]:
+        """Apply one read znode (None: it does not exist) to the topics' watches; the topic names it changed. New
+        topics and partitions mark their znodes for the next batch."""
+        if path == TOPICS:
+            return self._take_topics(result or [])
+        kind, name, index = parse_catalogue_path(path)
+        watch = self._watches.get(name)
+        if watch is None:  # gone in this same batch
+            return set()
+        data, stat = result if result is not None else (None, None)
+        try:
+            if kind == "assignment":
+                self._take_assignment(watch, data)
+            elif kind == "config":
+                watch.configs = decode_topic_config(data)
+            elif data is None:
                 watch.states.pop(index, None)
             else:
-                try:
-                    watch.states[index] = (PartitionState.decode(data), stat.version)
-                except (ValueError, KeyError, TypeError) as exc:
-                    log.warning("ignoring unreadable %s: %s", state_path(watch.name, index), exc)
-            self._publish(watch.name, watch)
-        return None
+                watch.states[index] = (PartitionState.decode(data), stat.version)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("ignoring unreadable %s: %s", path, exc)
+        return {name}
 
-    def _on_config(self, watch: _TopicWatch, data: bytes | None, stat) -> bool | None:
-        with self._lock:
-            if not watch.alive:
-                return False
-            try:
-                watch.configs = decode_topic_config(data)
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning("ignoring unreadable %s/%s: %s", TOPIC_CONFIGS, watch.name, exc)
-            self._publish(watch.name, watch)
-        return None
+    def _take_topics(self, children: list[str]) -> set[str]:
+        gone = set(self._watches) - set(children)
+        for name in gone:
+            del self._watches[name]
+        born = set(children) - set(self._watches)
+        for name in born:
+            self._watches[name] = _TopicWatch(name)
+        self._mark([path for name in born for path in (config_path(name), topic_path(name))])
+        return gone
 
-    def _publish(self, name: str, watch: _TopicWatch | None) -> None:
-        """Replace the view's entry for `name` (None or half-read: not visible) and tell the listeners."""
+    def _take_assignment(self, watch: _TopicWatch, data: bytes | None) -> None:
+        if data is None:  # being deleted
+            watch.replicas = None
+            return
+        watch.topic_id, watch.replicas = decode_assignment(data)
+        watch.adding, watch.removing = decode_reassignments(data)
+        if watch.topic_id is None:
+            watch.topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.cluster_id}/{watch.name}")
+        new = [index for index in range(len(watch.replicas)) if index not in watch.state_watched]
+        watch.state_watched.update(new)
+        self._mark([state_path(watch.name, index) for index in new])
+
+    def _publish(self, names: set[str]) -> None:
+        """Replace the view's entries for `names` (a topic gone or half-read is not visible), then tell the
+        listeners once."""
+        if not names:
+            return
         topics, by_id = dict(self.topics), dict(self.topics_by_id)
-        old = topics.pop(name, None)
-        if old is not None:
-            by_id.pop(old.topic_id, None)
-        if watch is not None and watch.replicas is not None and watch.topic_id is not None:
+        for name in names:
+            old = topics.pop(name, None)
+            if old is not None:
+                by_id.pop(old.topic_id, None)
+            watch = self._watches.get(name)
+            if watch is None or watch.replicas is None or watch.topic_id is None:
+                continue
             partitions = []
             for index, replicas in enumerate(watch.replicas):
                 state = watch.states.get(index)
@@ -467,7 +581,7 @@ class ZooKeeperCatalogue(ClusterMetadata):
 
     def _write_config(self, name: str, configs: dict[str, str], *, notify: bool) -> None:
         """/config/topics/[topic] (overrides only), and for a change a /config/changes notification, as Kafka."""
-        path = f"{TOPIC_CONFIGS}/{name}"
+        path = config_path(name)
         try:
             self._client.create(path, encode_topic_config(configs), makepath=True)
         except NodeExistsError:

@@ -1,9 +1,11 @@
 """Cluster membership in ZooKeeper, in Kafka's own znode layout (docs/zookeeper-layout.md).
 
 What this owns: the broker's ZooKeeper session, its ephemeral registration at /brokers/ids/[id], the cluster id at
-/cluster/id, the controller election at /controller and /controller_epoch, and the list of live brokers kept by a
-watch on /brokers/ids. It is `odradek.cluster.membership`'s shape (connect, register, live_brokers, controller_id,
-close), so handlers never see kazoo; the module is imported only when zookeeper.connect is set.
+/cluster/id, the controller election at /controller and /controller_epoch, the list of live brokers kept by a
+watch on /brokers/ids, and the brokers in controlled shutdown (a watch on /admin/controlled_shutdown, which
+odradek/cluster/controller.py documents). It is `odradek.cluster.membership`'s shape (connect, register,
+live_brokers, shutting_down, in_session, controller_id, close), so handlers never see kazoo; the module is imported only when
+zookeeper.connect is set.
 
 The znode formats are plain functions (encode_*/decode_*) writing exactly what Kafka 3.x writes in ZooKeeper mode
 (ZkData.scala: BrokerIdZNode version 5, ControllerZNode version 2, ControllerEpochZNode as a decimal, ClusterIdZNode
@@ -37,6 +39,7 @@ BROKER_IDS = "/brokers/ids"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
+CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"  # ephemeral [id] children: brokers stopping cleanly
 # The persistent paths Kafka's brokers create at start (KafkaZkClient.createTopLevelPaths); the next steps (topics,
 # partition state, config changes, deletion) write under them.
 PERSISTENT_PATHS = ("/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/changes",
@@ -161,6 +164,7 @@ class ZooKeeperMembership:
         self.controller_id: int = -1
         self.controller_epoch: int = -1
         self._brokers: tuple[BrokerEndpoint, ...] = ()
+        self._shutting_down: frozenset[int] = frozenset()
         self._endpoint: BrokerEndpoint | None = None
         self._client: KazooClient | None = None
         self._session_lost = False
@@ -184,6 +188,11 @@ class ZooKeeperMembership:
 
     def live_brokers(self) -> tuple[BrokerEndpoint, ...]:
         return self._brokers
+
+    def shutting_down(self) -> frozenset[int]:
+        """Live brokers in controlled shutdown: out of every ISR until they stop (the controller takes them out;
+        a leader must not take them back, as Kafka's controller refuses them, KIP-841)."""
+        return self._shutting_down
 
     # ------------------------------------------------------------------------------------------ joining
     def connect(self) -> str:
@@ -214,6 +223,8 @@ class ZooKeeperMembership:
         self._create_registration()
         ChildrenWatch(self._client, BROKER_IDS, self._on_broker_ids)
         DataWatch(self._client, CONTROLLER, self._on_controller)
+        self._client.ensure_path(CONTROLLED_SHUTDOWN)
+        ChildrenWatch(self._client, CONTROLLED_SHUTDOWN, self._on_controlled_shutdown)
 
     def _create_registration(self) -> None:
         """The ephemeral registration. A node left by this broker's previous, killed process disappears when that
@@ -261,6 +272,9 @@ class ZooKeeperMembership:
             log.info("controller (epoch %d): live brokers now %s (joined %s, left %s)", self.controller_epoch,
                      sorted(after), sorted(after - before), sorted(before - after))
         self._tell_listeners()
+
+    def _on_controlled_shutdown(self, children: list[str]) -> None:
+        self._shutting_down = frozenset(int(child) for child in children if child.isdigit())
 
     def _tell_listeners(self) -> None:
         for listener in self.listeners:

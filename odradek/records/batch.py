@@ -213,18 +213,21 @@ def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset:
     next_offset = first_offset
     for header in headers:
         _BASE_OFFSET.pack_into(buf, pos, next_offset)
-        changes = {"base_offset": next_offset}
+        epoch = header.partition_leader_epoch
         if partition_leader_epoch is not None:
-            _LEADER_EPOCH.pack_into(buf, pos + 12, partition_leader_epoch)
-            changes["partition_leader_epoch"] = partition_leader_epoch
-        if log_append_time_ms is not None:
+            epoch = partition_leader_epoch
+            _LEADER_EPOCH.pack_into(buf, pos + 12, epoch)
+        if log_append_time_ms is None:
+            header = header._replace(base_offset=next_offset, partition_leader_epoch=epoch)
+        else:
             attributes = header.attributes | TIMESTAMP_TYPE_BIT
             _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
             _MAX_TIMESTAMP.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, log_append_time_ms)
             crc = batch_crc(buf, pos, header.size)
             _CRC.pack_into(buf, pos + CRC_OFFSET, crc)
-            changes.update(attributes=attributes, max_timestamp=log_append_time_ms, crc=crc)
-        updated.append(header._replace(**changes))
+            header = header._replace(base_offset=next_offset, partition_leader_epoch=epoch, attributes=attributes,
+                                     max_timestamp=log_append_time_ms, crc=crc)
+        updated.append(header)
         next_offset += header.last_offset_delta + 1
         pos += header.size
     return updated

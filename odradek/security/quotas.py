@@ -141,7 +141,7 @@ def _user_of(connection) -> str:
 def throttle_connection(quotas: ClientQuotas, connection, header, key: str, value: float) -> int:
     """Record one request's use against its connection's quota; the throttle time it earns, for the answer's
     throttle_time_ms (the network shell mutes the connection for that long once the answer has gone out)."""
-    if not quotas.configured:
+    if not quotas.configured():
         return 0
     return quotas.record(key, _user_of(connection), header.client_id or "", value)
 
@@ -157,7 +157,7 @@ def with_request_quota(quotas: ClientQuotas, handler):
     the answer's throttle_time_ms, as the larger of it and a byte-rate throttle, and mutes the connection. Only the
     handler's own running time counts, not a long poll's wait."""
     def answer(connection, header, request):
-        if not quotas.configured:  # no quota anywhere: nothing to time or count (the common case)
+        if not quotas.configured():  # no quota anywhere: nothing to time or count (the common case)
             return handler(connection, header, request)
         started = time.perf_counter()
         response = handler(connection, header, request)

@@ -8,21 +8,30 @@ usual limits) for partitions nobody reads. Once open it stays open for the segme
 `FileRegion`s handed to fetches point into it: a removed segment is renamed `*.deleted` and its descriptor is closed
 only when the log deletes the files after `file.delete.delay.ms`.
 
-Everything here works per batch: appends index the batches they write, reads and lookups `pread` 61-byte headers
-and hop from batch to batch, and only timestamp lookups decode (one batch). `size` is the end of the last whole
-batch and is published after the bytes are written, so a reader that snapshots it never sees a partial batch.
+Everything here works per batch: appends index the batches they write, reads and lookups hop from batch header to
+batch header, and only timestamp lookups decode (one batch). `size` is the end of the last whole batch and is
+published after the bytes are written, so a reader that snapshots it never sees a partial batch.
+
+What a fetch costs in system calls is kept small in two ways. The batches after the last offset index entry (the
+"tail": under index.interval.bytes of them, the part consumers at the log end read) are known in memory, since the
+append wrote them: base offset, last offset, position and end of each, in four `array` columns, so a read there is
+two bisects and no pread at all. Elsewhere the hops over headers read the file HEADER_CHUNK_BYTES at a time
+(`_HeaderReader`), one pread for the many small batches a small fetch spans instead of one per batch. The tail is
+dropped when the segment is sealed, so memory stays bounded by the active segments.
 Recovery (`recover`) re-reads the file in large chunks, checks every batch (fits, magic 2, offsets increasing,
 CRC-32C), rebuilds both indexes from the valid ones and cuts the file after the last of them.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import random
 import struct
 import threading
 import uuid
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +55,9 @@ STRAY_DIR_SUFFIX = "-stray"  # a partition directory of no known topic, set asid
 INT32_MAX = 2**31 - 1
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
+_HOP_FIELDS = struct.Struct(">qi4xb6xi")  # baseOffset, batchLength, magic, lastOffsetDelta: what a hop needs
 _SCAN_CHUNK_BYTES = 1 << 20
+HEADER_CHUNK_BYTES = 8192  # one pread while hopping over headers: ~50 small batches, two index intervals
 _CLOSED = -1
 # Opening a log file and renaming it take this lock, so that two threads reading a segment for the first time (a
 # fetch and the cleaner) open it once, and an open never races a rename to a path that is gone. Taken only for the
@@ -99,8 +110,79 @@ def write_atomically(path: Path, data: bytes) -> None:
     fsync_path(path.parent)
 
 
+class _HeaderReader:
+    """Reads at positions of one file through a chunk of up to HEADER_CHUNK_BYTES (never past `end`): successive
+    header reads that fall in the chunk cost no system call."""
+
+    __slots__ = ("fd", "end", "chunk", "chunk_start")
+
+    def __init__(self, fd: int, end: int):
+        self.fd = fd
+        self.end = end
+        self.chunk = b""
+        self.chunk_start = 0
+
+    def header(self, position: int) -> BatchHeader | None:
+        """The batch header at `position`, None if the file holds fewer than BATCH_HEADER_SIZE bytes there."""
+        if not self._holds(position, BATCH_HEADER_SIZE):
+            return None
+        return parse_header(self.chunk, position - self.chunk_start)
+
+    def first_batch_reaching(self, position: int, offset: int) -> int | None:
+        """From the batch boundary `position`, the position of the first batch whose last offset is >= `offset`;
+        None if there is none before the end or a header that is not a plausible v2 batch. Each hop decodes four
+        fields of the chunk in place."""
+        unpack = _HOP_FIELDS.unpack_from
+        chunk, chunk_start, end = self.chunk, self.chunk_start, self.end
+        while position + BATCH_HEADER_SIZE <= end:
+            at = position - chunk_start
+            if at < 0 or at + BATCH_HEADER_SIZE > len(chunk):
+                if not self._holds(position, BATCH_HEADER_SIZE):
+                    return None
+                chunk, chunk_start, at = self.chunk, position, 0
+            base_offset, batch_length, magic, last_offset_delta = unpack(chunk, at)
+            size = batch_length + LOG_OVERHEAD
+            if magic != MAGIC_V2 or size < BATCH_HEADER_SIZE or position + size > end:
+                return None
+            if base_offset + last_offset_delta >= offset:
+                return position
+            position += size
+        return None
+
+    def whole_batches_end(self, position: int, limit: int, max_offset: int | None) -> int:
+        """From the batch boundary `position`, the end of the run of whole batches that ends by `limit` and holds
+        no batch whose base offset is >= `max_offset` (None: no bound): `position` itself if none qualifies. The
+        hops work on the chunk in place (one unpack each); only leaving the chunk costs a pread."""
+        unpack = _OFFSET_AND_LENGTH.unpack_from
+        chunk, chunk_start = self.chunk, self.chunk_start
+        while position + LOG_OVERHEAD <= self.end:
+            at = position - chunk_start
+            if at < 0 or at + LOG_OVERHEAD > len(chunk):
+                if not self._holds(position, LOG_OVERHEAD):
+                    break
+                chunk, chunk_start, at = self.chunk, position, 0
+            base_offset, batch_length = unpack(chunk, at)
+            size = batch_length + LOG_OVERHEAD
+            if (max_offset is not None and base_offset >= max_offset) or position + size > limit:
+                break
+            position += size
+        return position
+
+    def _holds(self, position: int, length: int) -> bool:
+        start = self.chunk_start
+        if position < start or position + length > start + len(self.chunk):
+            self.chunk = os.pread(self.fd, max(length, min(HEADER_CHUNK_BYTES, self.end - position)), position)
+            self.chunk_start = position
+            return len(self.chunk) >= length
+        return True
+
+
 def _write_all(fd: int, data, position: int) -> None:
-    view = memoryview(data)
+    written = os.pwrite(fd, data, position)
+    if written == len(data):  # the one call it nearly always takes
+        return
+    view = memoryview(data)[written:]
+    position += written
     while view:
         written = os.pwrite(fd, view, position)
         view = view[written:]
@@ -130,6 +212,7 @@ class Segment:
         self.roll_jitter_ms = random.randrange(jitter_bound) if jitter_bound > 0 else 0
         self.bytes_since_last_index_entry = 0
         self.preallocated = False
+        self._clear_tail()
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int,
@@ -213,8 +296,22 @@ class Segment:
             self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
+            self._clear_tail()
+        self._extend_tail(position, header)
         self.bytes_since_last_index_entry += header.size
         self.next_offset = header.last_offset + 1
+
+    def _clear_tail(self) -> None:
+        """Start an empty tail (new arrays, so a reader holding the old ones still sees them whole)."""
+        self._tail_bases, self._tail_lasts = array("q"), array("q")
+        self._tail_positions, self._tail_ends = array("q"), array("q")
+
+    def _extend_tail(self, position: int, header: BatchHeader) -> None:
+        """The batch at `position` joins the tail; its end goes last, since readers bisect the ends."""
+        self._tail_bases.append(header.base_offset)
+        self._tail_lasts.append(header.last_offset)
+        self._tail_positions.append(position)
+        self._tail_ends.append(position + header.size)
 
     def load_tail(self) -> bool:
         """Rebuild the in-memory append state from the batches after the last index entry (clean open, truncation);
@@ -227,8 +324,10 @@ class Segment:
         if self.size:
             self.rolling_timestamp = self.read_header(0).max_timestamp
         self.bytes_since_last_index_entry = self.size - position
+        self._clear_tail()
         end = position
         for position, header in self.iter_headers(position):
+            self._extend_tail(position, header)
             if header.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
             self.next_offset = header.last_offset + 1
@@ -244,12 +343,15 @@ class Segment:
         """(position, header) of each whole batch from `start` up to `end` (default: the published size), stopping
         at anything that is not a plausible v2 batch header."""
         end = self.size if end is None else end
+        return self._headers(_HeaderReader(self.fd, end), start, end)
+
+    @staticmethod
+    def _headers(reader: _HeaderReader, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
         position = start
         while position + BATCH_HEADER_SIZE <= end:
-            raw = os.pread(self.fd, BATCH_HEADER_SIZE, position)
-            if len(raw) < BATCH_HEADER_SIZE:
+            header = reader.header(position)
+            if header is None:
                 return
-            header = parse_header(raw)
             if header.magic != MAGIC_V2 or header.size < BATCH_HEADER_SIZE or position + header.size > end:
                 return
             yield position, header
@@ -273,22 +375,28 @@ class Segment:
             yield header, memoryview(chunk)[position - chunk_start:position - chunk_start + header.size]
             position += header.size
 
-    def find_batch(self, offset: int, end: int | None = None) -> tuple[int, BatchHeader] | None:
+    def find_batch(self, offset: int, end: int | None = None,
+                   reader: _HeaderReader | None = None) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= `offset`: index, then header hops."""
-        _, position = self.offset_index.lookup(offset)
-        for position, header in self.iter_headers(position, end):
-            if header.last_offset >= offset:
-                return position, header
-        return None
+        end = self.size if end is None else end
+        reader = reader or _HeaderReader(self.fd, end)
+        position = reader.first_batch_reaching(self.offset_index.lookup(offset)[1], offset)
+        return None if position is None else (position, reader.header(position))
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None,
              min_one_batch: bool = True) -> FileRegion | None:
         """Whole batches from the one holding `offset`, at least one, then more while they fit in `max_bytes`;
         none whose base offset is >= `max_offset`. With `min_one_batch` False a first batch larger than `max_bytes`
-        gives an empty region (the data is here, it just does not fit). The offset index skips to the last indexed
-        batch that fits, so only the headers after it (under index.interval.bytes of them) are read one by one."""
+        gives an empty region (the data is here, it just does not fit). In the tail the in-memory columns answer;
+        elsewhere the offset index skips to the last indexed batch that fits, so only the headers after it (under
+        index.interval.bytes of them) are hopped over, a chunk at a time."""
         end_of_data = self.size
-        found = self.find_batch(offset, end_of_data)
+        ends = self._tail_ends
+        published = bisect.bisect_right(ends, end_of_data)
+        if published and ends[published - 1] == end_of_data and offset >= self._tail_bases[0]:
+            return self._read_tail(offset, max_bytes, max_offset, min_one_batch, published)
+        reader = _HeaderReader(self.fd, end_of_data)
+        found = self.find_batch(offset, end_of_data, reader)
         if found is None:
             return None
         start, header = found
@@ -298,13 +406,25 @@ class Segment:
             return FileRegion(self.fd, start, 0)
         end = max(start + header.size,
                   self.offset_index.floor_position(min(start + max_bytes, end_of_data), max_offset))
-        while end + LOG_OVERHEAD <= end_of_data:
-            base_offset, batch_length = _OFFSET_AND_LENGTH.unpack(os.pread(self.fd, LOG_OVERHEAD, end))
-            size = batch_length + LOG_OVERHEAD
-            if (max_offset is not None and base_offset >= max_offset) or end + size - start > max_bytes:
-                break
-            end += size
+        end = reader.whole_batches_end(end, start + max_bytes, max_offset)
         return FileRegion(self.fd, start, end - start)
+
+    def _read_tail(self, offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool,
+                   published: int) -> FileRegion | None:
+        """`read` over the tail's first `published` batches, from memory: the same answer, no system call."""
+        ends, bases = self._tail_ends, self._tail_bases
+        first = bisect.bisect_left(self._tail_lasts, offset, 0, published)
+        if first == published:
+            return None
+        start = self._tail_positions[first]
+        if max_offset is not None and bases[first] >= max_offset:
+            return None
+        if not min_one_batch and ends[first] - start > max_bytes:
+            return FileRegion(self.fd, start, 0)
+        stop = bisect.bisect_right(ends, start + max_bytes, first, published)  # batches before it fit
+        if max_offset is not None:
+            stop = min(stop, bisect.bisect_left(bases, max_offset, first, published))
+        return FileRegion(self.fd, start, ends[max(stop, first + 1) - 1] - start)
 
     def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `min_offset` whose timestamp is >= `timestamp`."""
@@ -357,6 +477,7 @@ class Segment:
         self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
         self.rolling_timestamp = None
         self.bytes_since_last_index_entry = 0
+        self._clear_tail()
         valid_end = 0
         scan = self._scan_valid_batches(file_size)
         while True:
@@ -444,6 +565,7 @@ class Segment:
         if self.preallocated:
             os.ftruncate(self.fd, self.size)
             self.preallocated = False
+        self._clear_tail()
 
     def flush(self) -> None:
         """fsync what was written; a log file not open (never used, or closed) has nothing of ours to sync."""

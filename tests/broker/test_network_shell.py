@@ -128,3 +128,42 @@ def test_small_fetch_answers_go_out_in_one_write_with_their_records(monkeypatch,
             FETCH.response.PartitionData(partition_index=0, high_watermark=1, records=(bytes(range(256)) * 4))])]))
         for n in range(16)]
     assert calls.count("_sendfile") == 0 and calls.count("_sendmsg") <= 3, calls
+
+
+def test_a_closing_server_answers_what_it_read_and_reads_nothing_more():
+    """close(drain_seconds), as a stopping broker calls it: a request being handled when the close begins is
+    answered; one sent after that is not read (a stopping broker takes no new work, as Kafka's processors stop
+    reading at shutdown, so a client that keeps sending cannot hold the stop up); the connection closes as soon as
+    its answers are out, not at the drain's bound."""
+    async def main():
+        release = asyncio.Event()
+
+        async def held_answer():
+            await release.wait()
+            return API_VERSIONS.response(error_code=0, api_keys=[], throttle_time_ms=0)
+
+        server, server_socket, task = serving(lambda connection, header, request: held_answer())
+        reader, writer = await asyncio.open_connection(*server_socket.getsockname()[:2])
+        writer.write(api_versions_request(1))
+        while not any(c._pending for c in server.connections):
+            await asyncio.sleep(0.01)
+        started = asyncio.get_running_loop().time()
+        closing = asyncio.ensure_future(server.close(drain_seconds=30))
+        await asyncio.sleep(0.05)
+        writer.write(api_versions_request(2))
+        await asyncio.sleep(0.3)  # the second request has arrived
+        release.set()
+        size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
+        first = await reader.readexactly(size)
+        rest = await asyncio.wait_for(reader.read(), 5)
+        await asyncio.wait_for(closing, 5)
+        closed_after = asyncio.get_running_loop().time() - started
+        writer.close()
+        task.cancel()
+        server_socket.close()
+        return first, rest, closed_after
+
+    first, rest, closed_after = asyncio.run(main())
+    assert int.from_bytes(first[:4], "big") == 1
+    assert rest == b"", "the request sent after the close began was read and answered"
+    assert closed_after < 5

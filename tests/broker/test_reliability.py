@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import socket
@@ -16,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.cluster.catalogue_journal import encode_entry
 from odradek.embedded import BrokerProcess
 from odradek.protocol import api
 
@@ -263,10 +263,8 @@ def test_a_topic_deletion_cut_short_by_kill_9_does_not_come_back(own_broker):
     produce(own_broker.bootstrap_servers, "kept", [b"keep"])
     own_broker.kill()
     data_dir = own_broker.data_dir
-    catalogue_path = data_dir / "odradek-metadata.json"
-    catalogue = json.loads(catalogue_path.read_text())
-    catalogue["topics"] = [t for t in catalogue["topics"] if t["name"] != "reborn"]
-    catalogue_path.write_text(json.dumps(catalogue))
+    with open(data_dir / "odradek-metadata.journal", "ab") as journal:  # the deletion's first step, durable
+        journal.write(encode_entry({"deleted_topic": "reborn"}))
     half_deleted = data_dir / "gone-0.0123abcd-delete"
     half_deleted.mkdir()
     (half_deleted / "00000000000000000000.log").write_bytes(b"\0" * 100)

@@ -5,7 +5,8 @@ faults, then everything healed, a final read, and the checker over the whole his
   other brokers reach it only through that proxy) and reaches ZooKeeper through another (its zookeeper.connect).
 - Clients (each a thread, recording into one `History`): confluent-kafka idempotent producers (acks=all, every value
   unique, the delivery report's partition/offset or error recorded), an `assign` consumer reading every partition
-  from offset 0 and a `subscribe` consumer in a group (each poll's records, each assignment).
+  from offset 0 and a `subscribe` consumer in a group (each poll's records, each assignment, and each reset of a
+  position by auto.offset.reset, which librdkafka only logs: `OffsetResets`).
 - `Nemesis`: from a seeded random generator, one fault at a time on one broker, held for a while, then healed: kill
   (-9, then start again), pause (SIGSTOP/SIGCONT), restart (clean stop and start), partition the broker from
   everyone (its proxy blackholed or dropped) or from ZooKeeper alone.
@@ -18,6 +19,7 @@ which is allowed; what is acknowledged must survive, once, and readers must agre
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import re
@@ -118,6 +120,7 @@ class Outcome:
                                                 # sequence broke (data loss, often), a transactional one fenced or
                                                 # told its transaction state is invalid
     reported_lost: int = 0                      # acknowledged offsets the brokers' logs say a truncation removed
+    consumer_resets: list[str] = field(default_factory=list)  # librdkafka's warnings: a consumer's position reset
 
     def row(self) -> dict[str, object]:
         kinds = Counter(fault for _, fault, _, _ in self.faults)
@@ -128,14 +131,16 @@ class Outcome:
                 "polled": self.report.polled_records, "final": self.report.final_records,
                 "ack-gap": f"{self.longest_ack_gap:.1f}s", "partition-stall": f"{self.longest_partition_stall:.1f}s",
                 "producer-fatal": len(self.producer_fatal_errors), "broker-reported-lost": self.reported_lost,
+                "consumer-resets": len(self.consumer_resets),
                 **self.report.counts()}
 
     @property
     def valid(self) -> bool:
-        return self.report.valid and not self.producer_fatal_errors
+        return self.report.valid and not self.producer_fatal_errors and not self.consumer_resets
 
     def summary(self) -> str:
-        return f"seed {self.settings.seed}: {self.report.summary()}; producer fatal errors {self.producer_fatal_errors}"
+        return (f"seed {self.settings.seed}: {self.report.summary()}; producer fatal errors "
+                f"{self.producer_fatal_errors}; consumer resets {self.consumer_resets}")
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -147,6 +152,49 @@ def table(outcomes: list[Outcome]) -> str:
     lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
     lines += ["  ".join(str(row[c]).ljust(widths[c]) for c in columns) for row in rows]
     return "\n".join(lines)
+
+
+def client_debug(name: str) -> dict[str, object]:
+    """librdkafka's log quiet, or with CHAOS_CLIENT_DEBUG_DIR set its `debug=eos,msg,protocol,broker` log in
+    <dir>/<name>.log (what made an idempotent producer bump its epoch, say: grep "epoch" there)."""
+    directory = os.environ.get("CHAOS_CLIENT_DEBUG_DIR")
+    if not directory:
+        return {"log_level": 0}
+    logger = logging.getLogger(f"chaos.librdkafka.{name}")
+    logger.propagate = False
+    handler = logging.FileHandler(os.path.join(directory, f"{name}.log"))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    return {"debug": "eos,msg,protocol,broker", "log_level": 7, "logger": logger}
+
+
+class OffsetResets(logging.Handler):
+    """librdkafka's warning when a consumer's position is reset by its auto.offset.reset policy after an error
+    (OFFSET_OUT_OF_RANGE, or log truncation found by KIP-320 validation): recorded as a `reset` op, since the
+    consumer then jumps (to the partition's start or end) without telling the application. A read that jumped to
+    the end looks like a poll-skip of everything in between; the op says why."""
+
+    PATTERN = re.compile(r"(?P<topic>\S+) \[(?P<partition>\d+)\]: offset reset \(at offset (?P<offset>-?\d+)")
+
+    def __init__(self, history: History, process: str):
+        super().__init__(logging.WARNING)
+        self.history, self.process = history, process
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        found = self.PATTERN.search(message)
+        if found:
+            self.history.add(self.process, "reset", "info", partition=int(found["partition"]),
+                             offset=int(found["offset"]), error=message)
+
+    @classmethod
+    def config(cls, history: History, process: str) -> dict[str, object]:
+        """A consumer's logging settings: librdkafka's warnings go to a logger that records resets, nothing else."""
+        logger = logging.getLogger(f"chaos.consumer.{process}.{id(history)}")
+        logger.propagate = False
+        logger.handlers = [cls(history, process)]
+        return {"log_level": 4, "logger": logger}
 
 
 class _Client(threading.Thread):
@@ -173,7 +221,7 @@ class ProducerClient(_Client):
 
     def _producer(self) -> Producer:
         return Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 5, "message.timeout.ms": 15000, "log_level": 0})
+                         "linger.ms": 5, "message.timeout.ms": 15000, **client_debug(f"{self.topic}-{self.name}")})
 
     def work(self) -> None:
         producer = self._producer()
@@ -285,7 +333,7 @@ class ConsumerClient(_Client):
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"chaos-{self.topic}",
                              "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                              "enable.auto.commit": True, "auto.commit.interval.ms": 500,
-                             "session.timeout.ms": 10000, "log_level": 0})
+                             "session.timeout.ms": 10000, **OffsetResets.config(self.history, self.name)})
         if self.mode == "assign":
             partitions = tuple(range(self.partitions))
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
@@ -369,7 +417,8 @@ def heal_everything(cluster: ProxiedCluster) -> None:
 def final_read(bootstrap: str, topic: str, partitions: int, history: History, timeout: float = 60) -> None:
     """Every partition from 0 to its end (high watermark) once every partition has a leader again."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-final", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "log_level": 0})
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                         **OffsetResets.config(history, "final")})
     deadline = time.monotonic() + timeout
     ends = {}
     for partition in range(partitions):
@@ -446,7 +495,7 @@ def run(cluster: ProxiedCluster, settings: Settings) -> Outcome:
     return Outcome(settings, check(history.ops), nemesis.faults, _longest_gap(acks),
                    max((_longest_gap([op for op in acks if op.partition == p]) for p in range(settings.partitions)),
                        default=0.0), [error for client in clients for error in getattr(client, "fatal_errors", ())],
-                   reported_losses(cluster, logs_before))
+                   reported_losses(cluster, logs_before), [op.error for op in history.ops if op.f == "reset"])
 
 
 def _longest_gap(ops: list[Op]) -> float:

@@ -10,6 +10,8 @@ import os
 import signal
 import time
 
+from confluent_kafka.admin import AdminClient, NewTopic
+
 from odradek.embedded import Cluster, ZooKeeperServer, wait_until
 
 from .conftest import metadata_of
@@ -70,6 +72,12 @@ def test_a_broker_whose_session_expired_registers_again(cluster, zk):
     assert wait_until(lambda: paused.node_id in registered(zk), timeout=SESSION_TIMEOUT_S + 10)
     assert zk.get(f"/brokers/ids/{paused.node_id}")[1].ephemeralOwner != session
     assert wait_until(lambda: len(metadata_of(paused).brokers) == 3, timeout=10)
+    # the session's end took its catalogue watches: a topic made since must still reach it, led
+    other = next(b for b in cluster.brokers if b is not paused)
+    admin = AdminClient({"bootstrap.servers": other.bootstrap_servers})
+    admin.create_topics([NewTopic("made-after-expiry", 4, 3)])["made-after-expiry"].result(30)
+    assert wait_until(lambda: (t := metadata_of(paused).topics.get("made-after-expiry")) is not None
+                      and len(t.partitions) == 4 and all(p.leader >= 0 for p in t.partitions.values()), timeout=15)
 
 
 def test_a_paused_controller_comes_back_as_a_follower_of_the_new_one(cluster, zk):

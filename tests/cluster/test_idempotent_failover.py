@@ -4,7 +4,9 @@ batches it copied as a follower, so it answers a retry of any of the producer's 
 batch's offsets (Kafka's DUPLICATE_SEQUENCE-as-success) and never writes it again, refuses a sequence gap with
 OUT_OF_ORDER_SEQUENCE_NUMBER and takes the next sequence at its log end, as the old leader would have. And a
 replica that stopped leading while an append waited (behind an earlier append or its record checks) refuses it
-instead of writing a client's batch into a follower's log."""
+instead of writing a client's batch into a follower's log. And a broker in controlled shutdown stays out of the
+ISR until it stops: a leader taking it back made acks=all appends alternate NOT_ENOUGH_REPLICAS and success, which
+librdkafka answers by bumping the producer's epoch (duplicates, docs/chaos.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import uuid
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.cluster.zookeeper import CONTROLLED_SHUTDOWN
 from odradek.cluster.metadata import PartitionAssignment
 from odradek.cluster.partition import Partition
 from odradek.config import LogConfig
@@ -102,3 +105,31 @@ def test_a_replica_that_stopped_leading_refuses_appends(tmp_path):
         assert log.log_end_offset == 1
     finally:
         log.close()
+
+
+def test_the_isr_never_takes_back_a_broker_in_controlled_shutdown(cluster, zk):
+    """A broker stopping cleanly leaves every ISR (the controller takes it out) while it still fetches, caught up;
+    its leaders must not put it back (Kafka's controller refuses an ISR naming a shutting-down broker,
+    INELIGIBLE_REPLICA, KIP-841). A leader that did made the ISR flap between the two writers: with
+    min.insync.replicas=2 and the third replica behind, appends alternated NOT_ENOUGH_REPLICAS and success, so a
+    pipelined idempotent request after a refused one got OUT_OF_ORDER_SEQUENCE_NUMBER and librdkafka bumped the
+    producer's epoch ("skipped sequence numbers"), renumbering batches the old leader had written: duplicates."""
+    topic = f"isr-shutdown-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    assert wait_until(lambda: sorted(state(zk, topic)["isr"]) == [1, 2, 3], timeout=15)
+    leader = state(zk, topic)["leader"]
+    stopping = next(broker.node_id for broker in cluster.brokers if broker.node_id != leader)
+    path = f"{CONTROLLED_SHUTDOWN}/{stopping}"
+    zk.create(path, b"", ephemeral=True, makepath=True)  # as the broker's own request_controlled_shutdown does
+    try:
+        assert wait_until(lambda: stopping not in state(zk, topic)["isr"], timeout=15)
+        isrs = set()
+        deadline = time.monotonic() + 3  # replica.lag.time.max.ms is far longer: it stays caught up throughout
+        while time.monotonic() < deadline:
+            isrs.add(tuple(sorted(state(zk, topic)["isr"])))
+            time.sleep(0.05)
+        assert all(stopping not in isr for isr in isrs), isrs
+    finally:
+        zk.delete(path)
+    assert wait_until(lambda: stopping in state(zk, topic)["isr"], timeout=15)  # a broker that stayed is taken back

@@ -14,7 +14,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import Cluster, wait_until
+from odradek.protocol import api
 from odradek.storage.leader_epochs import LEADER_EPOCH_CHECKPOINT
+
+from tests.broker.raw_client import RawClient
 
 from .test_replication import produce, read_all, segment_bytes, state
 
@@ -151,3 +154,41 @@ def test_sigterm_of_the_leader_under_an_idempotent_producer(cluster, zk):
     stopping.join(30)
     leader.start(timeout=SESSION_TIMEOUT_S + 30)
     assert read_all(cluster.bootstrap_servers, topic) == [b"%06d" % n for n in range(sent)]
+
+
+def test_a_request_in_flight_when_the_broker_is_sigtermed_is_answered(cluster, zk):
+    """A stopping broker answers what its clients asked before it closes their connections: a consumer's fetch long
+    poll on a partition only it holds, sent just before SIGTERM, gets its (empty) answer instead of a dropped
+    connection (librdkafka would log it and retry elsewhere), and at once rather than after its max wait (30 s here,
+    far past the broker's drain bound): a stopping broker answers its parked fetches with what it has, as leadership
+    leaving a partition completes Kafka's delayed fetches."""
+    only_here = f"drain-{uuid.uuid4().hex[:6]}"
+    broker = non_controllers(cluster, zk)[0]
+    create_on(cluster, only_here, [broker.node_id])
+    client = RawClient(broker.port)
+    client.sock.settimeout(60)
+    fetch = api("Fetch").request
+    long_poll = dict(max_wait_ms=30_000, min_bytes=1, max_bytes=1 << 20, forgotten_topics_data=[], rack_id="",
+                     topics=[fetch.FetchTopic(topic=only_here, partitions=[
+                         fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    assert wait_until(lambda: client.call("Fetch", 12, **{**long_poll, "max_wait_ms": 0}).responses[0]
+                      .partitions[0].error_code == 0, timeout=15)  # the broker has taken the new partition up
+    stopping = threading.Thread(target=broker.stop, daemon=True)
+    try:
+        answers = []
+        asking = threading.Thread(target=lambda: answers.append((client.call("Fetch", 12, **long_poll),
+                                                                 time.monotonic())))
+        asking.start()
+        time.sleep(0.2)  # the long poll is in flight
+        signalled_at = time.monotonic()
+        stopping.start()
+        asking.join(60)
+        assert answers, "the fetch in flight got no answer: the stopping broker dropped the connection"
+        answer, answered_at = answers[0]
+        assert answer.responses[0].partitions[0].error_code == 0
+        print(f"the long poll was answered {(answered_at - signalled_at) * 1000:.0f} ms after SIGTERM")
+        assert answered_at - signalled_at < 15, "the long poll was waited out"
+    finally:
+        client.close()
+        stopping.join(30)
+        broker.start(timeout=SESSION_TIMEOUT_S + 30)

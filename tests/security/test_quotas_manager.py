@@ -43,3 +43,17 @@ def test_entities_kafka_refuses():
     for parts in ([], [("ip", "1.2.3.4")], [("user", "a"), ("user", "b")]):
         with pytest.raises(KafkaError):
             entity_of(parts)
+
+
+def test_without_quotas_requests_are_neither_timed_nor_counted(monkeypatch):
+    """No quota anywhere (the common case): a request's handler runs bare and its bytes are not recorded; the
+    check once compared the `configured` function itself, which is always true, so every Produce and Fetch paid
+    for the timing and two rate lookups."""
+    from odradek.security.quotas import throttle_connection, with_request_quota
+
+    configured: dict = {}
+    quotas = ClientQuotas(lambda: configured, 11, 1000)
+    monkeypatch.setattr(ClientQuotas, "record", lambda *args: pytest.fail("recorded without any quota"))
+    answer = with_request_quota(quotas, lambda connection, header, request: "answer")
+    assert answer(None, None, None) == "answer"
+    assert throttle_connection(quotas, None, None, "producer_byte_rate", 100.0) == 0

@@ -37,7 +37,7 @@ def _filter(request_part) -> AclFilter:
 
 
 def handlers(broker) -> dict:
-    def answer_create_acls(connection, header, request):
+    async def answer_create_acls(connection, header, request):
         Response = CREATE_ACLS.response
         refusal = _refusal(broker, connection, AclOperation.ALTER)
         if refusal is not None:
@@ -57,7 +57,7 @@ def handlers(broker) -> dict:
             else:
                 results.append(Response.AclCreationResult(error_code=ErrorCode.NONE, error_message=None))
         if valid:
-            broker.metadata.add_acls(valid)
+            await broker.catalogue_write(broker.metadata.add_acls, valid)
         return Response(throttle_time_ms=0, results=results)
 
     def answer_describe_acls(connection, header, request):
@@ -81,7 +81,7 @@ def handlers(broker) -> dict:
             Response.DescribeAclsResource(resource_type=kind, resource_name=name, pattern_type=pattern, acls=acls)
             for (kind, name, pattern), acls in by_pattern.items()])
 
-    def answer_delete_acls(connection, header, request):
+    async def answer_delete_acls(connection, header, request):
         Response = DELETE_ACLS.response
         refusal = _refusal(broker, connection, AclOperation.ALTER)
         if refusal is not None:
@@ -96,7 +96,8 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 failures[position] = exc
             filters.append(acl_filter)
-        matched = broker.metadata.remove_acls([f for i, f in enumerate(filters) if i not in failures])
+        matched = await broker.catalogue_write(broker.metadata.remove_acls,
+                                               [f for i, f in enumerate(filters) if i not in failures])
         results = []
         for position in range(len(filters)):
             if position in failures:

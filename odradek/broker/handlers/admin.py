@@ -7,7 +7,8 @@ INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION ...); valida
 Replicas assigned by hand are accepted when they pass Kafka's checks and name only registered brokers (this one),
 else INVALID_REPLICA_ASSIGNMENT.
 In a ZooKeeper cluster the answer waits (up to the request's timeout) until the change is in force: every new
-partition has a leader, a deleted topic is gone, as Kafka answers once its metadata cache has the change.
+partition has a leader, a deleted topic is gone, as Kafka answers once its metadata cache has the change; the
+znode writes run off the event loop (Broker.catalogue_write), so other connections do not wait on ZooKeeper.
 One exception, as in Kafka 4 (KAFKA-17870): a request that would create more than 10,000 partitions in all fails
 whole with POLICY_VIOLATION before anything is built, so one request cannot make the broker build two billion
 partitions. A topic named twice in one CreateTopics or CreatePartitions gets INVALID_REQUEST, as in Kafka, and
@@ -47,7 +48,7 @@ def duplicate_names(entries) -> list[str]:
 
 
 def handlers(broker) -> dict:
-    def answer_create_topics(connection, header, request):
+    async def answer_create_topics(connection, header, request):
         default_count = broker.config["num.partitions"]
         duplicated = set(duplicate_names(request.topics))
         requested = sum(len(wanted.assignments) if wanted.assignments
@@ -72,8 +73,8 @@ def handlers(broker) -> dict:
                 if wanted.assignments:
                     replicas = manual_assignment(wanted)
                     count, factor = len(replicas), len(replicas[0])
-                topic = broker.create_topic(
-                    wanted.name, count, factor, {c.name: c.value for c in wanted.configs if c.value is not None},
+                topic = await broker.catalogue_write(
+                    broker.create_topic, wanted.name, count, factor, {c.name: c.value for c in wanted.configs if c.value is not None},
                     replicas=replicas, validate_only=request.validate_only if header.api_version >= 1 else False)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
@@ -90,28 +91,22 @@ def handlers(broker) -> dict:
         response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
         created = [] if request.validate_only and header.api_version >= 1 else \
             [r.name for r in results if r.error_code == ErrorCode.NONE]
-        return when_settled(response, created, request.timeout_ms, deleted=False)
+        return await when_settled(response, created, request.timeout_ms, deleted=False)
 
-    def when_settled(response, names: list[str], timeout_ms: int, *, deleted: bool):
-        """The response now if the changes to `names` are in force, else a coroutine that waits for them, at most
-        timeout_ms (then answers REQUEST_TIMED_OUT for the topics still pending, as Kafka)."""
-        if all(broker.metadata.settled(name, deleted=deleted) for name in names):
-            return response
-
-        async def wait():
-            try:
-                async with asyncio.timeout(max(timeout_ms, 0) / 1000):
-                    while not all(broker.metadata.settled(name, deleted=deleted) for name in names):
-                        await broker.catalogue_followed()
-                    return response
-            except TimeoutError:
-                pass
-            for result in (response.topics if not deleted else response.responses):
-                if result.name in names and not broker.metadata.settled(result.name, deleted=deleted):
-                    result.error_code, result.error_message = ErrorCode.REQUEST_TIMED_OUT, None
-            return response
-
-        return wait()
+    async def when_settled(response, names: list[str], timeout_ms: int, *, deleted: bool):
+        """The response once the changes to `names` are in force, waiting at most timeout_ms (then answers
+        REQUEST_TIMED_OUT for the topics still pending, as Kafka)."""
+        try:
+            async with asyncio.timeout(max(timeout_ms, 0) / 1000):
+                while not all(broker.metadata.settled(name, deleted=deleted) for name in names):
+                    await broker.catalogue_followed()
+                return response
+        except TimeoutError:
+            pass
+        for result in (response.topics if not deleted else response.responses):
+            if result.name in names and not broker.metadata.settled(result.name, deleted=deleted):
+                result.error_code, result.error_message = ErrorCode.REQUEST_TIMED_OUT, None
+        return response
 
     def manual_assignment(wanted) -> list[list[int]]:
         """The replica lists, in partition order, of a CreateTopics entry that assigns replicas by hand."""
@@ -129,7 +124,7 @@ def handlers(broker) -> dict:
         broker.metadata.check_manual_assignment(replicas)
         return replicas
 
-    def answer_delete_topics(connection, header, request):
+    async def answer_delete_topics(connection, header, request):
         if header.api_version >= 6:
             wanted = [(t.name, t.topic_id) for t in request.topics]
         else:
@@ -148,16 +143,16 @@ def handlers(broker) -> dict:
                 access.require(AclOperation.DELETE, ResourceType.TOPIC, name)
                 if name in broker.metadata.topics and broker.metadata.topics[name].internal:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Internal topic {name} cannot be deleted.")
-                deleted = broker.delete_topic(name)
+                deleted = await broker.catalogue_write(broker.delete_topic, name)
                 result.topic_id = deleted.topic_id
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             results.append(result)
-        return when_settled(DeleteTopicsResponse(throttle_time_ms=0, responses=results),
+        return await when_settled(DeleteTopicsResponse(throttle_time_ms=0, responses=results),
                             [r.name for r in results if r.error_code == ErrorCode.NONE], request.timeout_ms,
                             deleted=True)
 
-    def answer_create_partitions(connection, header, request):
+    async def answer_create_partitions(connection, header, request):
         topics = broker.metadata.topics
         duplicated = duplicate_names(request.topics)
         wanted_once = [wanted for wanted in request.topics if wanted.name not in duplicated]
@@ -184,8 +179,8 @@ def handlers(broker) -> dict:
                                          f"only {len(wanted.assignments)} assignment(s) were specified.")
                     replicas = [list(a.broker_ids) for a in wanted.assignments]
                     broker.metadata.check_manual_assignment(replicas)
-                broker.add_partitions(wanted.name, wanted.count, replicas=replicas,
-                                      validate_only=request.validate_only)
+                await broker.catalogue_write(broker.add_partitions, wanted.name, wanted.count, replicas=replicas,
+                                             validate_only=request.validate_only)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             results.append(result)

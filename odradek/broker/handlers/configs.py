@@ -157,7 +157,7 @@ def handlers(broker) -> dict:
             results.append(result)
         return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
-    def alter_topic(resource, compute, validate_only: bool):
+    async def alter_topic(resource, compute, validate_only: bool):
         topic = broker.metadata.topics.get(resource.resource_name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {resource.resource_name} does not exist")
@@ -165,9 +165,9 @@ def handlers(broker) -> dict:
         if validate_only:
             validate_topic_configs(new_configs)
         else:
-            broker.alter_topic_configs(topic.name, new_configs)
+            await broker.catalogue_write(broker.alter_topic_configs, topic.name, new_configs)
 
-    def alter_broker(resource, compute, validate_only: bool):
+    async def alter_broker(resource, compute, validate_only: bool):
         check_broker_name(resource.resource_name)
         new_configs = compute(dict(broker.dynamic_configs(resource.resource_name)), resource.configs,
                               ALL_BROKER_KEYS.get)
@@ -182,7 +182,7 @@ def handlers(broker) -> dict:
             raise KafkaError(ErrorCode.INVALID_REQUEST, exc.message) from None
         broker.check_dynamic_configs(resource.resource_name, new_configs)
         if not validate_only:
-            broker.alter_dynamic_configs(resource.resource_name, new_configs)
+            await broker.alter_dynamic_configs(resource.resource_name, new_configs)
 
     def topic_key(name: str) -> ConfigKey | None:
         """The topic key of that name (None for a deprecated one, which is taken and ignored)."""
@@ -218,7 +218,7 @@ def handlers(broker) -> dict:
         return current
 
     def answer_alter(response_class, compute):
-        def answer(connection, header, request):
+        async def answer(connection, header, request):
             access = broker.access(connection)
             responses = []
             for resource in request.resources:
@@ -231,9 +231,9 @@ def handlers(broker) -> dict:
                     if len(set(names)) != len(names):
                         raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
                     if resource.resource_type == TOPIC:
-                        alter_topic(resource, compute, request.validate_only)
+                        await alter_topic(resource, compute, request.validate_only)
                     elif resource.resource_type == BROKER:
-                        alter_broker(resource, compute, request.validate_only)
+                        await alter_broker(resource, compute, request.validate_only)
                     else:
                         raise KafkaError(ErrorCode.INVALID_REQUEST,
                                          f"Unknown resource type {resource.resource_type}")

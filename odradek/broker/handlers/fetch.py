@@ -1,5 +1,5 @@
 """Fetch: hand consumers whole record batches straight from segment files, and hold the request open until data
-arrives (a long poll woken by appends, never a sleep loop).
+arrives (a long poll woken by appends, never a sleep loop) or the broker stops (Broker.stopping: answered at once).
 
 The log answers a read with a FileRegion; it goes into the response as it is and the network shell sends it with
 sendfile, so record bytes never pass through Python. Reads stop at the high watermark (read_uncommitted) or the last
@@ -263,7 +263,7 @@ def handlers(broker) -> dict:
         while True:  # read before waiting: an append after answer_fetch's read, before this task ran, woke no one
             answers, total, answer_now = read(targets, max_bytes, isolation, incremental, denied, replica_id,
                                               client_rack)
-            if total >= request.min_bytes or answer_now or time.monotonic() >= deadline:
+            if total >= request.min_bytes or answer_now or broker.stopping or time.monotonic() >= deadline:
                 return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
             await next_change(watched, deadline - time.monotonic())
 

@@ -4,7 +4,8 @@ Topics are named by name and by a stable UUID (kept in the cluster metadata), be
 by id. Each client is given every live broker's address for the listener it came in on (advertised.listeners by
 name; in a cluster, the endpoint each broker registered under that listener name). A Metadata request for an
 unknown topic creates it when auto.create.topics.enable allows and the request asks for it, as Kafka does; clients
-rely on that to produce to a new topic.
+rely on that to produce to a new topic. In a ZooKeeper cluster that creation's znode writes run off the event loop
+(Broker.catalogue_write) and the answer follows them.
 
 Topic ids in requests follow Kafka's KafkaApis: versions 10 and 11 carry the field but may not use it (a null name
 or a non-zero id answers every topic INVALID_REQUEST, the name null given as "" since those versions cannot encode
@@ -85,6 +86,7 @@ def handlers(broker) -> dict:
                     for wanted in wanted_topics],
                 cluster_authorized_operations=authorized_operations(ResourceType.CLUSTER, False),
                 error_code=ErrorCode.NONE)
+        creating = []  # (position in topics, name) of the topics this request auto-creates
         if request.topics is None or (version == 0 and not request.topics):
             # every topic the principal may describe; the others are not disclosed at all
             topics = [described(topic) for name, topic in catalogue.topics.items() if may_describe(name)]
@@ -115,26 +117,50 @@ def handlers(broker) -> dict:
                             or access.allows(AclOperation.CREATE, ResourceType.TOPIC, name)):
                         topics.append(error_entry(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                         continue
-                    try:
-                        topic = broker.create_topic(name)
-                    except KafkaError as exc:
-                        topics.append(error_entry(name, None, exc.code))
-                        continue
-                    except Exception:
-                        topics.append(error_entry(name, None, ErrorCode.UNKNOWN_SERVER_ERROR))
-                        continue
+                    creating.append((len(topics), name))
+                    topics.append(None)
+                    continue
                 if topic is None:
                     topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 else:
                     topics.append(described(topic))
         cluster_operations = access.operations(ResourceType.CLUSTER, CLUSTER_NAME,
                                                request.include_cluster_authorized_operations)
-        return MetadataResponse(
-            throttle_time_ms=0,
-            brokers=[MetadataResponse.MetadataResponseBroker(node_id=node, host=host, port=port, rack=rack)
-                     for node, host, port, rack in broker.live_brokers_at(connection.listener)],
-            cluster_id=catalogue.cluster_id, controller_id=broker.membership.controller_id, topics=topics,
-            cluster_authorized_operations=cluster_operations, error_code=ErrorCode.NONE)
+
+        def response():
+            return MetadataResponse(
+                throttle_time_ms=0,
+                brokers=[MetadataResponse.MetadataResponseBroker(node_id=node, host=host, port=port, rack=rack)
+                         for node, host, port, rack in broker.live_brokers_at(connection.listener)],
+                cluster_id=catalogue.cluster_id, controller_id=broker.membership.controller_id, topics=topics,
+                cluster_authorized_operations=cluster_operations, error_code=ErrorCode.NONE)
+
+        def take_created(position: int, name: str, created) -> None:
+            topics[position] = described(created) if not isinstance(created, ErrorCode) else error_entry(
+                name, None, created)
+
+        if not creating:
+            return response()
+        if broker.controller is None:
+            for position, name in creating:
+                take_created(position, name, auto_created(name))
+            return response()
+
+        async def created_then_answered():  # ZooKeeper writes: off the event loop (Broker.catalogue_write)
+            for position, name in creating:
+                take_created(position, name, await broker.catalogue_write(auto_created, name))
+            return response()
+
+        return created_then_answered()
+
+    def auto_created(name: str):
+        """The topic auto-creation made, or the error code it failed with."""
+        try:
+            return broker.create_topic(name)
+        except KafkaError as exc:
+            return exc.code
+        except Exception:
+            return ErrorCode.UNKNOWN_SERVER_ERROR
 
     def answer_describe_cluster(connection, header, request):
         return DescribeClusterResponse(

@@ -2,8 +2,8 @@
 admin calls, answered per partition as Kafka's controller and metadata cache answer them.
 
 Each broker answers from the cluster metadata it holds (broker.metadata: the catalogue of a single node, or in a
-ZooKeeper cluster the watched view), with the decisions of odradek/cluster/elections.py; it never calls ZooKeeper
-itself. ElectLeaders: a partition whose preferred replica leads is ELECTION_NOT_NEEDED (left out when all partitions
+ZooKeeper cluster the watched view), with the decisions of odradek/cluster/elections.py; what it writes for the
+controller goes through Broker.catalogue_write, off the event loop. ElectLeaders: a partition whose preferred replica leads is ELECTION_NOT_NEEDED (left out when all partitions
 were asked for, as Kafka does), one whose preferred replica is not live or not in the ISR
 PREFERRED_LEADER_NOT_AVAILABLE; an unclean election is only for a partition whose leader is gone. The others are
 asked of the controller (catalogue.request_elections), which decides again on its view and writes the new leader
@@ -98,7 +98,7 @@ def handlers(broker) -> dict:
         return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)
 
     # ------------------------------------------------------------------------------------------ ElectLeaders
-    def answer_elect_leaders(connection, header, request):
+    async def answer_elect_leaders(connection, header, request):
         if not broker.access(connection).allows_cluster(AclOperation.ALTER):
             return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                         replica_election_results=[])
@@ -143,29 +143,25 @@ def handlers(broker) -> dict:
 
         if not asked:
             return response()
-        catalogue.request_elections(election_type, asked)
-
-        async def wait():
-            try:
-                async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
-                    while not all(in_force(key) for key in asked):
-                        await broker.catalogue_followed()
-            except TimeoutError:
-                pass
-            return response()
-
-        return wait()
+        await broker.catalogue_write(catalogue.request_elections, election_type, asked)
+        try:
+            async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
+                while not all(in_force(key) for key in asked):
+                    await broker.catalogue_followed()
+        except TimeoutError:
+            pass
+        return response()
 
     # ------------------------------------------------------------------------------------- reassignments
-    def answer_alter_partition_reassignments(connection, header, request):
+    async def answer_alter_partition_reassignments(connection, header, request):
         if not broker.access(connection).allows_cluster(AclOperation.ALTER):
             return AlterPartitionReassignmentsResponse(
                 throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 error_message="Cluster authorization failed.", responses=[])
         catalogue = broker.metadata
-        outcomes = {topic.name: catalogue.reassign_partitions(
-            topic.name, {wanted.partition_index: wanted.replicas for wanted in topic.partitions})
-            for topic in request.topics}
+        outcomes = {topic.name: await broker.catalogue_write(
+            catalogue.reassign_partitions, topic.name,
+            {wanted.partition_index: wanted.replicas for wanted in topic.partitions}) for topic in request.topics}
         accepted = [(topic.name, wanted.partition_index, wanted.replicas) for topic in request.topics
                     for wanted in topic.partitions if outcomes[topic.name][wanted.partition_index] is None]
 
@@ -187,22 +183,16 @@ def handlers(broker) -> dict:
                         for index, outcome in partitions.items()])
                     for name, partitions in outcomes.items()])
 
-        if all(in_force(*entry) for entry in accepted):
-            return response()
-
-        async def wait():  # until this broker's view shows the targets, so a ListPartitionReassignments sees them
-            try:
-                async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
-                    while not all(in_force(*entry) for entry in accepted):
-                        await broker.catalogue_followed()
-            except TimeoutError:
-                for name, index, target in accepted:
-                    if not in_force(name, index, target):
-                        outcomes[name][index] = KafkaError(ErrorCode.REQUEST_TIMED_OUT,
-                                                           "The reassignment was not seen within the timeout.")
-            return response()
-
-        return wait()
+        try:  # until this broker's view shows the targets, so a ListPartitionReassignments sees them
+            async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
+                while not all(in_force(*entry) for entry in accepted):
+                    await broker.catalogue_followed()
+        except TimeoutError:
+            for name, index, target in accepted:
+                if not in_force(name, index, target):
+                    outcomes[name][index] = KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                                       "The reassignment was not seen within the timeout.")
+        return response()
 
     def answer_list_partition_reassignments(connection, header, request):
         if not broker.access(connection).allows_cluster(AclOperation.DESCRIBE):

@@ -55,7 +55,7 @@ def handlers(broker) -> dict:
             for entity, values in broker.metadata.client_quotas.items()
             if _matches(entity, request.components, request.strict)])
 
-    def answer_alter_client_quotas(connection, header, request):
+    async def answer_alter_client_quotas(connection, header, request):
         Response = ALTER_CLIENT_QUOTAS.response
         allowed = broker.access(connection).allows_cluster(AclOperation.ALTER_CONFIGS)
         results = []
@@ -76,7 +76,7 @@ def handlers(broker) -> dict:
                         check_quota_value(op.key, op.value)
                         values[op.key] = op.value
                 if not request.validate_only:
-                    broker.metadata.set_client_quotas(entity, values)
+                    await broker.catalogue_write(broker.metadata.set_client_quotas, entity, values)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
             results.append(result)

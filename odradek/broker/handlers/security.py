@@ -98,7 +98,7 @@ def handlers(broker) -> dict:
             return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
         return None
 
-    def answer_alter_scram(connection, header, request):
+    async def answer_alter_scram(connection, header, request):
         Result = ALTER_SCRAM.response.AlterUserScramCredentialsResult
         try:
             broker.access(connection).require_cluster(AclOperation.ALTER)
@@ -147,7 +147,7 @@ def handlers(broker) -> dict:
             changes[name] = (name, mechanism, credential_from_salted(
                 mechanism, upsertion.salt, upsertion.salted_password, upsertion.iterations))
         if changes:
-            broker.metadata.set_scram_credentials(list(changes.values()))
+            await broker.catalogue_write(broker.metadata.set_scram_credentials, list(changes.values()))
         results = [Result(user=name, error_code=ErrorCode.NONE, error_message=None) for name in changes]
         results += [Result(user=name, error_code=code, error_message=message)
                     for name, (code, message) in errors.items()]

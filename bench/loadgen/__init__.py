@@ -64,6 +64,11 @@ def require() -> None:
 
 def run_processes(commands: list[list[str]]) -> Run:
     """Start every command at once, wait for all, and sum their reports; any failure raises with its message."""
+    return Run.of(reports_of(commands))
+
+
+def reports_of(commands: list[list[str]]) -> list[dict]:
+    """Every command's JSON report, started at once and waited for; any failure raises with its message."""
     require()
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for command in commands]
@@ -81,7 +86,7 @@ def run_processes(commands: list[list[str]]) -> Run:
             reports.append(json.loads(lines[-1]))
     if failures:
         raise RuntimeError(f"{len(failures)} of {len(commands)} load generator processes failed: {failures[0]}")
-    return Run.of(reports)
+    return reports
 
 
 def produce(bootstrap: str, topic: str, records: int, *, processes: int = 1, size: int = 100, keys: int = 0,
@@ -105,3 +110,54 @@ def consume(bootstrap: str, topic: str, partition_records: tuple[int, ...], *, p
         raise RuntimeError(f"{topic}: read {done.partition_records} records per partition, "
                            f"expected {tuple(partition_records)}")
     return done
+
+
+BEHIND_LIMIT_MS = 50.0  # a producer that sent any record later than this after its slot did not offer the load
+
+
+@dataclasses.dataclass(frozen=True)
+class Latency:
+    """End-to-end latency of one paced run (producer send to consumer receipt), in ms, and whether it counts."""
+
+    p50: float
+    p99: float
+    p99_9: float
+    max: float
+    count: int
+    rate_target: float
+    records_per_s: float  # achieved by the producer, first send to last acknowledgement
+    behind_schedule_ms: float
+
+    @property
+    def valid(self) -> bool:
+        return self.behind_schedule_ms <= BEHIND_LIMIT_MS
+
+    def verdict(self) -> str:
+        return "valid" if self.valid else (f"NOT VALID: the producer fell {self.behind_schedule_ms:.0f} ms behind its "
+                                           f"schedule (limit {BEHIND_LIMIT_MS:.0f} ms)")
+
+
+def latency(bootstrap: str, topic: str, rate: float, seconds: float, *, warmup_seconds: float = 1.0,
+            config: dict[str, object] | None = None) -> Latency:
+    """One producer at `rate` records/s for warmup_seconds + seconds into `topic` (one partition: created by the
+    caller), read by one consumer started first; latencies of the warm-up's records are not counted."""
+    require()
+    records, warmup = int(rate * (seconds + warmup_seconds)), int(rate * warmup_seconds)
+    consumer = subprocess.Popen([str(CONSUMER), "--bootstrap", bootstrap, "--topic", topic, "--records",
+                                 str(records), "--latency", str(warmup), *settings(config or {})],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        consumer.stdout.readline()  # {"assigned": true}, or "" if it failed (then the run below says why)
+        [sent] = reports_of([[str(PRODUCER), "--bootstrap", bootstrap, "--topic", topic, "--records",
+                                   str(records), "--rate", str(rate), *settings(config or {})]])
+        out, err = consumer.communicate(timeout=TIMEOUT)
+    finally:
+        consumer.kill()
+    lines = out.strip().splitlines()
+    if consumer.returncode != 0 or not lines:
+        raise RuntimeError(f"latency consumer: exit {consumer.returncode}: {err.strip()[-300:]}")
+    read = json.loads(lines[-1])
+    figures = read["latency_ms"]
+    return Latency(p50=figures["p50"], p99=figures["p99"], p99_9=figures["p99_9"], max=figures["max"],
+                   count=figures["count"], rate_target=rate, records_per_s=sent["records_per_s"],
+                   behind_schedule_ms=sent["behind_schedule_ms"])

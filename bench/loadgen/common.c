@@ -20,6 +20,7 @@ rd_kafka_conf_t *parse_options(int argc, char **argv, struct options *opts, cons
     memset(opts, 0, sizeof *opts);
     opts->size = 100;
     opts->members = 1;
+    opts->latency_warmup = -1;
     for (int i = 1; i < argc; i++) {
         const char *name = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -51,6 +52,10 @@ rd_kafka_conf_t *parse_options(int argc, char **argv, struct options *opts, cons
             opts->member = atoi(value);
         } else if (strcmp(name, "--members") == 0) {
             opts->members = atoi(value);
+        } else if (strcmp(name, "--rate") == 0) {
+            opts->rate = atof(value);
+        } else if (strcmp(name, "--latency") == 0) {
+            opts->latency_warmup = atol(value);
         } else {
             fprintf(stderr, "%s", usage);
             fail(name, "unknown option");
@@ -61,8 +66,8 @@ rd_kafka_conf_t *parse_options(int argc, char **argv, struct options *opts, cons
         fail("options", "--bootstrap and --topic are required");
     }
     if (opts->size < 16 || opts->members < 1 || opts->member < 0 || opts->member >= opts->members ||
-        opts->records <= 0 || opts->keys < 0)
-        fail("options", "--size >= 16, --records > 0, --keys >= 0 and 0 <= --member < --members");
+        opts->records <= 0 || opts->keys < 0 || opts->rate < 0)
+        fail("options", "--size >= 16, --records > 0, --keys >= 0, --rate >= 0 and 0 <= --member < --members");
     if (rd_kafka_conf_set(conf, "bootstrap.servers", opts->bootstrap, error, sizeof error) != RD_KAFKA_CONF_OK)
         fail("bootstrap.servers", error);
     return conf;
@@ -94,7 +99,7 @@ static void json_string(const char *text) {
 
 void report(long records, long long bytes, double started, double ended, struct cpu_times before,
             struct cpu_times after, long errors, const char *first_error, const long *partition_records,
-            int partitions) {
+            int partitions, const char *extra) {
     double seconds = ended > started ? ended - started : 1e-9;
     double user = after.user - before.user, system = after.system - before.system;
     printf("{\"records\": %ld, \"bytes\": %lld, \"started\": %.6f, \"ended\": %.6f, \"seconds\": %.6f, "
@@ -108,6 +113,6 @@ void report(long records, long long bytes, double started, double ended, struct 
     printf(", \"partition_records\": [");
     for (int p = 0; p < partitions; p++)
         printf(p ? ", %ld" : "%ld", partition_records[p]);
-    printf("]}\n");
+    printf("]%s}\n", extra);
     fflush(stdout);
 }

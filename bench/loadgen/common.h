@@ -13,6 +13,8 @@ struct options {
     int keys;       /* producer: distinct keys, 0 for none */
     int member;     /* consumer: this process reads the partitions p with p % members == member */
     int members;
+    double rate;         /* producer: records/s on a fixed schedule, each value stamped with its send time; 0: flat out */
+    long latency_warmup; /* consumer: >= 0 reads those stamps, reporting latencies of all but the first this many */
 };
 
 /* Parses argv into opts and a librdkafka configuration (every "-X name=value"); exits with a message on error. */
@@ -27,10 +29,14 @@ struct cpu_times cpu_now(void); /* getrusage(RUSAGE_SELF): every thread of this 
 
 /* Prints {"records", "bytes", "started", "ended", "seconds", "records_per_s", "mb_per_s", "cpu_user",
  * "cpu_system", "cpu_per_record_us", "errors", "first_error", "librdkafka", "partition_records"} on one line of
- * stdout; partition_records lists the records sent to (acknowledged) or read from each partition of the topic. */
+ * stdout; partition_records lists the records sent to (acknowledged) or read from each partition of the topic;
+ * extra is more JSON members (", \"name\": value ..."), or "". */
 void report(long records, long long bytes, double started, double ended, struct cpu_times before,
             struct cpu_times after, long errors, const char *first_error, const long *partition_records,
-            int partitions);
+            int partitions, const char *extra);
+
+/* The send-time stamp at the start of a value: CLOCK_MONOTONIC nanoseconds as STAMP_BYTES hex digits. */
+#define STAMP_BYTES 16
 
 void fail(const char *what, const char *why);
 

@@ -6,9 +6,14 @@
  * partition. Not from the first record's arrival: a broker that answers the first fetch with the whole partition
  * (noida-db ignores fetch limits) would do most of its work before it.
  *
- * Records come out of librdkafka's consumer queue in batches of up to 10,000 (rd_kafka_consume_batch_queue), and
+ * Records come out of librdkafka's consumer queue as soon as one is there, with up to 9,999 more already queued, and
  * nothing is done with them beyond counting records and value bytes. Offsets are never committed; settings come
- * through -X name=value (group.id defaults to "loadgen", which assign() does not use to coordinate anything). */
+ * through -X name=value (group.id defaults to "loadgen", which assign() does not use to coordinate anything).
+ *
+ * With --latency W (values from loadgen-producer --rate), each record's latency is the batch's receipt time minus
+ * the send time stamped in its value, both CLOCK_MONOTONIC; the first W records are a warm-up and not counted, and
+ * the report adds "latency_ms": {"count", "p50", "p99", "p99_9", "max"} (nearest rank). Once assigned, it prints
+ * {"assigned": true} on a line of its own, so that a producer can be started when someone is already fetching. */
 #include "common.h"
 
 #include <stdio.h>
@@ -20,8 +25,18 @@
 #define STALL_SECONDS 60
 
 static const char USAGE[] =
-    "usage: loadgen-consumer --bootstrap HOST:PORT --topic T --records N [--member I --members K]\n"
+    "usage: loadgen-consumer --bootstrap HOST:PORT --topic T --records N [--member I --members K] [--latency W]\n"
     "                        [-X librdkafka.setting=value ...]\n";
+
+static int ascending(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double nearest_rank(const double *sorted, long count, double fraction) {
+    long index = (long)(fraction * count + 0.5) - 1;
+    return sorted[index < 0 ? 0 : index >= count ? count - 1 : index];
+}
 
 static void set(rd_kafka_conf_t *conf, const char *name, const char *value, int unless_set) {
     char error[512], current[256];
@@ -75,17 +90,33 @@ int main(int argc, char **argv) {
     if (err)
         fail("assign", rd_kafka_err2str(err));
     rd_kafka_topic_partition_list_destroy(assignment);
+    printf("{\"assigned\": true}\n");
+    fflush(stdout);
 
     rd_kafka_queue_t *queue = rd_kafka_queue_get_consumer(rk);
     rd_kafka_message_t *messages[BATCH];
     long seen = 0, errors = 0;
     long long bytes = 0;
     char first_error[256] = "";
+    double *latencies = opts.latency_warmup >= 0 ? malloc(expected * sizeof *latencies) : NULL;
+    long measured = 0;
     while (seen < expected) {
-        ssize_t got = rd_kafka_consume_batch_queue(queue, 1000, messages, BATCH);
+        /* a batch call returns only once BATCH records are there or its timeout passes, which would hold records
+         * back for latency: wait for one, then take what else is already there */
+        ssize_t got = (messages[0] = rd_kafka_consume_queue(queue, 1000)) != NULL;
+        if (got)
+            got += rd_kafka_consume_batch_queue(queue, 0, messages + 1, BATCH - 1);
+        double received = now_seconds();
         for (ssize_t m = 0; m < got; m++) {
             if (messages[m]->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                seen++;
+                if (latencies && seen++ >= opts.latency_warmup && messages[m]->len >= STAMP_BYTES) {
+                    char stamp[STAMP_BYTES + 1];
+                    memcpy(stamp, messages[m]->payload, STAMP_BYTES);
+                    stamp[STAMP_BYTES] = '\0';
+                    latencies[measured++] = received - strtoull(stamp, NULL, 16) / 1e9;
+                } else if (!latencies) {
+                    seen++;
+                }
                 bytes += messages[m]->len;
                 partition_records[messages[m]->partition]++;
             } else if (errors++ == 0) {
@@ -100,8 +131,17 @@ int main(int argc, char **argv) {
             break;
     }
     double ended = now_seconds();
+    char extra[256] = "";
+    if (measured > 0) {
+        qsort(latencies, measured, sizeof *latencies, ascending);
+        snprintf(extra, sizeof extra,
+                 ", \"latency_ms\": {\"count\": %ld, \"p50\": %.3f, \"p99\": %.3f, \"p99_9\": %.3f, \"max\": %.3f}",
+                 measured, nearest_rank(latencies, measured, 0.5) * 1e3, nearest_rank(latencies, measured, 0.99) * 1e3,
+                 nearest_rank(latencies, measured, 0.999) * 1e3, latencies[measured - 1] * 1e3);
+    }
     report(seen, bytes, started, ended, cpu_before, cpu_now(), errors + (seen < expected),
-           seen < expected ? "stalled before reading every record" : first_error, partition_records, partitions);
+           seen < expected ? "stalled before reading every record" : first_error, partition_records, partitions,
+           extra);
     rd_kafka_queue_destroy(queue);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);

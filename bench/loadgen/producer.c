@@ -6,7 +6,13 @@
  * random hex digits (so that compression has real work) and padded with 'x'; --keys K gives record i the key
  * "key-<i % K>" from a prebuilt pool too, so the loop builds nothing per record.
  * Records without a key go to librdkafka's default partitioner (sticky for null keys), keyed ones by key hash.
- * Every librdkafka setting (acks, linger.ms, batch.size, compression.codec, ...) comes through -X name=value. */
+ * Every librdkafka setting (acks, linger.ms, batch.size, compression.codec, ...) comes through -X name=value.
+ *
+ * With --rate R, record i is due at start + i/R on CLOCK_MONOTONIC: the loop sleeps until its slot (serving
+ * acknowledgements meanwhile), then sends the record with its send time stamped over the value's first 16 hex
+ * digits (common.h; copied, as each value is now unique) for loadgen-consumer --latency to subtract. The report adds
+ * "rate_target" and "behind_schedule_ms", the most any record was sent after its slot: a producer that fell behind
+ * did not offer the load it was asked to, and latencies measured under it do not count. */
 #include "common.h"
 
 #include <stdio.h>
@@ -18,7 +24,7 @@
 #define KEY_BYTES 16
 
 static const char USAGE[] =
-    "usage: loadgen-producer --bootstrap HOST:PORT --topic T --records N [--size BYTES] [--keys K]\n"
+    "usage: loadgen-producer --bootstrap HOST:PORT --topic T --records N [--size BYTES] [--keys K] [--rate R]\n"
     "                        [-X librdkafka.setting=value ...]\n";
 
 static long acknowledged, failed;
@@ -76,11 +82,27 @@ int main(int argc, char **argv) {
 
     char *values = value_pool(opts.size), *keys = key_pool(opts.keys);
     struct cpu_times cpu_before = cpu_now();
-    double started = now_seconds();
+    char *stamped = malloc(opts.size);
+    double started = now_seconds(), behind = 0;
     for (long i = 0; i < opts.records; i++) {
         char *value = values + (size_t)(i % VALUE_POOL) * opts.size;
         char *key = opts.keys ? keys + (size_t)(i % opts.keys) * KEY_BYTES : NULL;
-        while (rd_kafka_produce(topic, RD_KAFKA_PARTITION_UA, 0, value, opts.size, key, key ? KEY_BYTES - 1 : 0,
+        int copy = 0;
+        if (opts.rate > 0) {
+            double due = started + i / opts.rate, now;
+            while ((now = now_seconds()) < due) {
+                rd_kafka_poll(rk, 0);
+                usleep(due - now < 0.001 ? (useconds_t)((due - now) * 1e6) : 1000);
+            }
+            if (now - due > behind)
+                behind = now - due;
+            memcpy(stamped, value, opts.size);
+            char stamp[STAMP_BYTES + 1];
+            snprintf(stamp, sizeof stamp, "%016llx", (unsigned long long)(now * 1e9));
+            memcpy(stamped, stamp, STAMP_BYTES);
+            value = stamped, copy = RD_KAFKA_MSG_F_COPY;
+        }
+        while (rd_kafka_produce(topic, RD_KAFKA_PARTITION_UA, copy, value, opts.size, key, key ? KEY_BYTES - 1 : 0,
                                 NULL) == -1) {
             if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                 fail("produce", rd_kafka_err2str(rd_kafka_last_error()));
@@ -92,8 +114,12 @@ int main(int argc, char **argv) {
     if (rd_kafka_flush(rk, 120000) != RD_KAFKA_RESP_ERR_NO_ERROR)
         fail("flush", "records still unacknowledged after 120 s");
     double ended = now_seconds();
+    char extra[128] = "";
+    if (opts.rate > 0)
+        snprintf(extra, sizeof extra, ", \"rate_target\": %.1f, \"behind_schedule_ms\": %.3f", opts.rate,
+                 behind * 1e3);
     report(acknowledged, (long long)acknowledged * opts.size, started, ended, cpu_before, cpu_now(), failed,
-           first_error, partition_records, partitions);
+           first_error, partition_records, partitions, extra);
     rd_kafka_topic_destroy(topic);
     rd_kafka_destroy(rk);
     return failed ? 1 : 0;

@@ -5,8 +5,10 @@ process's memory, noida-db is a single node).
 Three measurements, each repeated `sizes.repeat` times: the produce rate of bench/replication_bench.py with RF 3
 acks=all and acks=1 beside RF 1 on the same cluster (a quarter of `sizes.records` per point, after one unmeasured
 warm-up; notes give RF 3 as a share of RF 1 beside Kafka's 2014 figures, 0.96 async and 0.51 sync); end-to-end
-latency at `sizes.latency_rate` of bench/workloads/latency.py on an RF 3 topic with acks=all (producer timestamp to
-the polling consumer's receipt, which waits for the high watermark and so for the ISR); and the time producing
+latency at `sizes.latency_rate` with acks=all and min.insync.replicas=2 (producer timestamp to the consumer's
+receipt, which waits for the high watermark and so for the ISR), on RF 1 and RF 3 with the C load generator
+(bench/loadgen: a client that keeps the schedule, so the figure is the brokers'; runs whose producer fell behind are
+errors, not figures) and on RF 3 with bench/workloads/latency.py's Python clients (what a Python user sees); and the time producing
 stands still after the leader of an RF 3 partition is stopped by SIGTERM (controlled shutdown, goal under a second)
 or killed -9 (bounded below by zookeeper.session.timeout.ms, the cluster's 6 s), from bench/failover_bench.py. The
 failovers come last, as they stop and restart brokers.
@@ -17,6 +19,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from bench import loadgen
+from bench.client import create_topic
 from bench.failover_bench import pause_after, session_timeout_s
 from bench.measure import Results, percentile
 from bench.replication_bench import rate
@@ -31,6 +35,28 @@ KAFKA_2014 = {"all": 0.51, "1": 0.96}  # Kafka's RF 3 produce rate as a share of
 
 def produce_metric(replication_factor: int, acks: str) -> str:
     return f"produce, 6 partitions, RF {replication_factor}, acks={acks}"
+
+
+def end_to_end(results: Results, bootstrap: str, replication_factor: int, rate: int, seconds: float,
+               round_number: int) -> None:
+    """The C load generator's paced producer (acks=all, linger.ms=0) and consumer on one partition: p50, p99, p99.9
+    and max, and how far the producer lagged its schedule; a lagging run is recorded as an error, not a figure."""
+    metric = f"at {rate} records/s, RF {replication_factor}, acks=all, C client"
+    topic = f"e2e-rf{replication_factor}-{round_number}"
+    try:
+        create_topic(bootstrap, topic, 1, replication_factor,
+                     {"min.insync.replicas": "2"} if replication_factor > 1 else None)
+        figures = loadgen.latency(bootstrap, topic, rate, seconds, config={"acks": "all", "linger.ms": 0})
+    except Exception as exc:
+        results.error(WORKLOAD, f"p99 {metric}", SUBJECT, repr(exc), unit="ms", better="lower")
+        return
+    if not figures.valid:
+        results.error(WORKLOAD, f"p99 {metric}", SUBJECT, figures.verdict(), unit="ms", better="lower")
+        return
+    for label, value in (("p50", figures.p50), ("p99", figures.p99), ("p99.9", figures.p99_9), ("max", figures.max)):
+        results.add(WORKLOAD, f"{label} {metric}", SUBJECT, value, unit="ms", better="lower")
+    results.add(WORKLOAD, f"producer behind schedule {metric}", SUBJECT, figures.behind_schedule_ms, unit="ms",
+                better="lower")
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
@@ -57,6 +83,9 @@ def run(results: Results, brokers: list[str], sizes) -> None:
                              f"{kafka}); all brokers share this machine's CPUs", unit="records/s")
 
         latency_rate = sizes.latency_rate
+        for round_number in range(sizes.repeat):
+            for replication_factor in (1, 3):
+                end_to_end(results, bootstrap, replication_factor, latency_rate, sizes.latency_seconds, round_number)
         for round_number in range(sizes.repeat):
             try:
                 latencies = measure(bootstrap, f"latency-rf3-{round_number}", latency_rate, sizes.latency_seconds,

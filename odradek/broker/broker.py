@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -289,12 +289,18 @@ class Broker:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def catalogue_followed(self) -> asyncio.Future:
-        """A future done once this broker has next followed a change of the cluster's catalogue (for requests that
-        answer when their change is in force)."""
-        waiter = asyncio.get_running_loop().create_future()
-        self._catalogue_waiters.append(waiter)
-        return waiter
+    async def catalogue_settled(self, done: Callable[[], bool], timeout_ms: int) -> None:
+        """Return once `done()` holds, checked each time this broker has followed a change of the cluster's
+        catalogue, or after timeout_ms (for requests that answer when their change is in force: what is still
+        pending then, the caller answers REQUEST_TIMED_OUT, as Kafka does)."""
+        try:
+            async with asyncio.timeout(max(timeout_ms, 0) / 1000):
+                while not done():
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._catalogue_waiters.append(waiter)
+                    await waiter
+        except TimeoutError:
+            pass
 
     # ------------------------------------------------------------------------------------ dynamic broker configs
     def dynamic_configs(self, resource_name: str) -> dict[str, str]:

@@ -19,7 +19,6 @@ adding partitions ALTER on it (TOPIC_AUTHORIZATION_FAILED per topic).
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 from odradek.config import ConfigSource
@@ -73,8 +72,9 @@ def handlers(broker) -> dict:
                 if wanted.assignments:
                     replicas = manual_assignment(wanted)
                     count, factor = len(replicas), len(replicas[0])
+                configs = {c.name: c.value for c in wanted.configs if c.value is not None}
                 topic = await broker.catalogue_write(
-                    broker.create_topic, wanted.name, count, factor, {c.name: c.value for c in wanted.configs if c.value is not None},
+                    broker.create_topic, wanted.name, count, factor, configs,
                     replicas=replicas, validate_only=request.validate_only if header.api_version >= 1 else False)
             except KafkaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
@@ -96,13 +96,8 @@ def handlers(broker) -> dict:
     async def when_settled(response, names: list[str], timeout_ms: int, *, deleted: bool):
         """The response once the changes to `names` are in force, waiting at most timeout_ms (then answers
         REQUEST_TIMED_OUT for the topics still pending, as Kafka)."""
-        try:
-            async with asyncio.timeout(max(timeout_ms, 0) / 1000):
-                while not all(broker.metadata.settled(name, deleted=deleted) for name in names):
-                    await broker.catalogue_followed()
-                return response
-        except TimeoutError:
-            pass
+        await broker.catalogue_settled(lambda: all(broker.metadata.settled(name, deleted=deleted) for name in names),
+                                       timeout_ms)
         for result in (response.topics if not deleted else response.responses):
             if result.name in names and not broker.metadata.settled(result.name, deleted=deleted):
                 result.error_code, result.error_message = ErrorCode.REQUEST_TIMED_OUT, None

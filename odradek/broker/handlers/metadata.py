@@ -141,10 +141,6 @@ def handlers(broker) -> dict:
 
         if not creating:
             return response()
-        if broker.controller is None:
-            for position, name in creating:
-                take_created(position, name, auto_created(name))
-            return response()
 
         async def created_then_answered():  # ZooKeeper writes: off the event loop (Broker.catalogue_write)
             for position, name in creating:

@@ -3,17 +3,17 @@ admin calls, answered per partition as Kafka's controller and metadata cache ans
 
 Each broker answers from the cluster metadata it holds (broker.metadata: the catalogue of a single node, or in a
 ZooKeeper cluster the watched view), with the decisions of odradek/cluster/elections.py; what it writes for the
-controller goes through Broker.catalogue_write, off the event loop. ElectLeaders: a partition whose preferred replica leads is ELECTION_NOT_NEEDED (left out when all partitions
-were asked for, as Kafka does), one whose preferred replica is not live or not in the ISR
-PREFERRED_LEADER_NOT_AVAILABLE; an unclean election is only for a partition whose leader is gone. The others are
-asked of the controller (catalogue.request_elections), which decides again on its view and writes the new leader
-with the leader epoch bumped; the answer waits, up to the request's timeout (then REQUEST_TIMED_OUT), until this
-broker's view shows it. AlterPartitionReassignments records each target (KIP-455: replicas, adding and removing
-replicas in the topic's znode) and answers at once; the controller then moves the partition. ListPartitionReassignments
-lists those under way. A single node has no other broker, so every partition is led by its preferred replica, the
-only valid target is the current replica set (a no-op; cancelling: NO_REASSIGNMENT_IN_PROGRESS) and nothing is ever
-listed. DescribeTopicPartitions pages through topics in name
-order with response_partition_limit (at most max.request.partition.size.limit, 2000) and a cursor, as Kafka's
+controller goes through Broker.catalogue_write, off the event loop. ElectLeaders: a partition whose preferred
+replica leads is ELECTION_NOT_NEEDED (left out when all partitions were asked for, as Kafka does), one whose
+preferred replica is not live or not in the ISR PREFERRED_LEADER_NOT_AVAILABLE; an unclean election is only for a
+partition whose leader is gone. The others are asked of the controller (catalogue.request_elections), which decides
+again on its view and writes the new leader with the leader epoch bumped; the answer waits, up to the request's
+timeout (then REQUEST_TIMED_OUT), until this broker's view shows it. AlterPartitionReassignments records each target
+(KIP-455: replicas, adding and removing replicas in the topic's znode) and answers at once; the controller then
+moves the partition. ListPartitionReassignments lists those under way. A single node has no other broker, so every
+partition is led by its preferred replica, the only valid target is the current replica set (a no-op; cancelling:
+NO_REASSIGNMENT_IN_PROGRESS) and nothing is ever listed. DescribeTopicPartitions pages through topics in name order
+with response_partition_limit (at most max.request.partition.size.limit, 2000) and a cursor, as Kafka's
 DescribeTopicPartitionsRequestHandler does. With an authorizer, as KafkaApis: DescribeTopicPartitions lists only
 topics the principal may describe (a named other one is TOPIC_AUTHORIZATION_FAILED), ElectLeaders and
 AlterPartitionReassignments need ALTER on the cluster, ListPartitionReassignments DESCRIBE
@@ -22,7 +22,6 @@ AlterPartitionReassignments need ALTER on the cluster, ListPartitionReassignment
 
 from __future__ import annotations
 
-import asyncio
 
 from odradek.cluster.elections import election_in_force, elected, reassignment_in_force
 from odradek.cluster.metadata import validate_topic_name
@@ -144,12 +143,7 @@ def handlers(broker) -> dict:
         if not asked:
             return response()
         await broker.catalogue_write(catalogue.request_elections, election_type, asked)
-        try:
-            async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
-                while not all(in_force(key) for key in asked):
-                    await broker.catalogue_followed()
-        except TimeoutError:
-            pass
+        await broker.catalogue_settled(lambda: all(in_force(key) for key in asked), request.timeout_ms)
         return response()
 
     # ------------------------------------------------------------------------------------- reassignments
@@ -183,15 +177,12 @@ def handlers(broker) -> dict:
                         for index, outcome in partitions.items()])
                     for name, partitions in outcomes.items()])
 
-        try:  # until this broker's view shows the targets, so a ListPartitionReassignments sees them
-            async with asyncio.timeout(max(request.timeout_ms, 0) / 1000):
-                while not all(in_force(*entry) for entry in accepted):
-                    await broker.catalogue_followed()
-        except TimeoutError:
-            for name, index, target in accepted:
-                if not in_force(name, index, target):
-                    outcomes[name][index] = KafkaError(ErrorCode.REQUEST_TIMED_OUT,
-                                                       "The reassignment was not seen within the timeout.")
+        # until this broker's view shows the targets, so a ListPartitionReassignments sees them
+        await broker.catalogue_settled(lambda: all(in_force(*entry) for entry in accepted), request.timeout_ms)
+        for name, index, target in accepted:
+            if not in_force(name, index, target):
+                outcomes[name][index] = KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                                   "The reassignment was not seen within the timeout.")
         return response()
 
     def answer_list_partition_reassignments(connection, header, request):

@@ -170,7 +170,7 @@ class Controller:
                 unclean = unclean.lower() == "true"
                 if current is not None and current.leader in live:  # alive, perhaps shutting down: never unclean
                     wanted = next_state(assignment.replicas, current, available, epoch)
-                    if wanted is not None and wanted.leader == NO_LEADER:  # no one else in sync: it leads until it stops
+                    if wanted is not None and wanted.leader == NO_LEADER:  # no one else in sync: leads until it stops
                         wanted = next_state(assignment.replicas, current, live, epoch)
                 else:
                     wanted = next_state(assignment.replicas, current, available, epoch, unclean)

@@ -1,11 +1,11 @@
 """The cluster's metadata: which topics exist, their ids, partitions, replica assignment and config overrides.
 
 This is the state a Kafka controller owns (in ZooKeeper or KRaft). A single-node broker keeps it in the log
-directory: a JSON snapshot, replaced atomically (write a temporary file, fsync, rename), and a journal of the changes
-since (odradek.cluster.catalogue_journal), one fsync'd line per change, folded into a new snapshot once it outgrows
-the snapshot (and at every start), so a change costs its own size, not the catalogue's. The replication fields (leader, leader epoch, replicas, in-sync replicas) are
-part of the model from the start so that the ZooKeeper-backed controller replaces only the persistence, not the
-shape. Plain code: no sockets, no event loop.
+directory: a JSON snapshot, replaced atomically (write a temporary file, fsync, rename), and a journal of the
+changes since (odradek.cluster.catalogue_journal), one fsync'd line per change, folded into a new snapshot once it
+outgrows the snapshot (and at every start), so a change costs its own size, not the catalogue's. The replication
+fields (leader, leader epoch, replicas, in-sync replicas) are part of the model from the start so that the
+ZooKeeper-backed controller replaces only the persistence, not the shape. Plain code: no sockets, no event loop.
 """
 
 from __future__ import annotations

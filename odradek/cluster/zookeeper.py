@@ -1,11 +1,11 @@
 """Cluster membership in ZooKeeper, in Kafka's own znode layout (docs/zookeeper-layout.md).
 
 What this owns: the broker's ZooKeeper session, its ephemeral registration at /brokers/ids/[id], the cluster id at
-/cluster/id, the controller election at /controller and /controller_epoch, the list of live brokers kept by a
-watch on /brokers/ids, and the brokers in controlled shutdown (a watch on /admin/controlled_shutdown, which
+/cluster/id, the controller election at /controller and /controller_epoch, the list of live brokers kept by a watch
+on /brokers/ids, and the brokers in controlled shutdown (a watch on /admin/controlled_shutdown, which
 odradek/cluster/controller.py documents). It is `odradek.cluster.membership`'s shape (connect, register,
-live_brokers, shutting_down, in_session, controller_id, close), so handlers never see kazoo; the module is imported only when
-zookeeper.connect is set.
+live_brokers, shutting_down, in_session, controller_id, close), so handlers never see kazoo; the module is imported
+only when zookeeper.connect is set.
 
 The znode formats are plain functions (encode_*/decode_*) writing exactly what Kafka 3.x writes in ZooKeeper mode
 (ZkData.scala: BrokerIdZNode version 5, ControllerZNode version 2, ControllerEpochZNode as a decimal, ClusterIdZNode
@@ -69,7 +69,8 @@ def encode_broker(endpoint: BrokerEndpoint, timestamp_ms: int, jmx_port: int = -
         "features": {},
         "listener_security_protocol_map": {entry.name: entry.security_protocol for entry in listeners},
         "endpoints": [f"{entry.name}://{_bracketed(entry.host)}:{entry.port}" for entry in listeners],
-        "jmx_port": jmx_port, "port": plaintext.port if plaintext else -1, "host": plaintext.host if plaintext else None,
+        "jmx_port": jmx_port, "port": plaintext.port if plaintext else -1,
+        "host": plaintext.host if plaintext else None,
         "version": BROKER_ZNODE_VERSION, "timestamp": str(timestamp_ms),
     }
     if endpoint.rack is not None:

@@ -75,7 +75,8 @@ class TransactionCoordinator:
             self._leading = self._led_partitions()
             self._loading = set(self._leading)
             self._tasks.append(loop.create_task(self._load(sorted(self._leading))))
-        self._tasks.append(loop.create_task(every(self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"], self.check_transactions, "transaction timeout check")))
+        interval_ms = self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        self._tasks.append(loop.create_task(every(interval_ms, self.check_transactions, "transaction timeout check")))
 
     async def stop(self) -> None:
         for task in self._tasks:

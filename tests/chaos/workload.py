@@ -162,6 +162,7 @@ def client_debug(name: str) -> dict[str, object]:
         return {"log_level": 0}
     logger = logging.getLogger(f"chaos.librdkafka.{name}")
     logger.propagate = False
+    os.makedirs(directory, exist_ok=True)
     handler = logging.FileHandler(os.path.join(directory, f"{name}.log"))
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     logger.addHandler(handler)

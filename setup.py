@@ -1,6 +1,9 @@
-"""The C part of the package (everything else is in pyproject.toml): records._walk, the record walker."""
+"""The C part of the package (everything else is in pyproject.toml): records._walk, the record walker, and
+records._crc32c, the batch checksum read in place."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("odradek.records._walk", ["odradek/records/_walk.c"],
-                             extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"])])
+_C_FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+
+setup(ext_modules=[Extension("odradek.records._walk", ["odradek/records/_walk.c"], extra_compile_args=_C_FLAGS),
+                   Extension("odradek.records._crc32c", ["odradek/records/_crc32c.c"], extra_compile_args=_C_FLAGS)])

@@ -20,9 +20,8 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import google_crc32c
-
 from odradek.errors import ErrorCode, KafkaError
+from odradek.records._crc32c import value as crc32c
 from odradek.records.compression import compress, decompress
 
 BATCH_HEADER_SIZE = 61
@@ -133,13 +132,9 @@ def whole_batches(data) -> list[tuple[BatchHeader, memoryview]]:
 
 
 def batch_crc(buf, pos: int, size: int) -> int:
-    """CRC-32C of a batch's attributes..end, the value its crc field must hold.
-
-    google_crc32c's C entry point takes only `bytes`, so the covered range is copied once (a memcpy, cheaper than
-    the checksum itself is slow in pure Python).
-    """
+    """CRC-32C of a batch's attributes..end, the value its crc field must hold, read in place (records._crc32c)."""
     with memoryview(buf) as view:
-        return google_crc32c.value(bytes(view[pos + ATTRIBUTES_OFFSET:pos + size]))
+        return crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size])
 
 
 def validate_batches(data, *, from_leader: bool = False) -> list[BatchHeader]:

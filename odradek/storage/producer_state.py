@@ -28,9 +28,8 @@ from collections import deque
 from pathlib import Path
 from typing import NamedTuple
 
-import google_crc32c
-
 from odradek.errors import ErrorCode, KafkaError
+from odradek.records._crc32c import value as crc32c
 from odradek.records.batch import CONTROL_COMMIT, BatchHeader, decode_batch, decode_control_record
 from odradek.storage.segment import write_atomically
 from odradek.storage.transaction_index import AbortedTransaction
@@ -224,7 +223,7 @@ class ProducerStateManager:
                 last.last_offset if last else NO_OFFSET, last.last_offset - last.first_offset if last else 0,
                 entry.last_timestamp, entry.coordinator_epoch, entry.transaction_first_offset)
         count_and_body = struct.pack(">i", len(self.producers)) + body
-        data = struct.pack(">hI", SNAPSHOT_VERSION, google_crc32c.value(count_and_body)) + count_and_body
+        data = struct.pack(">hI", SNAPSHOT_VERSION, crc32c(count_and_body)) + count_and_body
         write_atomically(self.directory / _snapshot_name(offset), data)
 
     def delete_snapshots_before(self, offset: int) -> None:
@@ -239,7 +238,7 @@ class ProducerStateManager:
             version, crc, count = _SNAPSHOT_HEADER.unpack_from(data)
         except (OSError, struct.error):
             return False
-        if (version != SNAPSHOT_VERSION or google_crc32c.value(data[6:]) != crc
+        if (version != SNAPSHOT_VERSION or crc32c(data[6:]) != crc
                 or len(data) != _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size):
             return False
         self.producers, self._open_transactions = {}, {}

@@ -368,12 +368,18 @@ class Broker:
     def check_coordinator_partition(self, topic: str, index: int) -> None:
         """For a coordinator's topic: NOT_COORDINATOR unless this broker leads the partition, and
         COORDINATOR_LOAD_IN_PROGRESS while the catalogue names it leader but it has not taken the partition up yet
-        (a client sent here by another broker's fresher view retries rather than looks elsewhere)."""
+        (a client sent here by another broker's fresher view retries rather than looks elsewhere). Out of its
+        ZooKeeper session a broker cannot know whether it still leads (the controller moves its partitions once the
+        session expires, without telling it): COORDINATOR_NOT_AVAILABLE, so that the client looks the coordinator
+        up again rather than be answered from state another broker may own by now."""
         if not self.leads(topic, index):
             known = self.metadata.topics.get(topic)
             named = known is not None and index < len(known.partitions) and \
                 known.partitions[index].leader == self.node_id
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if named else ErrorCode.NOT_COORDINATOR)
+        if not self.membership.in_session:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"Cut off from ZooKeeper: another broker may lead {topic}-{index} by now.")
 
     def has_partition(self, topic: str, index: int) -> bool:
         """Whether the cluster has this partition, wherever it is led."""

@@ -100,9 +100,6 @@ class TransactionCoordinator:
                                                 partition_for(transactional_id, self.num_partitions))
         if partition_for(transactional_id, self.num_partitions) in self._loading:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        if not self.broker.membership.in_session:
-            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                             "Cut off from ZooKeeper: another broker may coordinate this transactional id by now.")
 
     def _check_writable(self, transactional_id: str) -> None:
         """_check_available for a request that writes the transaction's state: Kafka's coordinator writes with

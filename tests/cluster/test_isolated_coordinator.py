@@ -1,6 +1,6 @@
-"""The transaction coordinator through faults that move partitions (issue 15's fatal INVALID_TXN_STATE at RF=3):
-cut off from ZooKeeper it must not answer from the state it held, and markers a partition's leader did not take are
-sent again soon, to the next leader.
+"""The coordinators through faults that move partitions (issue 15's fatal INVALID_TXN_STATE at RF=3): cut off from
+ZooKeeper neither the transaction nor the group coordinator may answer from the state it held, and markers a
+partition's leader did not take are sent again soon, to the next leader.
 
 Three brokers behind the chaos proxies (tests/chaos/workload.py ProxiedCluster), one __transaction_state partition. The
 coordinator's ZooKeeper proxy is blackholed: its session expires, the controller moves the partition's leadership to
@@ -9,6 +9,8 @@ keeps the transactional id's last state (a committed transaction) while the prod
 coordinator; a client bounced back to it (its own FindCoordinator names itself) ending the next transaction with an
 abort was answered INVALID_TXN_STATE there, fatal to librdkafka. Out of its ZooKeeper session a broker cannot know
 what it coordinates: it answers COORDINATOR_NOT_AVAILABLE (retriable: the client looks the coordinator up again).
+The group coordinator had the same flaw: an OffsetFetch reaching the isolated broker was answered with the offsets it
+held, not those committed at the new coordinator since.
 
 A data partition's leader killed -9 as a commit is written: WriteTxnMarkers to it fails, and the transaction stayed
 PrepareCommit until the next periodic check (transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s by
@@ -22,10 +24,11 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from chaos.workload import ProxiedCluster  # tests/ is the rootdir on sys.path
+from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.embedded import wait_until
 from odradek.errors import ErrorCode
@@ -33,20 +36,22 @@ from odradek.protocol import api
 
 from .test_coordinator_failover import SESSION_TIMEOUT_S, raw
 
-END_TXN, DESCRIBE_TRANSACTIONS = api("EndTxn"), api("DescribeTransactions")
+COORDINATOR_MOVING = (KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.REQUEST_TIMED_OUT,
+                      KafkaError._TIMED_OUT, KafkaError._WAIT_COORD)
+END_TXN, DESCRIBE_TRANSACTIONS, OFFSET_FETCH = api("EndTxn"), api("DescribeTransactions"), api("OffsetFetch")
 
 
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
     chroot = f"/isolated-{uuid.uuid4().hex[:8]}"
     with ProxiedCluster(3, zookeeper=odradek_zookeeper.connect + chroot, data_dir=tmp_path_factory.mktemp("isolated"),
-                        settings={"transaction.state.log.num.partitions": 1,
+                        settings={"transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
                                   "transaction.abort.timed.out.transaction.cleanup.interval.ms": 60000}) as c:
         yield c
 
 
-def state_partition(zk) -> dict:
-    path = f"/brokers/topics/{TRANSACTION_STATE_TOPIC}/partitions/0/state"
+def state_partition(zk, topic: str = TRANSACTION_STATE_TOPIC) -> dict:
+    path = f"/brokers/topics/{topic}/partitions/0/state"
     return json.loads(zk.get(path)[0]) if zk.exists(path) else {"leader": -1, "isr": []}
 
 
@@ -82,6 +87,51 @@ def test_a_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_sta
     producer.begin_transaction()
     producer.produce(topic, value=b"after", partition=1)
     producer.commit_transaction(60)
+
+
+def fetch_offset(broker, group_id: str, topic: str) -> tuple[ErrorCode, int | None]:
+    """The error and the committed offset of `topic`-0 (None: none answered) that `broker` answers an OffsetFetch
+    v7 with."""
+    answer = raw(broker, "OffsetFetch", 7, OFFSET_FETCH.request(
+        group_id=group_id, topics=[OFFSET_FETCH.request.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])]))
+    return ErrorCode(answer.error_code), answer.topics[0].partitions[0].committed_offset if answer.topics else None
+
+
+def commit(consumer: Consumer, offset: TopicPartition) -> bool:
+    try:
+        consumer.commit(offsets=[offset], asynchronous=False)
+    except KafkaException as exc:
+        assert exc.args[0].code() in COORDINATOR_MOVING, exc  # errors after which a commit is retried
+        return False
+    return True
+
+
+def test_a_group_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_state(cluster, zk):
+    topic, group_id = f"offsets-{uuid.uuid4().hex[:6]}", f"group-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    assert wait_until(lambda: len(admin.list_topics(timeout=10).brokers) == 3, timeout=30)
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group_id,
+                         "enable.auto.commit": False, "log_level": 0})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+        assert wait_until(lambda: len(state_partition(zk, OFFSETS_TOPIC)["isr"]) == 3, timeout=30)
+        coordinator = cluster.broker(state_partition(zk, OFFSETS_TOPIC)["leader"])
+        assert fetch_offset(coordinator, group_id, topic) == (ErrorCode.NONE, 5)
+
+        cluster.zookeeper_proxies[coordinator.node_id].cut("blackhole")
+        try:
+            assert wait_until(lambda: state_partition(zk, OFFSETS_TOPIC)["leader"] not in (-1, coordinator.node_id),
+                              timeout=SESSION_TIMEOUT_S + 20), state_partition(zk, OFFSETS_TOPIC)
+            # the group commits at the new coordinator (retried while the client still asks the isolated one); the
+            # isolated one must not answer with what it held
+            assert wait_until(lambda: commit(consumer, TopicPartition(topic, 0, 9)), timeout=30)
+            assert fetch_offset(coordinator, group_id, topic) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+        finally:
+            cluster.zookeeper_proxies[coordinator.node_id].heal()
+        assert consumer.committed([TopicPartition(topic, 0)], timeout=30)[0].offset == 9
+    finally:
+        consumer.close()
 
 
 def describe(broker, transactional_id: str):

@@ -21,11 +21,11 @@ def ssl_config(certificates, *, client: str | None = "client") -> dict:
     return config
 
 
-def produce_and_consume(bootstrap: str, config: dict, count: int = 200) -> list[bytes]:
+def produce_and_consume(bootstrap: str, config: dict, count: int = 200, size: int = 0) -> list[bytes]:
     topic = f"tls-{uuid.uuid4().hex[:8]}"
-    producer = Producer({"bootstrap.servers": bootstrap, **config})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, **config})
     for index in range(count):
-        producer.produce(topic, f"value-{index}".encode())
+        producer.produce(topic, f"value-{index}".encode().ljust(size, b"."))
     assert producer.flush(20) == 0
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest",
                          **config})
@@ -45,6 +45,12 @@ def produce_and_consume(bootstrap: str, config: dict, count: int = 200) -> list[
 def test_confluent_kafka_writes_and_reads_over_ssl_with_a_client_certificate(secure_broker, certificates):
     values = produce_and_consume(secure_broker.address("SSL"), ssl_config(certificates))
     assert values == [f"value-{index}".encode() for index in range(200)]
+
+
+def test_requests_larger_than_one_receive_arrive_whole_over_ssl(secure_broker, certificates):
+    """~1 MB produce requests (many TLS records, many receives) are put together in place, byte for byte."""
+    values = produce_and_consume(secure_broker.address("SSL"), ssl_config(certificates), count=20_000, size=100)
+    assert values == [f"value-{index}".encode().ljust(100, b".") for index in range(20_000)]
 
 
 def test_a_client_without_a_certificate_is_refused_where_client_auth_is_required(secure_broker, certificates):

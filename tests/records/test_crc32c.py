@@ -38,7 +38,8 @@ def test_buffers_are_read_in_place_whatever_holds_them():
 
 
 def test_a_batch_in_a_bytearray_validates_and_one_flipped_byte_fails():
-    batch = bytearray(encode_batch([Record(offset_delta=i, timestamp=1_700_000_000_000, key=None, value=b"v" * 90) for i in range(100)], base_offset=0))
+    records = [Record(offset_delta=i, timestamp=1_700_000_000_000, key=None, value=b"v" * 90) for i in range(100)]
+    batch = bytearray(encode_batch(records, base_offset=0))
     assert batch_crc(batch, 0, len(batch)) == google_crc32c.value(bytes(batch[21:]))
     validate_batches(memoryview(batch))
     batch[500] ^= 1

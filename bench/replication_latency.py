@@ -5,7 +5,8 @@ A three-broker cluster; for each rate and replication factor a new one-partition
 RF 3) and the C load generator's paced producer (acks=all, linger.ms=0: one record per request) and consumer
 (bench/loadgen latency mode), beside the CPU each broker process used over the point (/proc, bench.peers.cpu_seconds)
 as cores busy, busiest first: a leader near one core (a Python process runs on one) is the bottleneck, and latency
-past it is queueing. Run: `python -m bench.replication_latency [--rates 2000,5000,10000] [--seconds 5]` (needs `make loadgen`).
+past it is queueing. Run: `python -m bench.replication_latency [--rates 2000,5000,10000] [--seconds 5]` (needs
+`make loadgen`).
 """
 
 from __future__ import annotations

@@ -156,7 +156,8 @@ def table(outcomes: list[Outcome]) -> str:
 
 def client_debug(name: str) -> dict[str, object]:
     """librdkafka's log quiet, or with CHAOS_CLIENT_DEBUG_DIR set its `debug=eos,msg,protocol,broker` log in
-    <dir>/<name>.log (what made an idempotent producer bump its epoch, say: grep "epoch" there)."""
+    <dir>/<name>.log (what made an idempotent producer bump its epoch, say: grep "epoch" there; where a consumer
+    looked for its group's coordinator: grep "coordinator")."""
     directory = os.environ.get("CHAOS_CLIENT_DEBUG_DIR")
     if not directory:
         return {"log_level": 0}
@@ -167,7 +168,7 @@ def client_debug(name: str) -> dict[str, object]:
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
-    return {"debug": "eos,msg,protocol,broker", "log_level": 7, "logger": logger}
+    return {"debug": "eos,msg,protocol,broker,cgrp", "log_level": 7, "logger": logger}
 
 
 class OffsetResets(logging.Handler):

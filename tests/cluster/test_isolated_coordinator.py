@@ -27,7 +27,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from chaos.workload import ProxiedCluster  # tests/ is the rootdir on sys.path
+from chaos.workload import ProxiedCluster, client_debug  # tests/ is the rootdir on sys.path
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.embedded import wait_until
@@ -61,7 +61,7 @@ def test_a_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_sta
     assert wait_until(lambda: len(admin.list_topics(timeout=10).brokers) == 3, timeout=30)
     admin.create_topics([NewTopic(topic, 2, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
-                         "log_level": 0})
+                         **client_debug(transactional_id)})
     producer.init_transactions(30)
     producer.begin_transaction()
     producer.produce(topic, value=b"committed", partition=0)
@@ -106,13 +106,21 @@ def commit(consumer: Consumer, offset: TopicPartition) -> bool:
     return True
 
 
+def committed(consumer: Consumer, partition: TopicPartition) -> int | None:
+    try:
+        return consumer.committed([partition], timeout=10)[0].offset
+    except KafkaException as exc:
+        assert exc.args[0].code() in COORDINATOR_MOVING, exc
+        return None
+
+
 def test_a_group_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_state(cluster, zk):
     topic, group_id = f"offsets-{uuid.uuid4().hex[:6]}", f"group-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
     assert wait_until(lambda: len(admin.list_topics(timeout=10).brokers) == 3, timeout=30)
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group_id,
-                         "enable.auto.commit": False, "log_level": 0})
+                         "enable.auto.commit": False, **client_debug(group_id)})
     try:
         consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
         assert wait_until(lambda: len(state_partition(zk, OFFSETS_TOPIC)["isr"]) == 3, timeout=30)
@@ -123,13 +131,24 @@ def test_a_group_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_sta
         try:
             assert wait_until(lambda: state_partition(zk, OFFSETS_TOPIC)["leader"] not in (-1, coordinator.node_id),
                               timeout=SESSION_TIMEOUT_S + 20), state_partition(zk, OFFSETS_TOPIC)
-            # the group commits at the new coordinator (retried while the client still asks the isolated one); the
-            # isolated one must not answer with what it held
-            assert wait_until(lambda: commit(consumer, TopicPartition(topic, 0, 9)), timeout=30)
+            # the group commits at the new coordinator, through a member that knows the cluster from a broker still
+            # in it: librdkafka asks the broker it used last where its coordinator is, and `consumer` used the
+            # isolated one, which only ever knows itself (the same with Kafka's brokers: a member talking to the
+            # isolated broker alone stays there until it heals)
+            elsewhere = next(broker for broker in cluster.brokers if broker.node_id != coordinator.node_id)
+            member = Consumer({"bootstrap.servers": cluster.broker_proxies[elsewhere.node_id].address,
+                               "group.id": group_id, "enable.auto.commit": False,
+                               **client_debug(f"{group_id}-elsewhere")})
+            try:
+                assert wait_until(lambda: commit(member, TopicPartition(topic, 0, 9)), timeout=30)
+            finally:
+                member.close()
+            # the isolated one must not answer with what it held
             assert fetch_offset(coordinator, group_id, topic) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
         finally:
             cluster.zookeeper_proxies[coordinator.node_id].heal()
-        assert consumer.committed([TopicPartition(topic, 0)], timeout=30)[0].offset == 9
+        # back in ZooKeeper (a new session) it follows the new leader, and so does the first member
+        assert wait_until(lambda: committed(consumer, TopicPartition(topic, 0)) == 9, timeout=30)
     finally:
         consumer.close()
 
@@ -142,7 +161,7 @@ def describe(broker, transactional_id: str):
 def test_markers_a_killed_leader_missed_reach_its_successor_soon(cluster, zk):
     topic, transactional_id = f"markers-{uuid.uuid4().hex[:6]}", f"txn-{uuid.uuid4().hex[:6]}"
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
-                         "log_level": 0})
+                         **client_debug(transactional_id)})
     producer.init_transactions(30)
     assert wait_until(lambda: len(state_partition(zk)["isr"]) == 3, timeout=60)
     coordinator_id = state_partition(zk)["leader"]

@@ -1,8 +1,9 @@
-"""Waiting on the event loop for a partition to change: its next append or high watermark move.
+"""Waiting on the event loop for a partition to change: its next append, high watermark move or new assignment.
 
-Partitions only call back (Partition.on_next_append, run once at the next append or high watermark advance); what
-a wake-up means for a coroutine is decided here, once, for those that wait: a Fetch long poll, and an acks=all
-append waiting for the ISR (a Produce, an offset commit, a transaction coordinator's write: `until_replicated`).
+Partitions only call back (Partition.on_next_append, run once at the next append, high watermark advance or
+assignment from the catalogue); what a wake-up means for a coroutine is decided here, once, for those that wait: a
+Fetch long poll, an acks=all append waiting for the ISR (a Produce, an offset commit, a transaction coordinator's
+write: `until_replicated`), and a Produce that reached a replica while the controller elects its leader (`until_led`).
 """
 
 from __future__ import annotations
@@ -52,3 +53,12 @@ async def until_replicated(partition_now: Callable[[], object], last_offset: int
             return None
         if not await next_change([partition], deadline - time.monotonic()):
             return KafkaError(ErrorCode.REQUEST_TIMED_OUT, "The ISR did not have the records in time")
+
+
+async def until_led(partition, deadline: float) -> None:
+    """Wait until `partition` leads here or its leader epoch moves on (another broker was elected), or `deadline`
+    (time.monotonic()); the caller looks at the partition again."""
+    epoch = partition.leader_epoch
+    while not partition.is_leader and partition.leader_epoch == epoch:
+        if not await next_change([partition], deadline - time.monotonic()):
+            return

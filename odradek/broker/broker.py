@@ -352,6 +352,22 @@ class Broker:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         return partition
 
+    def leadership_coming(self, topic: str, index: int) -> Partition | None:
+        """This broker's replica of a partition that may be about to lead it: the leader in this broker's view is
+        gone (not registered, or none) or stopping cleanly, and this broker is in the ISR, registered and staying,
+        so the controller is electing a leader from the ISR and may pick it. A client that sends here meanwhile most
+        likely heard of that election from a broker whose view moved first. None otherwise."""
+        partition = self.partitions.get((topic, index))
+        if partition is None or partition.is_leader or self.stopping or not self.membership.in_session:
+            return None
+        assignment = partition.assignment
+        live = {endpoint.node_id for endpoint in self.membership.live_brokers()}
+        shutting_down = self.membership.shutting_down()
+        if self.node_id not in assignment.isr or self.node_id not in live or self.node_id in shutting_down:
+            return None
+        leader = assignment.leader
+        return partition if leader not in live or leader in shutting_down else None
+
     def access(self, connection) -> RequestAuthorizer:
         """What this connection's principal may do, asked per request (everything with no authorizer)."""
         return RequestAuthorizer(self.authorizer, connection)

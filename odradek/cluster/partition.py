@@ -20,8 +20,9 @@ client's retry of a recent batch is answered with that batch's offsets and not w
 the earliest open transaction caps the last stable offset. Transaction markers are written here too, by the
 transaction coordinator, and an abort is recorded in the active segment's `.txnindex`.
 
-Waiters (fetch long polls) register a callback that runs once, after the next append; the partition does not know
-about event loops, so the network shell decides what a wake-up means.
+Waiters (fetch long polls, appends waiting for the ISR or an election) register a callback that runs once, after
+the next append, high watermark move or assignment; the partition does not know about event loops, so the network
+shell decides what a wake-up means.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ class Partition:
             self.followers = {}
             if new_epoch:
                 self.needs_truncation = True
-            self.wake()
+        if assignment != previous:
+            self.wake()  # long polls, and appends waiting for an election (append_waits.until_led)
 
     def last_offset_for_leader_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (the largest epoch at or below `leader_epoch`, where it ends) from the log's

@@ -6,10 +6,15 @@ OUT_OF_ORDER_SEQUENCE_NUMBER and takes the next sequence at its log end, as the 
 replica that stopped leading while an append waited (behind an earlier append or its record checks) refuses it
 instead of writing a client's batch into a follower's log. And a broker in controlled shutdown stays out of the
 ISR until it stops: a leader taking it back made acks=all appends alternate NOT_ENOUGH_REPLICAS and success, which
-librdkafka answers by bumping the producer's epoch (duplicates, docs/chaos.md)."""
+librdkafka answers by bumping the producer's epoch (duplicates, docs/chaos.md). And a Produce that reaches the next
+leader before it has heard of its own election waits for it rather than being refused."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import threading
 import time
 import uuid
 
@@ -133,3 +138,47 @@ def test_the_isr_never_takes_back_a_broker_in_controlled_shutdown(cluster, zk):
     finally:
         zk.delete(path)
     assert wait_until(lambda: stopping in state(zk, topic)["isr"], timeout=15)  # a broker that stayed is taken back
+
+
+def test_a_produce_that_reaches_the_next_leader_before_its_election_waits_for_it(cluster, zk):
+    """In a rolling restart a client can hear of a new leader (from a broker whose view of ZooKeeper moved first)
+    before that leader has: refused NOT_LEADER_OR_FOLLOWER there, and the next pipelined request taken once the
+    election is in force refused OUT_OF_ORDER_SEQUENCE_NUMBER, librdkafka bumped the producer's epoch and wrote records
+    the old leader had already written again (the rolling-restart test's duplicates). Here the controller is paused
+    while the leader asks for a controlled shutdown, so the next leader knows an election is coming and has none:
+    a Produce sent to it then is answered once it leads, with the offset it appended at."""
+    controller = json.loads(zk.get("/controller")[0])["brokerid"]
+    leader, successor = [broker.node_id for broker in cluster.brokers if broker.node_id != controller]
+    topic = f"coming-leader-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[leader, successor, controller]],
+                                  config={"min.insync.replicas": "2"})])[topic].result(30)
+    assert wait_until(lambda: state(zk, topic)["leader"] == leader and len(state(zk, topic)["isr"]) == 3, timeout=15)
+    client = RawClient(cluster.broker(leader).port)
+    init = client.call("InitProducerId", 4, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                       producer_epoch=-1)
+    client.close()
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert produce(cluster.broker(leader), topic, pid, epoch, 0) == (ErrorCode.NONE, 0)  # acks=all: all 3 have it
+
+    controller_pid = cluster.broker(controller).process.pid
+    path = f"{CONTROLLED_SHUTDOWN}/{leader}"
+    answers = []
+    os.kill(controller_pid, signal.SIGSTOP)
+    try:
+        zk.create(path, b"", ephemeral=True, makepath=True)  # as the leader's own request_controlled_shutdown does
+        time.sleep(1)  # the successor's watch on it fires (nothing it answers shows it)
+        sender = threading.Thread(target=lambda: answers.append(produce(cluster.broker(successor), topic, pid, epoch,
+                                                                          BATCH_RECORDS)))
+        sender.start()
+        sender.join(1.5)
+        assert sender.is_alive(), answers  # before: NOT_LEADER_OR_FOLLOWER at once
+    finally:
+        os.kill(controller_pid, signal.SIGCONT)
+    try:
+        sender.join(15)
+        assert state(zk, topic)["leader"] == successor
+        assert answers == [(ErrorCode.NONE, BATCH_RECORDS)]
+    finally:
+        zk.delete(path)
+    assert wait_until(lambda: len(state(zk, topic)["isr"]) == 3, timeout=15)

@@ -28,6 +28,12 @@ Appends to one partition still happen in the order the requests arrived, even wh
 checked before a large one's that came earlier: an idempotent producer pipelines requests to a partition and
 counts on its sequence numbers landing in order. Each partition remembers its last append still in flight, and a
 new append (inline or not) waits for it before appending; only a partition with nothing in flight appends inline.
+
+A Produce that reaches a replica whose leader is gone or stopping cleanly, while this broker is in the ISR, waits
+(up to ELECTION_WAIT_S, within the request's timeout) for the controller's election instead of being refused
+NOT_LEADER_OR_FOLLOWER at once: the client most likely learnt of the election from a broker whose view moved
+first. It joins the partition's appends in flight like any other, so the requests pipelined behind it land in
+order once this broker leads; if another broker is elected it is refused then.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import asyncio
 import logging
 import time
 
-from odradek.broker.append_waits import until_replicated
+from odradek.broker.append_waits import until_led, until_replicated
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
@@ -54,6 +60,7 @@ ProduceResponse = PRODUCE.response
 INLINE_RECORDS = 256 * 1024  # records of one request checked on the loop, at most
 INLINE_DECOMPRESSED_BYTES = 4 << 20  # if their compressed batches decompress to no more than this
 VALIDATION_PROCESSES = 2
+ELECTION_WAIT_S = 5.0  # the longest a Produce waits at a replica for an election that may make it the leader
 
 log = logging.getLogger("odradek.produce")
 
@@ -96,10 +103,11 @@ def handlers(broker) -> dict:
             await check
         return append(partition, records, headers)
 
-    def start_append(topic: str, index: int, records, version: int, inline_allowance: list[int]):
-        """The partition's append result, or a future of it when it has to wait for record checks off the loop or
-        for an earlier append to the same partition. Its records are checked inline if they fit in what is left of
-        the request's `inline_allowance` (a one-item list: records), which they use up."""
+    def prepared(topic: str, index: int, records, version: int, acks: int, inline_allowance: list[int]):
+        """The partition, its batches and what their record checks need, the records checked inline if they fit
+        in what is left of the request's `inline_allowance` (a one-item list: records), which they use up."""
+        if acks == -1:
+            broker.partition(topic, index).check_min_insync()
         partition, records, headers = checked_batches(topic, index, records, version)
         topic_partition = f"{topic}-{index}"
         config = partition.log.config
@@ -115,11 +123,44 @@ def handlers(broker) -> dict:
                 checked = True
             except DecompressedTooLarge:
                 pass  # a worker decompresses it again, under the full limit
+        return partition, records, headers, topic_partition, keys_required, time_range, checked
+
+    async def append_once_led(partition: Partition, previous: asyncio.Future | None, topic: str, index: int,
+                              records, version: int, acks: int, deadline: float):
+        """A Produce that reached this replica while the controller elects the partition's leader: append once
+        this broker leads (NOT_LEADER_OR_FOLLOWER if another broker was elected, or at `deadline`)."""
+        if previous is not None:
+            await asyncio.wait([previous])
+        await until_led(partition, deadline)
+        partition, records, headers, topic_partition, keys_required, time_range, checked = prepared(
+            topic, index, records, version, acks, [INLINE_RECORDS])
+        return await check_then_append(partition, None, records, headers, topic_partition, keys_required, time_range,
+                                       checked)
+
+    def start_append(topic: str, index: int, records, version: int, acks: int, timeout_ms: int,
+                     inline_allowance: list[int]):
+        """The partition's append result, or a future of it when it has to wait for record checks off the loop, for
+        an earlier append to the same partition, or for an election that may make this broker its leader: a
+        client that heard of it before this broker did would otherwise be refused NOT_LEADER_OR_FOLLOWER here,
+        and its next pipelined request, taken once the election is in force, OUT_OF_ORDER_SEQUENCE_NUMBER (the
+        refused sequences are missing), which librdkafka answers by bumping the producer's epoch and writing its
+        unacknowledged records again under new sequences (duplicates, docs/chaos.md)."""
+        electing = broker.leadership_coming(topic, index)
+        if electing is not None:
+            deadline = time.monotonic() + min(max(timeout_ms, 0) / 1000, ELECTION_WAIT_S)
+            return chain(electing, append_once_led(electing, in_flight.get(electing), topic, index, records,
+                                                   version, acks, deadline))
+        partition, records, headers, topic_partition, keys_required, time_range, checked = prepared(
+            topic, index, records, version, acks, inline_allowance)
         previous = in_flight.get(partition)
         if checked and previous is None:
             return append(partition, records, headers)
-        future = asyncio.ensure_future(check_then_append(partition, previous, records, headers, topic_partition,
-                                                         keys_required, time_range, checked))
+        return chain(partition, check_then_append(partition, previous, records, headers, topic_partition,
+                                                  keys_required, time_range, checked))
+
+    def chain(partition: Partition, append_later) -> asyncio.Future:
+        """Start `append_later` as the partition's last append in flight (the next one waits for it)."""
+        future = asyncio.ensure_future(append_later)
         in_flight[partition] = future
         future.add_done_callback(lambda done: finished(partition, done))
         return future
@@ -212,9 +253,8 @@ def handlers(broker) -> dict:
                     access.require(AclOperation.WRITE, ResourceType.TOPIC, name)
                     if acks not in (0, 1, -1):
                         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                    if acks == -1:
-                        broker.partition(name, data.index).check_min_insync()
-                    outcome = start_append(name, data.index, data.records, version, inline_allowance)
+                    outcome = start_append(name, data.index, data.records, version, acks, request.timeout_ms,
+                                           inline_allowance)
                 except (KafkaError, OSError) as exc:
                     outcome = exc
                 waiting = waiting or isinstance(outcome, asyncio.Future)

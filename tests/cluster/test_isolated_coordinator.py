@@ -20,6 +20,7 @@ out, and its abort on the still prepared commit was INVALID_TXN_STATE, fatal (se
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 
@@ -27,7 +28,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from chaos.workload import ProxiedCluster, client_debug  # tests/ is the rootdir on sys.path
+from broker.raw_client import RawClient  # tests/ is the rootdir on sys.path
+from chaos.workload import ProxiedCluster, client_debug
+from odradek.cluster.producer_ids import BLOCK_SIZE
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.embedded import wait_until
@@ -184,3 +187,45 @@ def test_markers_a_killed_leader_missed_reach_its_successor_soon(cluster, zk):
         assert completed, describe(coordinator, transactional_id)
     finally:
         leader.start(timeout=60)
+
+
+def test_a_broker_claiming_producer_ids_from_a_cut_zookeeper_keeps_answering_everyone_else(cluster):
+    """An InitProducerId that needs a new block of producer ids claims it in ZooKeeper. The claim ran on the event
+    loop: with the broker's ZooKeeper link cut, every connection of the broker waited until kazoo gave up on the link
+    (about two thirds of the session timeout) or the link came back. Now the claim holds only that request."""
+    broker = cluster.brokers[0]
+    client = RawClient(broker.port)
+
+    def init_producer_id():
+        return client.call("InitProducerId", 4, transactional_id=None, transaction_timeout_ms=60000,
+                           producer_id=-1, producer_epoch=-1)
+
+    issued = [init_producer_id().producer_id]
+    while issued[-1] % BLOCK_SIZE != BLOCK_SIZE - 1:  # blocks are claimed whole, from 0: use this one up
+        issued.append(init_producer_id().producer_id)
+    answers = []
+    cluster.zookeeper_proxies[broker.node_id].cut("blackhole")
+    try:
+        waiting = threading.Thread(target=lambda: answers.append(init_producer_id()))
+        waiting.start()
+        time.sleep(0.3)  # its claim is on the way to ZooKeeper
+        other = RawClient(broker.port)
+        try:
+            started = time.monotonic()
+            assert other.call("ApiVersions", 3, client_software_name="t", client_software_version="1").error_code \
+                == ErrorCode.NONE
+            elapsed = time.monotonic() - started
+            print(f"ApiVersions answered in {elapsed * 1000:.1f} ms while the claim waited")
+            assert elapsed < 1.0, elapsed  # before: 3.0-3.4 s, the loop blocked in kazoo
+        finally:
+            other.close()
+        assert waiting.is_alive()  # still claiming
+    finally:
+        cluster.zookeeper_proxies[broker.node_id].heal()
+    waiting.join(30)
+    answer = answers[0]
+    while answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE:  # kazoo gave up on the link first: retriable
+        time.sleep(0.5)
+        answer = init_producer_id()
+    client.close()
+    assert answer.error_code == ErrorCode.NONE and answer.producer_id not in issued

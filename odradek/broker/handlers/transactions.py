@@ -12,10 +12,14 @@ With an authorizer, as KafkaApis: a transactional id needs WRITE (TRANSACTIONAL_
 transactional call, an idempotent InitProducerId IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679,
 else CLUSTER_AUTHORIZATION_FAILED); topics added need WRITE, offsets committed READ on the group and the topics;
 the admin views need DESCRIBE on the transactional id (ListTransactions leaves the others out) or READ on the topic.
+In a cluster an InitProducerId that needs a new block of producer ids claims it from ZooKeeper on a thread
+(`producer_id_block`), so a slow or cut link to ZooKeeper holds that request, not the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import time
 
 from odradek.broker.append_waits import until_replicated
@@ -74,6 +78,25 @@ def handlers(broker) -> dict:
             return Response(throttle_time_ms=0, error_code=_code_for(exc, version, 4), producer_id=-1,
                             producer_epoch=-1)
 
+        def initialized():
+            try:
+                producer_id, epoch = coordinator().init_producer_id(
+                    request.transactional_id, request.transaction_timeout_ms,
+                    request.producer_id if version >= 3 else -1, request.producer_epoch if version >= 3 else -1)
+            except KafkaError as exc:
+                return refused(exc)
+            return once_durable(request.transactional_id, lambda: Response(
+                throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch),
+                refused)
+
+        async def initialized_after_claim():
+            try:
+                await producer_id_block()
+            except KafkaError as exc:
+                return refused(exc)
+            answer = initialized()
+            return await answer if inspect.isawaitable(answer) else answer
+
         try:
             access = broker.access(connection)
             if request.transactional_id is not None:
@@ -81,13 +104,33 @@ def handlers(broker) -> dict:
             elif not (access.allows_cluster(AclOperation.IDEMPOTENT_WRITE)
                       or access.allows_any(AclOperation.WRITE, ResourceType.TOPIC)):  # KIP-679
                 access.require_cluster(AclOperation.IDEMPOTENT_WRITE)
-            producer_id, epoch = coordinator().init_producer_id(
-                request.transactional_id, request.transaction_timeout_ms,
-                request.producer_id if version >= 3 else -1, request.producer_epoch if version >= 3 else -1)
         except KafkaError as exc:
             return refused(exc)
-        return once_durable(request.transactional_id, lambda: Response(
-            throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch), refused)
+        if broker.controller is not None and not coordinator().producer_ids.ready:
+            return initialized_after_claim()
+        return initialized()
+
+    claiming: list[asyncio.Future] = []  # the block of producer ids being claimed, if one is
+
+    def claimed(claim: asyncio.Future) -> None:
+        claiming.remove(claim)
+        if not claim.cancelled():
+            claim.exception()  # retrieved here too: every request that waited for it may have gone
+
+    async def producer_id_block() -> None:
+        """In a cluster, claim the coordinator's next block of producer ids off the event loop: a conditional write
+        to ZooKeeper, which takes up to the session timeout when the link is cut, while this broker's other
+        connections go on. Requests that need a block meanwhile share the one claim. KafkaError
+        COORDINATOR_NOT_AVAILABLE (retriable) when ZooKeeper does not answer."""
+        if not claiming:
+            claim = asyncio.ensure_future(asyncio.to_thread(coordinator().producer_ids.claim_block))
+            claim.add_done_callback(claimed)
+            claiming.append(claim)
+        try:
+            await asyncio.shield(claiming[0])
+        except Exception as exc:  # kazoo's errors: the handlers never import kazoo
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"Could not claim a block of producer ids in ZooKeeper: {exc!r}") from exc
 
     def add_partitions(access, transactional_id: str, producer_id: int, producer_epoch: int, topics, version: int,
                        verify_only: bool = False):

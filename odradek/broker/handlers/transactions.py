@@ -12,8 +12,8 @@ With an authorizer, as KafkaApis: a transactional id needs WRITE (TRANSACTIONAL_
 transactional call, an idempotent InitProducerId IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679,
 else CLUSTER_AUTHORIZATION_FAILED); topics added need WRITE, offsets committed READ on the group and the topics;
 the admin views need DESCRIBE on the transactional id (ListTransactions leaves the others out) or READ on the topic.
-In a cluster an InitProducerId that needs a new block of producer ids claims it from ZooKeeper on a thread
-(`producer_id_block`), so a slow or cut link to ZooKeeper holds that request, not the event loop.
+An InitProducerId that needs a new block of producer ids claims it as a catalogue write (`producer_id_block`: in a
+cluster from ZooKeeper on a thread), so a slow or cut link to ZooKeeper holds that request, not the event loop.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def handlers(broker) -> dict:
                 access.require_cluster(AclOperation.IDEMPOTENT_WRITE)
         except KafkaError as exc:
             return refused(exc)
-        if broker.controller is not None and not coordinator().producer_ids.ready:
+        if not coordinator().producer_ids.ready:
             return initialized_after_claim()
         return initialized()
 
@@ -118,19 +118,19 @@ def handlers(broker) -> dict:
             claim.exception()  # retrieved here too: every request that waited for it may have gone
 
     async def producer_id_block() -> None:
-        """In a cluster, claim the coordinator's next block of producer ids off the event loop: a conditional write
-        to ZooKeeper, which takes up to the session timeout when the link is cut, while this broker's other
-        connections go on. Requests that need a block meanwhile share the one claim. KafkaError
-        COORDINATOR_NOT_AVAILABLE (retriable) when ZooKeeper does not answer."""
+        """Claim the coordinator's next block of producer ids, in a cluster off the event loop
+        (Broker.catalogue_write): a conditional write to ZooKeeper, which takes up to the session timeout when the
+        link is cut, while this broker's other connections go on. Requests that need a block meanwhile share the one
+        claim. KafkaError COORDINATOR_NOT_AVAILABLE (retriable) when the claim fails."""
         if not claiming:
-            claim = asyncio.ensure_future(asyncio.to_thread(coordinator().producer_ids.claim_block))
+            claim = asyncio.ensure_future(broker.catalogue_write(coordinator().producer_ids.claim_block))
             claim.add_done_callback(claimed)
             claiming.append(claim)
         try:
             await asyncio.shield(claiming[0])
-        except Exception as exc:  # kazoo's errors: the handlers never import kazoo
+        except Exception as exc:  # kazoo's errors (the handlers never import kazoo), or the metadata file's
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                             f"Could not claim a block of producer ids in ZooKeeper: {exc!r}") from exc
+                             f"Could not claim a block of producer ids: {exc!r}") from exc
 
     def add_partitions(access, transactional_id: str, producer_id: int, producer_epoch: int, topics, version: int,
                        verify_only: bool = False):

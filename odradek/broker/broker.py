@@ -98,6 +98,7 @@ class Broker:
             raise
         self._follow_scheduled = False
         self._catalogue_waiters: list[asyncio.Future] = []  # woken each time the broker has followed a change
+        self._internal_topics_created: dict[str, asyncio.Task] = {}  # in a cluster: creations under way
         self._applied_topic_configs = {name: topic.configs for name, topic in self.metadata.topics.items()}
         self._applied_broker_configs = {name: dict(configs) for name, configs in self.metadata.broker_configs.items()}
         self.server = None
@@ -204,18 +205,40 @@ class Broker:
                               replication_factor_key: str) -> None:
         """Create a coordinator's topic on first use; in a cluster another broker may have just made it. In a
         ZooKeeper cluster it is replicated by `replication_factor_key` (offsets.topic.replication.factor...), and
-        as Kafka, refused with COORDINATOR_NOT_AVAILABLE while fewer brokers are live; a single node has one."""
-        if name not in self.metadata.topics:
-            replication_factor = 1 if self.controller is None else self.config[replication_factor_key]
-            try:
-                self.create_topic(name, num_partitions, replication_factor, configs)
-            except KafkaError as exc:
-                if exc.code == ErrorCode.INVALID_REPLICATION_FACTOR:
-                    raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                     f"{exc.message} The replication factor of {name} is {replication_factor_key}; "
-                                     f"the topic is created once enough brokers are live.") from exc
-                if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                    raise
+        as Kafka, refused with COORDINATOR_NOT_AVAILABLE while fewer brokers are live; a single node has one and
+        creates it here. In a cluster the creation is a catalogue write started here once, off the event loop
+        (a ZooKeeper link that is slow or cut must not hold every connection), and the request that needed the
+        topic is answered COORDINATOR_NOT_AVAILABLE, retriable, as Kafka's FindCoordinator answers while the topic
+        is being made; the topic is there once the catalogue brings it back."""
+        if name in self.metadata.topics:
+            return
+        if self.controller is None:
+            self._create_internal_topic(name, num_partitions, 1, configs, replication_factor_key)
+            return
+        if name not in self._internal_topics_created:
+            creation = asyncio.get_running_loop().create_task(self.catalogue_write(
+                self._create_internal_topic, name, num_partitions, self.config[replication_factor_key], configs,
+                replication_factor_key))
+            self._internal_topics_created[name] = creation
+            creation.add_done_callback(lambda done: self._internal_topic_created(name, done))
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"The internal topic {name} is being created.")
+
+    def _create_internal_topic(self, name: str, num_partitions: int, replication_factor: int,
+                               configs: Mapping[str, str], replication_factor_key: str) -> None:
+        try:
+            self.create_topic(name, num_partitions, replication_factor, configs)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.INVALID_REPLICATION_FACTOR:
+                raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                 f"{exc.message} The replication factor of {name} is {replication_factor_key}; "
+                                 f"the topic is created once enough brokers are live.") from exc
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+
+    def _internal_topic_created(self, name: str, creation: asyncio.Task) -> None:
+        del self._internal_topics_created[name]
+        if not creation.cancelled() and creation.exception() is not None:  # the next request that needs it retries
+            log.warning("creating %s failed: %s", name, creation.exception())
 
     def delete_topic(self, name: str) -> TopicMetadata:
         if not self.config["delete.topic.enable"]:

@@ -229,3 +229,31 @@ def test_a_broker_claiming_producer_ids_from_a_cut_zookeeper_keeps_answering_eve
         answer = init_producer_id()
     client.close()
     assert answer.error_code == ErrorCode.NONE and answer.producer_id not in issued
+
+
+def test_a_broker_creating_the_offsets_topic_through_a_cut_zookeeper_keeps_answering(odradek_zookeeper, tmp_path):
+    """The first FindCoordinator of a cluster creates __consumer_offsets. The creation (znodes written with kazoo)
+    ran on the event loop: with the broker's ZooKeeper link cut, the broker answered nothing until kazoo gave up on
+    the link. Now it is started off the loop and the request is answered COORDINATOR_NOT_AVAILABLE (retriable), as
+    Kafka answers while it makes the topic; once the link is back the topic is made and the coordinator found."""
+    with ProxiedCluster(1, zookeeper=f"{odradek_zookeeper.connect}/offsets-{uuid.uuid4().hex[:8]}", data_dir=tmp_path,
+                        settings={"offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 1}) as c:
+        broker = c.brokers[0]
+        client = RawClient(broker.port)
+        try:
+            def find_coordinator():
+                return client.call("FindCoordinator", 2, key="a-group", key_type=0)
+
+            c.zookeeper_proxies[broker.node_id].cut("blackhole")
+            try:
+                started = time.monotonic()
+                answer = find_coordinator()
+                elapsed = time.monotonic() - started
+                print(f"FindCoordinator answered in {elapsed * 1000:.1f} ms with the link cut")
+                assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and elapsed < 1.0, elapsed
+            finally:
+                c.zookeeper_proxies[broker.node_id].heal()
+            assert wait_until(lambda: find_coordinator().error_code == ErrorCode.NONE, timeout=30)
+            assert find_coordinator().node_id == broker.node_id
+        finally:
+            client.close()

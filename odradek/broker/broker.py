@@ -236,9 +236,13 @@ class Broker:
                 raise
 
     def _internal_topic_created(self, name: str, creation: asyncio.Task) -> None:
+        """The next request that needs the topic tries again if this creation failed."""
         del self._internal_topics_created[name]
-        if not creation.cancelled() and creation.exception() is not None:  # the next request that needs it retries
-            log.warning("creating %s failed: %s", name, creation.exception())
+        failure = None if creation.cancelled() else creation.exception()
+        if isinstance(failure, KafkaError) and failure.code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+            log.info("%s not created yet: %s", name, failure.message)  # too few brokers live
+        elif failure is not None:
+            log.warning("creating %s failed: %r", name, failure)
 
     def delete_topic(self, name: str) -> TopicMetadata:
         if not self.config["delete.topic.enable"]:

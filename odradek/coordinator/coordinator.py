@@ -23,10 +23,11 @@ pending, invisible to OffsetFetch, until the transaction coordinator's marker re
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from odradek.broker.append_waits import until_replicated
 from odradek.broker.periodic import every
@@ -432,12 +433,12 @@ class GroupCoordinator:
         does not get there answers them COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, and they join again."""
         if isinstance(group, ClassicGroup):
             outbox, group.outbox = group.outbox, []
-            replicated = self._store_group(group) if group.metadata_changed else None
-            held = [entry for entry in outbox if entry[0] == SYNC] if replicated is not None else []
-            self._deliver(group.group_id, [entry for entry in outbox if entry[0] != SYNC or replicated is None])
+            replication = self._store_group(group) if group.metadata_changed else None
+            held = [entry for entry in outbox if entry[0] == SYNC] if replication is not None else []
+            self._deliver(group.group_id, [entry for entry in outbox if entry[0] != SYNC or replication is None])
             if held:
                 task = asyncio.get_running_loop().create_task(
-                    self._deliver_when_replicated(group.group_id, held, replicated))
+                    self._deliver_when_replicated(group.group_id, held, replication()))
                 self._tasks.append(task)
                 task.add_done_callback(self._forget_task)
         self._arm_timer(group)
@@ -452,9 +453,10 @@ class GroupCoordinator:
             if future is not None and not future.done():
                 future.set_result(result)
 
-    def _store_group(self, group: ClassicGroup) -> Awaitable[KafkaError | None] | None:
+    def _store_group(self, group: ClassicGroup) -> Callable[[], Awaitable[KafkaError | None]] | None:
         """Append the group's metadata record; None when it is as safe as offsets.commit.required.acks asks (or
-        the write failed, which is logged), else an awaitable of the wait for the in-sync replicas."""
+        the write failed, which is logged), else what starts the wait for the in-sync replicas (started only if
+        an answer is held for it)."""
         group.metadata_changed = False
         log.info("group %s is %s at generation %d with %d member(s)", group.group_id, group.state.name,
                  group.generation, len(group.members))
@@ -468,7 +470,7 @@ class GroupCoordinator:
                 or self.broker.partitions[key].high_watermark > last_offset):
             return None
         deadline = time.monotonic() + self.broker.config["offsets.commit.timeout.ms"] / 1000
-        return until_replicated(lambda: self.broker.partitions.get(key), last_offset, deadline)
+        return functools.partial(until_replicated, lambda: self.broker.partitions.get(key), last_offset, deadline)
 
     async def _deliver_when_replicated(self, group_id: str, held: list, replicated: Awaitable) -> None:
         error = await replicated

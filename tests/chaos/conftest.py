@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from tests.cluster.conftest import python_defects
+
 from .workload import ProxiedCluster
 
 
@@ -16,3 +18,4 @@ def cluster(odradek_zookeeper, tmp_path_factory):
     with ProxiedCluster(3, zookeeper=odradek_zookeeper.connect + chroot,
                         data_dir=tmp_path_factory.mktemp("chaos")) as c:
         yield c
+    assert not python_defects(c)

@@ -4,6 +4,7 @@ Metadata as a client sees it."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -21,10 +22,23 @@ def new_cluster(odradek_zookeeper, tmp_path_factory, name: str, brokers: int = 3
                    settings=settings)
 
 
+# what Python itself writes to a broker's log about a defect of ours: a coroutine made and dropped, an asyncio task or
+# callback whose exception nobody handled, a kazoo watch callback that raised
+PYTHON_DEFECTS = re.compile("was never awaited|Task exception was never retrieved|Exception in callback|"
+                            "Exception in worker queue thread")
+
+
+def python_defects(cluster: Cluster) -> list[str]:
+    """The lines of the brokers' logs where Python reports a defect; a fixture checks it once its cluster stopped."""
+    return [f"broker {broker.node_id}: {line}" for broker in cluster.brokers if broker.log_path.exists()
+            for line in broker.log_path.read_text(errors="replace").splitlines() if PYTHON_DEFECTS.search(line)]
+
+
 @pytest.fixture(scope="module")
 def cluster(odradek_zookeeper, tmp_path_factory):
     with new_cluster(odradek_zookeeper, tmp_path_factory, "cluster") as c:
         yield c
+    assert not python_defects(c)
 
 
 @pytest.fixture(scope="module")

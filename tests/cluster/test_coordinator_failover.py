@@ -28,7 +28,7 @@ from odradek.embedded import Cluster, wait_until
 from odradek.errors import ErrorCode
 from odradek.protocol import api
 
-from .conftest import new_cluster
+from .conftest import new_cluster, python_defects
 
 SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
 COMMIT_TIMEOUT_MS = 2000
@@ -42,6 +42,7 @@ def cluster(odradek_zookeeper, tmp_path_factory):
                      settings={"transaction.state.log.num.partitions": 1,
                                "offsets.commit.timeout.ms": COMMIT_TIMEOUT_MS}) as c:
         yield c
+    assert not python_defects(c)
 
 
 def state(zk, topic: str, index: int = 0) -> dict:

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from odradek.embedded import wait_until
 
-from .conftest import new_cluster
+from .conftest import new_cluster, python_defects
 
 TRANSACTION_STATE = "__transaction_state"
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -31,6 +31,7 @@ def cluster(odradek_zookeeper, tmp_path_factory):
             "transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1,
             "replica.lag.time.max.ms": LAG_TIME_S * 1000}) as c:
         yield c
+    assert not python_defects(c)
 
 
 def transactional_producer(bootstrap: str, timeout_s: float) -> None:

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from odradek.embedded import wait_until
 
-from .conftest import new_cluster
+from .conftest import new_cluster, python_defects
 
 BACKLOG = 20_000_000
 RATE = 2_000_000
@@ -26,6 +26,7 @@ RATE = 2_000_000
 def cluster(odradek_zookeeper, tmp_path_factory):
     with new_cluster(odradek_zookeeper, tmp_path_factory, "throttles", 2, {"replication.quota.window.num": 2}) as c:
         yield c
+    assert not python_defects(c)
 
 
 def log_size(broker, topic: str) -> int:

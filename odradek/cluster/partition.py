@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection
 
 from odradek.cluster.metadata import PartitionAssignment
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import encode_control_batch, parse_header
+from odradek.records.batch import encode_control_batch, parse_header, rebased
 from odradek.storage.log import AppendResult, Log
 from odradek.storage.producer_state import AppendOrigin, CompletedTransaction
 
@@ -230,7 +230,7 @@ class Partition:
         base_offset = result.first_offset
         for header in headers:
             if header.producer_id >= 0:
-                producer_state.record_batch(header._replace(base_offset=base_offset))
+                producer_state.record_batch(rebased(header, base_offset, header.partition_leader_epoch))
             base_offset += header.last_offset_delta + 1
         self._appended()
         return result

@@ -200,19 +200,15 @@ class Log:
 
         With `assign_offsets` (the produce path) the batches get dense offsets from the log end offset, the leader
         epoch if given, and LogAppendTime timestamps if the topic uses them, in a private copy written with one
-        write; CreateTime timestamps are checked against message.timestamp.{before,after}.max.ms. Without it
+        write. CreateTime timestamps are not the log's to check: Produce checks every record's against
+        message.timestamp.{before,after}.max.ms before it appends (records.validation). Without `assign_offsets`
         (replication, the cleaner) the batches keep their offsets, which must increase from the log end offset.
         """
         config = self._config
         now = self._clock() if now_ms is None else now_ms
         self.check_sizes(data, headers)
         total = len(data)
-        append_time = -1
-        if assign_offsets:
-            if config.log_append_time:
-                append_time = now
-            else:
-                _check_create_times(headers, now, config)
+        append_time = now if assign_offsets and config.log_append_time else -1
         with self._lock:
             if not headers:
                 return AppendResult(self._log_end_offset, self._log_end_offset - 1, append_time,
@@ -537,18 +533,6 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.directory.name}, start={self._log_start_offset}, end={self._log_end_offset}, "
                 f"segments={len(self._segments)})")
-
-
-def _check_create_times(headers: list[BatchHeader], now: int, config: LogConfig) -> None:
-    """message.timestamp.{before,after}.max.ms against each batch's first and max timestamps (per batch, not per
-    record: a record older than its batch's first one is not caught)."""
-    earliest, latest = config.create_time_range(now)
-    for header in headers:
-        too_old = header.base_timestamp != NO_TIMESTAMP and header.base_timestamp < earliest
-        if too_old or header.max_timestamp > latest:
-            raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                             f"Timestamp {header.base_timestamp}..{header.max_timestamp} is out of the accepted "
-                             f"range [{earliest}, {latest}]")
 
 
 def _check_increasing(headers: list[BatchHeader], log_end_offset: int) -> None:

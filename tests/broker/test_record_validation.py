@@ -62,15 +62,21 @@ def test_size_limits_come_before_the_records_are_walked(broker, client, topic_na
 
 
 def test_each_record_timestamp_is_checked(broker, client, topic_name):
-    """message.timestamp.before.max.ms applies to every record, as in Kafka: a record older than its batch's first
-    one (which the batch header alone does not show) is INVALID_TIMESTAMP, named in record_errors."""
-    create(broker, topic_name, {"message.timestamp.before.max.ms": "3600000"})
+    """message.timestamp.{before,after}.max.ms apply to every record, as in Kafka: a record older than its batch's
+    first one (which the batch header alone does not show) or ahead of now by more than allowed is INVALID_TIMESTAMP,
+    named in record_errors, and nothing of the batch is written; one within both bounds is."""
+    create(broker, topic_name, {"message.timestamp.before.max.ms": "3600000",
+                                "message.timestamp.after.max.ms": "60000"})
     now = int(time.time() * 1000)
-    batch = encode_batch([Record(0, now, b"k", b"a"), Record(1, now - 7_200_000, b"k", b"b")])
+    batch = encode_batch([Record(0, now, b"k", b"a"), Record(1, now - 7_200_000, b"k", b"b"),
+                          Record(2, now + 600_000, b"k", b"c")])
     answer = produce(client, topic_name, batch)
     assert answer.error_code == 32  # INVALID_TIMESTAMP
-    assert [e.batch_index for e in answer.record_errors] == [1]
+    assert [e.batch_index for e in answer.record_errors] == [1, 2]
     assert answer.record_errors[0].batch_index_error_message.startswith(f"Timestamp {now - 7_200_000} of message")
+    assert answer.record_errors[1].batch_index_error_message.startswith(f"Timestamp {now + 600_000} of message")
+    answer = produce(client, topic_name, encode_batch([Record(0, now - 60_000, b"k", b"d")]))
+    assert answer.error_code == 0 and answer.base_offset == 0
 
 
 @pytest.mark.parametrize("topic_type", ["CreateTime", "LogAppendTime"])

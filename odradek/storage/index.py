@@ -44,7 +44,7 @@ class _IndexFile:
 
     @property
     def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+        return len(self._keys) >= self.max_entries  # not len(self): a call less on every append
 
     def _read_file(self, may_be_unwritten: bool) -> bytes | None:
         """The file's bytes if it holds whole entries, else None. A missing file reads as empty when the index may

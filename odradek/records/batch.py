@@ -27,6 +27,7 @@ from odradek.records.compression import compress, decompress
 BATCH_HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part of a batch not counted in batchLength
 MAGIC_OFFSET = 16
+STAMPED_BYTES = MAGIC_OFFSET  # base offset, length, leader epoch: all assign_offsets changes of a CreateTime batch
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
@@ -204,6 +205,8 @@ def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset:
                    log_append_time_ms: int | None = None,
                    partition_leader_epoch: int | None = None) -> list[BatchHeader]:
     """Give the batches laid end to end in `buf` dense offsets from `first_offset`, in place; the new headers.
+    Without `log_append_time_ms` only each batch's first STAMPED_BYTES change, so for one batch `buf` may hold just
+    those.
 
     With `log_append_time_ms`, each batch gets the LogAppendTime attribute bit and that maxTimestamp (Kafka's
     `setMaxTimestamp`: baseTimestamp and record deltas stay as the producer wrote them; readers of a LogAppendTime

@@ -178,9 +178,16 @@ class _HeaderReader:
 
 
 def _write_all(fd: int, data, position: int) -> None:
-    written = os.pwrite(fd, data, position)
-    if written == len(data):  # the one call it nearly always takes
-        return
+    """`data` (bytes-like, or a tuple of bytes-like pieces written in that order with one pwritev) at `position`."""
+    if type(data) is tuple:
+        written = os.pwritev(fd, data, position)
+        if written == sum(map(len, data)):  # the one call it nearly always takes
+            return
+        data = b"".join(data)  # a short write, rare: the rest from one joined copy
+    else:
+        written = os.pwrite(fd, data, position)
+        if written == len(data):  # the one call it nearly always takes
+            return
     view = memoryview(data)[written:]
     position += written
     while view:
@@ -277,7 +284,8 @@ class Segment:
     # -- appending ---------------------------------------------------------------------------------------------
 
     def append(self, data, headers: list[BatchHeader]) -> None:
-        """Write whole batches at the end with one pwrite, then index them and publish the new size."""
+        """Write whole batches at the end with one pwrite (one pwritev for a tuple of pieces), then index them and
+        publish the new size."""
         position = self.size
         _write_all(self.fd, data, position)
         for header in headers:

@@ -11,7 +11,7 @@ import pytest
 
 from odradek.config import LogConfig
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import decode_batch, parse_header
+from odradek.records.batch import decode_batch, parse_header, validate_batches
 from odradek.storage.log import Log
 from odradek.storage.segment import DELETED_SUFFIX
 
@@ -40,6 +40,23 @@ def test_append_assigns_dense_offsets_and_reads_back(tmp_path, clock):
         with pytest.raises(KafkaError) as info:
             log.read(bad, 100)
         assert info.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_a_produced_batch_is_stamped_on_disk_and_the_request_bytes_stay_as_they_came(tmp_path, clock):
+    """One CreateTime batch (Produce v3+) is written as its stamped first bytes and the rest of the request's own
+    bytes (no copy of the batch): on disk it has its offset and the leader's epoch and a valid CRC; the frame it
+    came in is untouched, so the same bytes appended again land at the next offsets."""
+    log = open_log(tmp_path, clock)
+    frame = bytearray(b"\xee" * 7 + batch(3, tag=0) + b"\xee" * 5)
+    received = memoryview(frame)[7:-5]  # as the network hands a batch on: a view into the request frame
+    before = bytes(frame)
+    log.append(received, validate_batches(received), partition_leader_epoch=4)
+    log.append(received, validate_batches(received), partition_leader_epoch=5)
+    assert bytes(frame) == before
+    on_disk = log.read(0, 1 << 20).read_bytes()
+    headers = validate_batches(on_disk)  # checks each batch's CRC
+    assert [(h.base_offset, h.partition_leader_epoch) for h in headers] == [(0, 4), (3, 5)]
+    assert [offset for offset, _ in read_all(log)] == list(range(6))
 
 
 def test_read_returns_at_least_one_whole_batch_then_what_fits(tmp_path, clock):

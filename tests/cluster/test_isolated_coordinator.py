@@ -71,9 +71,14 @@ def test_a_coordinator_cut_off_from_zookeeper_does_not_answer_from_its_stale_sta
     producer.commit_transaction(30)
     assert wait_until(lambda: len(state_partition(zk)["isr"]) == 3, timeout=30)
     coordinator = cluster.broker(state_partition(zk)["leader"])
-    described = raw(coordinator, "DescribeTransactions", 0, DESCRIBE_TRANSACTIONS.request(
-        transactional_ids=[transactional_id])).transaction_states[0]
-    assert described.transaction_state == "CompleteCommit"
+
+    def completed():
+        state = raw(coordinator, "DescribeTransactions", 0, DESCRIBE_TRANSACTIONS.request(
+            transactional_ids=[transactional_id])).transaction_states[0]
+        return state if state.transaction_state == "CompleteCommit" else None
+    # EndTxn is answered once PrepareCommit is written, as Kafka answers it; CompleteCommit follows once the markers are
+    described = wait_until(completed, timeout=15)
+    assert described is not None
 
     cluster.zookeeper_proxies[coordinator.node_id].cut("blackhole")
     try:

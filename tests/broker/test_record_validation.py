@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from odradek.broker.handlers.produce import INLINE_RECORDS
 from odradek.protocol import api
 from odradek.records.batch import Record, encode_batch
-from odradek.records.compression import ZSTD, compress
+from odradek.records.compression import ZSTD
 
 from records.test_validation import record_bytes, with_body  # tests/ is on sys.path (rootdir packages)
 from .raw_client import RawClient

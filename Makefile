@@ -70,7 +70,8 @@ bench-packages:
 	  else echo "missing and we are not root:$$missing (the workloads that need them will be skipped)"; fi; \
 	fi
 
-# The C load generator (bench/loadgen): producer and consumer over librdkafka, built here, never committed. They link
+# The C load generator (bench/loadgen): producer and consumer over librdkafka, and the wire producer and consumer that
+# encode the protocol themselves (bench/loadgen/__init__.py says why), built here, never committed. They link
 # the librdkafka inside the venv's confluent-kafka wheel when there is one (the Python client's own version, and
 # Debian 12's 2.0.2 cannot parse Tansu's ApiVersions v3 answer), else Debian's; the headers are Debian's.
 LOADGEN := build/loadgen
@@ -82,7 +83,12 @@ $(LOADGEN)/loadgen-%: bench/loadgen/%.c $(LOADGEN_COMMON)
 	@mkdir -p $(LOADGEN)
 	gcc -O2 -Wall -Wextra -Werror -o $@ $< bench/loadgen/common.c $(RDKAFKA)
 
-loadgen: $(LOADGEN)/loadgen-producer $(LOADGEN)/loadgen-consumer
+$(LOADGEN)/loadgen-wire-%: bench/loadgen/wire-%.c bench/loadgen/wire.c bench/loadgen/wire.h $(LOADGEN_COMMON)
+	@mkdir -p $(LOADGEN)
+	gcc -O2 -Wall -Wextra -Werror -o $@ $< bench/loadgen/wire.c bench/loadgen/common.c $(RDKAFKA)
+
+loadgen: $(LOADGEN)/loadgen-producer $(LOADGEN)/loadgen-consumer $(LOADGEN)/loadgen-wire-producer \
+	$(LOADGEN)/loadgen-wire-consumer
 
 # Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>.json and .png.
 # Without a C compiler or librdkafka-dev the load generator's workloads are skipped, the rest still run.

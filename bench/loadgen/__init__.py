@@ -1,10 +1,13 @@
-"""The C load generator (producer.c, consumer.c here, built by `make loadgen` into build/loadgen) driven from
-Python: spawn several of its processes at once against one broker and sum what they report.
+"""The C load generator (built by `make loadgen` into build/loadgen) driven from Python: spawn several of its
+processes at once against one broker and sum what they report.
 
 The Python client costs about 1 us of client CPU per record, ten times what the brokers spend, so with it every
-broker measures the client. These two small programs over librdkafka keep the client's cost per record well under
-the broker's and can run as several processes, so that the broker is what saturates; the figures that show it
-(CPU per record and cores busy, for each side) come out of `Run`. Each process prints one JSON line (common.h):
+broker measures the client. Two pairs of small C programs replace it. producer.c and consumer.c go through
+librdkafka, what a C client sees; but librdkafka's own cost (0.2-0.4 us of client CPU per record) is above the
+brokers' too, and on 2 cores it is what saturates. wire-producer.c and wire-consumer.c (`wire=True`) speak the
+protocol themselves, a send per batch of prebuilt bytes and a read per answer (0.03 us per record), so that the
+broker is what saturates. The figures that show which side did (CPU per record and cores busy, for each side) come
+out of `Run`. Each process prints one JSON line (common.h):
 its records, its span on CLOCK_MONOTONIC (one clock for every process) and its own CPU time from getrusage. A
 run's rate is every process's records over the span from the first one's start to the last one's end.
 """
@@ -19,6 +22,8 @@ from pathlib import Path
 BUILD_DIR = Path(__file__).resolve().parents[2] / "build" / "loadgen"
 PRODUCER = BUILD_DIR / "loadgen-producer"
 CONSUMER = BUILD_DIR / "loadgen-consumer"
+WIRE_PRODUCER = BUILD_DIR / "loadgen-wire-producer"
+WIRE_CONSUMER = BUILD_DIR / "loadgen-wire-consumer"
 TIMEOUT = 300
 
 
@@ -57,7 +62,7 @@ def settings(config: dict[str, object]) -> list[str]:
 
 
 def require() -> None:
-    missing = [str(path) for path in (PRODUCER, CONSUMER) if not path.exists()]
+    missing = [str(path) for path in (PRODUCER, CONSUMER, WIRE_PRODUCER, WIRE_CONSUMER) if not path.exists()]
     if missing:
         raise Unavailable(f"load generator not built ({', '.join(missing)}): run `make loadgen`")
 
@@ -90,20 +95,25 @@ def reports_of(commands: list[list[str]]) -> list[dict]:
 
 
 def produce(bootstrap: str, topic: str, records: int, *, processes: int = 1, size: int = 100, keys: int = 0,
-            config: dict[str, object] | None = None) -> Run:
-    """`processes` producers sending records // processes records each (the remainder to the first)."""
+            config: dict[str, object] | None = None, wire_partitions: int = 0) -> Run:
+    """`processes` producers sending records // processes records each (the remainder to the first); with
+    `wire_partitions` (the topic's partition count) the wire producers, which send no keys."""
     shares = [records // processes + (records % processes if i == 0 else 0) for i in range(processes)]
-    return run_processes([[str(PRODUCER), "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
+    program = [str(WIRE_PRODUCER), "--partitions", str(wire_partitions)] if wire_partitions else [str(PRODUCER)]
+    if wire_partitions and keys:
+        raise ValueError("the wire producer sends no keys")
+    return run_processes([[*program, "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
                            "--size", str(size), "--keys", str(keys), *settings(config or {})] for share in shares])
 
 
 def consume(bootstrap: str, topic: str, partition_records: tuple[int, ...], *, processes: int = 1,
-            config: dict[str, object] | None = None) -> Run:
-    """`processes` consumers sharing the topic's partitions (p % processes), each reading its partitions from the
-    start until it has the records `partition_records` says they hold (a produce Run's). Raises unless every
-    partition gave exactly those records."""
+            config: dict[str, object] | None = None, wire: bool = False) -> Run:
+    """`processes` consumers (`wire`: the wire consumers) sharing the topic's partitions (p % processes), each
+    reading its partitions from the start until it has the records `partition_records` says they hold (a produce
+    Run's). Raises unless every partition gave exactly those records."""
     shares = [sum(partition_records[i::processes]) for i in range(processes)]
-    done = run_processes([[str(CONSUMER), "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
+    program = [str(WIRE_CONSUMER), "--partitions", str(len(partition_records))] if wire else [str(CONSUMER)]
+    done = run_processes([[*program, "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
                            "--member", str(i), "--members", str(processes), *settings(config or {})]
                           for i, share in enumerate(shares) if share])
     if done.partition_records != tuple(partition_records):

@@ -56,6 +56,8 @@ rd_kafka_conf_t *parse_options(int argc, char **argv, struct options *opts, cons
             opts->rate = atof(value);
         } else if (strcmp(name, "--latency") == 0) {
             opts->latency_warmup = atol(value);
+        } else if (strcmp(name, "--partitions") == 0) {
+            opts->partitions = atoi(value);
         } else {
             fprintf(stderr, "%s", usage);
             fail(name, "unknown option");
@@ -66,7 +68,7 @@ rd_kafka_conf_t *parse_options(int argc, char **argv, struct options *opts, cons
         fail("options", "--bootstrap and --topic are required");
     }
     if (opts->size < 16 || opts->members < 1 || opts->member < 0 || opts->member >= opts->members ||
-        opts->records <= 0 || opts->keys < 0 || opts->rate < 0)
+        opts->records <= 0 || opts->keys < 0 || opts->rate < 0 || opts->partitions < 0)
         fail("options", "--size >= 16, --records > 0, --keys >= 0, --rate >= 0 and 0 <= --member < --members");
     if (rd_kafka_conf_set(conf, "bootstrap.servers", opts->bootstrap, error, sizeof error) != RD_KAFKA_CONF_OK)
         fail("bootstrap.servers", error);

@@ -15,6 +15,7 @@ struct options {
     int members;
     double rate;         /* producer: records/s on a fixed schedule, each value stamped with its send time; 0: flat out */
     long latency_warmup; /* consumer: >= 0 reads those stamps, reporting latencies of all but the first this many */
+    int partitions;      /* wire programs: the topic's partitions (they send no Metadata request) */
 };
 
 /* Parses argv into opts and a librdkafka configuration (every "-X name=value"); exits with a message on error. */

@@ -8,6 +8,11 @@ read it back from the start, each process a share of the partitions. Broker CPU 
 the run, the client's from each process's getrusage; "cores busy" is CPU seconds over the run's wall time, so a
 broker at its limit shows the cores it can use (one for a single-threaded Python process) while the client's stay
 below what it could use. Every round starts a fresh broker; rounds interleave across brokers (peers.rounds).
+
+Each round runs twice, into two topics: with the programs over librdkafka (what a C client sees: librdkafka's cost
+per record is above the brokers', so its processes are what saturates the 2 cores), then with the wire programs
+(the same records, batch size and acks, encoded once and sent again and again: the broker saturates), which get
+WIRE_RECORDS_FACTOR times the records, since they are done that much sooner.
 """
 
 from __future__ import annotations
@@ -20,26 +25,30 @@ PARTITIONS = 4
 PRODUCERS = 2
 CONSUMERS = 2
 PRODUCER = {"acks": "1", **client.THROUGHPUT_PRODUCER}
+WIRE_RECORDS_FACTOR = 4
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
     if not built(results, WORKLOAD):
         return
     for round_number, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
-        one_round(results, broker, f"lg{round_number}", sizes.loadgen_records)
+        one_round(results, broker, f"lg{round_number}", sizes.loadgen_records, wire=False)
+        one_round(results, broker, f"wire{round_number}", sizes.loadgen_records * WIRE_RECORDS_FACTOR, wire=True)
 
 
-def one_round(results: Results, broker: peers.Broker, topic: str, records: int) -> None:
-    produce_metric = f"produce, {PARTITIONS} partitions, acks=1, {PRODUCERS} C producers"
-    consume_metric = f"consume, {PARTITIONS} partitions, {CONSUMERS} C consumers"
+def one_round(results: Results, broker: peers.Broker, topic: str, records: int, *, wire: bool) -> None:
+    programs = "wire" if wire else "C"
+    produce_metric = f"produce, {PARTITIONS} partitions, acks=1, {PRODUCERS} {programs} producers"
+    consume_metric = f"consume, {PARTITIONS} partitions, {CONSUMERS} {programs} consumers"
     try:
         client.create_topic(broker.bootstrap, topic, PARTITIONS)
         before = broker.cpu_seconds()
-        produced = loadgen.produce(broker.bootstrap, topic, records, processes=PRODUCERS, config=PRODUCER)
+        produced = loadgen.produce(broker.bootstrap, topic, records, processes=PRODUCERS, config=PRODUCER,
+                                   wire_partitions=PARTITIONS if wire else 0)
         add_run(results, WORKLOAD, produce_metric, broker.name, produced, broker.cpu_seconds() - before)
         before = broker.cpu_seconds()
         consumed = loadgen.consume(broker.bootstrap, topic, produced.partition_records, processes=CONSUMERS,
-                                   config=client.CONSUMER)
+                                   config=client.CONSUMER, wire=wire)
         add_run(results, WORKLOAD, consume_metric, broker.name, consumed, broker.cpu_seconds() - before)
     except Exception as exc:  # one failed round is a recorded error, not the end of the suite
         results.error(WORKLOAD, produce_metric, broker.name, repr(exc), unit="records/s")

@@ -1,6 +1,7 @@
-"""The C load generator (bench/loadgen) against a real broker: built by `make loadgen`, its producer's records are
-what a Kafka consumer reads back, its consumer reads every record of every partition from the start, several
-processes share the work, and the small-requests setting puts one record in each Produce request."""
+"""The C load generator (bench/loadgen) against a real broker: built by `make loadgen`, its producers' records
+(librdkafka's and the wire producer's own encoding) are what a Kafka consumer reads back, its consumers read every
+record of every partition from the start, several processes share the work, and the small-requests setting puts one
+record in each Produce request."""
 
 from __future__ import annotations
 
@@ -77,6 +78,36 @@ def test_produced_records_read_back_by_a_kafka_consumer_and_by_the_c_consumer(me
         consumed = loadgen.consume(bootstrap, topic_name, produced.partition_records, processes=processes)
         assert (consumed.records, consumed.bytes) == (3001, 300_100)
         assert consumed.partition_records == produced.partition_records
+
+
+def test_the_wire_programs_records_are_what_a_kafka_consumer_reads_and_they_read_every_one(metered, topic_name):
+    """The wire producer's batches (built once, sent again and again, 3 full ones per process and the rest in a
+    last one) pass the broker's checks of every record; a librdkafka consumer reads them at dense offsets, and the
+    wire consumer counts exactly them, one process or two, and with answers held to a small size limit."""
+    bootstrap = metered.bootstrap_servers
+    client.create_topic(bootstrap, topic_name, 3)
+    batch_size = 61 + 116 * 500  # 500 records of 100 bytes per batch (the producer counts 116 bytes per record)
+    before = produce_requests(metered)
+    produced = loadgen.produce(bootstrap, topic_name, 3001, processes=2, config={"acks": "all",
+                               "batch.size": batch_size}, wire_partitions=3)
+    assert (produced.records, produced.bytes) == (3001, 300_100)
+    assert produce_requests(metered) - before == 7  # 1501 records: 3 requests of 500 and one of 1; 1500: 3 of 500
+    records = read_all(bootstrap, topic_name, 3, 3001)
+    assert len(records) == 3001 and not any(r.error() for r in records)
+    assert {len(r.value()) for r in records} == {100} and {r.key() for r in records} == {None}
+    for partition, count in enumerate(produced.partition_records):
+        offsets = sorted(r.offset() for r in records if r.partition() == partition)
+        assert offsets == list(range(count)) and count > 0
+
+    for processes, config in ((1, {}), (2, {}), (1, {"max.partition.fetch.bytes": 80_000})):
+        consumed = loadgen.consume(bootstrap, topic_name, produced.partition_records, processes=processes,
+                                   config=config, wire=True)
+        assert (consumed.records, consumed.partition_records) == (3001, produced.partition_records)
+
+
+def test_a_wire_producer_refused_by_the_broker_fails_the_run_with_the_error_code(metered, topic_name):
+    with pytest.raises(RuntimeError, match="error code 3 for partition 0"):  # UNKNOWN_TOPIC_OR_PARTITION
+        loadgen.produce(metered.bootstrap_servers, topic_name, 10, config={"acks": "1"}, wire_partitions=1)
 
 
 def test_small_requests_setting_sends_one_record_per_produce_request(metered, topic_name):

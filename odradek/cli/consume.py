@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 
 import confluent_kafka
@@ -43,8 +42,8 @@ def add_commands(commands) -> None:
     consume.add_argument("--key-separator", default="\t", metavar="SEP", help="raw format key separator (tab)")
     consume.add_argument("--max-messages", "-n", type=int, help="stop after this many records")
     consume.add_argument("--idle-timeout-ms", type=int, metavar="MS",
-                         help="stop when nothing arrives for this long, counted from when the partitions are "
-                              "assigned (in a group: once joined; default: run until Ctrl-C)")
+                         help="stop when nothing arrives for this long, counted from when every partition read has "
+                              "reached its end (in a group: after joining; default: run until Ctrl-C)")
     add_admin_options(consume)
     consume.set_defaults(run=run_consume)
 
@@ -88,13 +87,14 @@ def run_consume(args: argparse.Namespace) -> int:
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-console-consumer",
         "enable.auto.commit": args.group is not None, "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
         "auto.offset.reset": "earliest" if args.from_beginning else "latest", "logger": LIBRDKAFKA_LOGGER})
-    joined = threading.Event()  # partitions are ours: the idle time counts from here, not from the group join
+    behind = Behind()
     if args.group is None:
         partitions = [args.partition] if args.partition is not None else list(range(count))
         offsets = start_offsets(admin, args, partitions)
         consumer.assign([confluent_kafka.TopicPartition(args.topic, p, offset) for p, offset in offsets.items()])
-        joined.set()
+        behind.assigned(partitions)
     else:
         def on_assign(consumer, assigned):
             offsets = start_offsets(admin, args, [tp.partition for tp in assigned])
@@ -102,41 +102,63 @@ def run_consume(args: argparse.Namespace) -> int:
                 for tp in assigned:
                     tp.offset = offsets[tp.partition]
             consumer.assign(assigned)
-            joined.set()
+            behind.assigned(tp.partition for tp in assigned)
 
         consumer.subscribe([args.topic], on_assign=on_assign)
     try:
-        printed, interrupted = _print_records(consumer, args, joined)
+        printed, interrupted = _print_records(consumer, args, behind)
     finally:
         consumer.close()  # in a group: commits the stored offsets of what was printed
     print(f"Processed a total of {printed} messages", file=sys.stderr)
     return INTERRUPTED_EXIT_CODE if interrupted else 0
 
 
-def _print_records(consumer, args: argparse.Namespace, joined: threading.Event) -> tuple[int, bool]:
-    """Print until --max-messages or --idle-timeout-ms (counted once `joined` is set: joining a group takes the
-    broker's group.initial.rebalance.delay.ms, 3 s by default); returns (records printed, whether Ctrl-C stopped it)."""
+class Behind:
+    """The assigned partitions that have not yet reached their end: --idle-timeout-ms counts only once there are
+    none, because joining a group (the broker's group.initial.rebalance.delay.ms, 3 s by default), finding the start
+    offsets and the first fetches are the consumer getting there, not the topic being idle."""
+
+    def __init__(self):
+        self.partitions: set[int] | None = None  # None: nothing assigned yet
+
+    def assigned(self, partitions) -> None:
+        self.partitions = set(partitions)
+
+    def reached_end(self, partition: int) -> None:
+        if self.partitions is not None:
+            self.partitions.discard(partition)
+
+    @property
+    def caught_up(self) -> bool:
+        return self.partitions is not None and not self.partitions
+
+
+def _print_records(consumer, args: argparse.Namespace, behind: Behind) -> tuple[int, bool]:
+    """Print until --max-messages or --idle-timeout-ms (counted once `behind` is caught up); returns (records
+    printed, whether Ctrl-C stopped it)."""
     printed = 0
     last_seen = time.monotonic()
     out = sys.stdout
     try:
         while args.max_messages is None or printed < args.max_messages:
             wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
-            batch = consumer.consume(wanted, 0.2)
-            if not batch:
-                if not joined.is_set():
-                    last_seen = time.monotonic()
-                elif args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
-                    break
-                continue
-            last_seen = time.monotonic()
-            for raw in batch:
-                if raw.error() is not None:
-                    raise ClientError.of(raw.error())
+            before = printed
+            for raw in consumer.consume(wanted, 0.2):
+                error = raw.error()
+                if error is not None:
+                    if error.code() != confluent_kafka.KafkaError._PARTITION_EOF:
+                        raise ClientError.of(error)
+                    behind.reached_end(raw.partition())
+                    continue
                 out.write(format_message(Message.of(raw), args) + "\n")
                 consumer.store_offsets(raw)
                 printed += 1
-            out.flush()
+            if printed > before:
+                out.flush()
+            if printed > before or not behind.caught_up:
+                last_seen = time.monotonic()
+            elif args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
+                break
     except KeyboardInterrupt:
         return printed, True
     return printed, False

@@ -11,6 +11,7 @@ Two kinds of cut, as a real network fails:
   nothing is closed, so peers notice only by their own timeouts. At `heal` everything held moves on, as TCP
   retransmits after a partition ends.
 - `drop`: every connection through the proxy is closed now and new ones are closed at once (a reset link).
+A `connect_delay` makes every new connection take that long to open (a slow, distant link).
 
 Threads, not asyncio: the proxy must keep forwarding while the test's own thread blocks on clients, and it
 carries little traffic; two threads per connection, blocking sockets, no per-byte work.
@@ -20,16 +21,18 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from typing import Callable
 
 BUFFER = 65536
 
 
 class Proxy:
-    def __init__(self, upstream: Callable[[], tuple[str, int]], name: str = "proxy"):
+    def __init__(self, upstream: Callable[[], tuple[str, int]], name: str = "proxy", connect_delay: float = 0.0):
         """`upstream` is asked at each new connection (a broker's port is known only once it started)."""
         self.upstream = upstream
         self.name = name
+        self.connect_delay = connect_delay
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]  # known before the upstream starts, so it can be advertised
         self._flowing = threading.Event()
@@ -81,6 +84,7 @@ class Proxy:
 
     def _connect(self, client: socket.socket) -> None:
         self._track(client)
+        time.sleep(self.connect_delay)
         self._flowing.wait()  # a blackholed link: the connection hangs, as a SYN lost
         if self._dropping or self._closed:
             _close(client)

@@ -13,6 +13,7 @@ import pytest
 from odradek.cli.main import build_parser
 from odradek.client import Admin, Producer, murmur2_partitioner
 from odradek.embedded import BrokerProcess
+from tests.chaos.proxy import Proxy
 
 import odradek as odradek_package
 from .run import odradek, odradek_command
@@ -265,6 +266,30 @@ def test_idle_timeout_counts_from_joining_the_group(tmp_path, topic_name):
                            "--idle-timeout-ms", "1000")
     assert consumed.returncode == 0, consumed.stderr
     assert sorted(consumed.stdout.splitlines()) == [f"v{i}" for i in range(5)]
+
+
+def test_idle_timeout_counts_from_reaching_the_end_over_a_slow_link(tmp_path, topic_name):
+    """Connecting, finding the start offsets and the first fetches are not idleness: over a link where every
+    connection takes 0.7 s to open, a 300 ms --idle-timeout-ms still prints every record there is, with and
+    without a group."""
+    served = BrokerProcess(tmp_path / "data")
+    slow = Proxy(lambda: (served.host, served.port), "slow", connect_delay=0.7)
+    served.settings["advertised.listeners"] = f"PLAINTEXT://{slow.address}"
+    try:
+        with served:
+            Admin(served.bootstrap_servers).create_topic(topic_name, 2)
+            with Producer(served.bootstrap_servers) as producer:
+                for i in range(5):
+                    producer.send(topic_name, f"v{i}")
+            through_the_link = ("--bootstrap-server", slow.address, "--idle-timeout-ms", "300")
+            alone = odradek(None, "consume", topic_name, "--from-beginning", *through_the_link)
+            grouped = odradek(None, "consume", topic_name, "--group", f"g-{topic_name}", "--from-beginning",
+                              *through_the_link)
+    finally:
+        slow.close()
+    for consumed in (alone, grouped):
+        assert consumed.returncode == 0, consumed.stderr
+        assert sorted(consumed.stdout.splitlines()) == [f"v{i}" for i in range(5)]
 
 
 def test_mirror_idle_timeout_counts_from_joining_the_source_group(broker, tmp_path, topic_name):

@@ -1,9 +1,11 @@
-"""The C part of the package (everything else is in pyproject.toml): records._walk, the record walker, and
-records._crc32c, the batch checksum read in place."""
+"""The C part of the package (everything else is in pyproject.toml): records._walk, the record walker,
+records._crc32c, the batch checksum read in place, and broker._frame_buffer, unzeroed buffers for large frames."""
 
 from setuptools import Extension, setup
 
 _C_FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 
 setup(ext_modules=[Extension("odradek.records._walk", ["odradek/records/_walk.c"], extra_compile_args=_C_FLAGS),
-                   Extension("odradek.records._crc32c", ["odradek/records/_crc32c.c"], extra_compile_args=_C_FLAGS)])
+                   Extension("odradek.records._crc32c", ["odradek/records/_crc32c.c"], extra_compile_args=_C_FLAGS),
+                   Extension("odradek.broker._frame_buffer", ["odradek/broker/_frame_buffer.c"],
+                             extra_compile_args=_C_FLAGS)])

@@ -221,10 +221,14 @@ class Connection:
         except BlockingIOError:
             return await loop.sock_recv(self.sock, size)
 
-    def _receive_into(self, loop, view: memoryview) -> Awaitable[int]:
+    async def _receive_into(self, loop, view: memoryview) -> int:
         """More bytes of a large frame, received in place at the start of `view`; how many came (0: the peer
-        closed)."""
-        return loop.sock_recv_into(self.sock, view)
+        closed). The rest of a frame is usually in the socket already: a plain recv_into takes it without the
+        event loop's reader registration, which is waited on only when nothing is there."""
+        try:
+            return self.sock.recv_into(view)
+        except BlockingIOError:
+            return await loop.sock_recv_into(self.sock, view)
 
     def _abort(self) -> None:
         """Drop whatever is still in flight and close the socket."""

@@ -275,6 +275,7 @@ class Connection:
                 elif 4 + size > RECV_SIZE:
                     frame = await self._receive_large(loop, view[start + 4:end], size)
                     start = end
+                    wanted = 4  # the next frame's size alone: a large one is then received in place from its start
                 else:
                     break
                 if self.muted_until > time.monotonic():  # a throttled client's channel is muted

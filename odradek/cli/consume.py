@@ -18,6 +18,7 @@ import confluent_kafka
 
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, admin_of, timestamp_ms
 from odradek.client import Admin, ClientError, Message
+from odradek.client.behind import Behind
 from odradek.client.errors import LIBRDKAFKA_LOGGER
 
 BATCH_SIZE = 500  # records taken from the client per call
@@ -111,26 +112,6 @@ def run_consume(args: argparse.Namespace) -> int:
         consumer.close()  # in a group: commits the stored offsets of what was printed
     print(f"Processed a total of {printed} messages", file=sys.stderr)
     return INTERRUPTED_EXIT_CODE if interrupted else 0
-
-
-class Behind:
-    """The assigned partitions that have not yet reached their end: --idle-timeout-ms counts only once there are
-    none, because joining a group (the broker's group.initial.rebalance.delay.ms, 3 s by default), finding the start
-    offsets and the first fetches are the consumer getting there, not the topic being idle."""
-
-    def __init__(self):
-        self.partitions: set[int] | None = None  # None: nothing assigned yet
-
-    def assigned(self, partitions) -> None:
-        self.partitions = set(partitions)
-
-    def reached_end(self, partition: int) -> None:
-        if self.partitions is not None:
-            self.partitions.discard(partition)
-
-    @property
-    def caught_up(self) -> bool:
-        return self.partitions is not None and not self.partitions
 
 
 def _print_records(consumer, args: argparse.Namespace, behind: Behind) -> tuple[int, bool]:

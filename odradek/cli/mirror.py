@@ -32,8 +32,8 @@ def add_commands(commands) -> None:
     mirror.add_argument("--commit-interval-ms", type=int, default=1000,
                         help="how often progress is committed (default 1000)")
     mirror.add_argument("--idle-timeout-ms", type=int, metavar="MS",
-                        help="stop once nothing new arrived for this long, counted from joining the source group "
-                             "(default: run until stopped)")
+                        help="stop once nothing new arrived for this long, counted from when every source "
+                             "partition was read to its end (default: run until stopped)")
     add_admin_options(mirror)
     mirror.set_defaults(run=run_mirror)
 
@@ -66,7 +66,7 @@ class Mirror:
                     if self.stopping or time.monotonic() >= next_commit:
                         break
                 self.commit()
-                if not self.connector.settled.is_set():  # still joining the source group: not idle yet
+                if not self.connector.caught_up:  # still joining the source group or reading what it has
                     last_arrival = time.monotonic()
                 elif idle_timeout_ms is not None and time.monotonic() - last_arrival >= idle_timeout_ms / 1000:
                     break

@@ -5,8 +5,9 @@ One confluent-kafka Consumer joins the group; a fetcher thread polls it and deal
 Streams are asked for per topic (`create_message_streams({"orders": 2})`) or by a filter over topic names
 (`Whitelist("orders|payments")`, `Blacklist("tmp-.*")`); a filter is re-evaluated against the cluster's topics
 every `topic_refresh_ms`, so topics created later are picked up (internal `__` topics never match).
-`settled` is set once the group has handed this member its partitions (possibly none) or the filter matches no topic:
-until then, waiting (joining a new group takes the broker's group.initial.rebalance.delay.ms) is not idleness.
+`caught_up` is true once the group has handed this member its partitions (possibly none), or the filter matches no
+topic, and each of them has been read to its end once (client/behind.py): until then, waiting (joining a new group
+takes the broker's group.initial.rebalance.delay.ms, then the first fetches) is not idleness.
 `commit_offsets()` commits, for every partition, the offset after the last message a stream handed out: what the
 application has seen, not merely what was fetched. Offsets are committed when asked, or every
 `auto_commit_interval_ms` when given. Every call into the librdkafka consumer (commits, assignments) runs on the
@@ -36,6 +37,7 @@ from typing import Any
 
 import confluent_kafka
 
+from odradek.client.behind import Behind
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import Decoder, Message, identity
 
@@ -121,13 +123,14 @@ class ConsumerConnector:
             bootstrap_servers = bootstrap_servers or zookeeper.bootstrap_servers(self._zookeeper)
         self._consumer = confluent_kafka.Consumer({
             "bootstrap.servers": bootstrap_servers, "group.id": group_id, "auto.offset.reset": auto_offset_reset,
-            "enable.auto.commit": False, "logger": LIBRDKAFKA_LOGGER, **(config or {})})
+            "enable.auto.commit": False, "enable.partition.eof": True, "logger": LIBRDKAFKA_LOGGER,
+            **(config or {})})
         self._consumed: dict[tuple[str, int], int] = {}
         self._consumed_lock = threading.Lock()
         self._streams_of: dict[str, list[KafkaStream]] = {}  # topic ("" for a filter) -> its streams
         self._filter: TopicFilter | None = None
         self._stopping = threading.Event()
-        self.settled = threading.Event()
+        self._behind = Behind()  # (topic, partition) pairs not read to their end yet
         self._fetcher: threading.Thread | None = None
         self._fetcher_calls: queue.SimpleQueue[tuple[Any, Future]] = queue.SimpleQueue()
 
@@ -166,13 +169,14 @@ class ConsumerConnector:
         from odradek.client.zookeeper import Registration, ZooKeeperGroupMember
 
         self._member = ZooKeeperGroupMember(self._zookeeper, self.group_id, Registration(subscription, pattern),
-                                            release=self._release, acquire=self._acquire, settled=self.settled)
+                                            release=self._release, acquire=self._acquire)
         self._member.start()
 
     def _release(self, partitions: set[Partition]) -> None:
         """Before giving partitions up: stop fetching them and commit what the streams handed out of them."""
         tps = [confluent_kafka.TopicPartition(topic, index) for topic, index in sorted(partitions)]
         self._on_fetcher(lambda: self._consumer.incremental_unassign(tps))
+        self._on_fetcher(lambda: self._behind.released(partitions))
         with self._consumed_lock:
             consumed = {tp: self._consumed.pop(tp) for tp in partitions if tp in self._consumed}
         self._store(consumed)
@@ -184,6 +188,7 @@ class ConsumerConnector:
         tps = [confluent_kafka.TopicPartition(topic, index, committed.get((topic, index), reset))
                for topic, index in sorted(partitions)]
         self._on_fetcher(lambda: self._consumer.incremental_assign(tps))
+        self._on_fetcher(lambda: self._behind.acquired(partitions))
 
     def _fetch(self) -> None:
         next_refresh = 0.0
@@ -202,8 +207,11 @@ class ConsumerConnector:
                     self._stopping.wait(0.05)
                     continue
                 for raw in self._consumer.consume(500, 0.1):
-                    if raw.error() is None:
+                    error = raw.error()
+                    if error is None:
                         self._deal(Message.of(raw, self.key_decoder, self.value_decoder))
+                    elif error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                        self._behind.reached_end((raw.topic(), raw.partition()))
         finally:
             self._serve_fetcher_calls()
             for streams in self._streams_of.values():
@@ -222,12 +230,19 @@ class ConsumerConnector:
             else:
                 self._consumer.unsubscribe()
         if not wanted:
-            self.settled.set()
+            self._behind.assigned(())
         return wanted
 
     def _assigned(self, consumer, partitions) -> None:
         """on_assign: confluent-kafka assigns `partitions` itself after this returns."""
-        self.settled.set()
+        self._behind.assigned((tp.topic, tp.partition) for tp in partitions)
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether every partition this member has was read to its end once (see the module docstring)."""
+        if self._member is not None and self._member.rebalances and self._behind.partitions is None:
+            return True  # the ZooKeeper group settled and left this member nothing (acquire is never called)
+        return self._behind.caught_up
 
     def _deal(self, message: Message) -> None:
         streams = self._streams_of.get(message.topic) or self._streams_of[""]

@@ -268,10 +268,10 @@ def test_idle_timeout_counts_from_joining_the_group(tmp_path, topic_name):
     assert sorted(consumed.stdout.splitlines()) == [f"v{i}" for i in range(5)]
 
 
-def test_idle_timeout_counts_from_reaching_the_end_over_a_slow_link(tmp_path, topic_name):
+def test_idle_timeout_counts_from_reaching_the_end_over_a_slow_link(broker, tmp_path, topic_name):
     """Connecting, finding the start offsets and the first fetches are not idleness: over a link where every
     connection takes 0.7 s to open, a 300 ms --idle-timeout-ms still prints every record there is, with and
-    without a group."""
+    without a group, and the mirror still copies every one."""
     served = BrokerProcess(tmp_path / "data")
     slow = Proxy(lambda: (served.host, served.port), "slow", connect_delay=0.7)
     served.settings["advertised.listeners"] = f"PLAINTEXT://{slow.address}"
@@ -285,11 +285,15 @@ def test_idle_timeout_counts_from_reaching_the_end_over_a_slow_link(tmp_path, to
             alone = odradek(None, "consume", topic_name, "--from-beginning", *through_the_link)
             grouped = odradek(None, "consume", topic_name, "--group", f"g-{topic_name}", "--from-beginning",
                               *through_the_link)
+            mirrored = odradek(None, "mirror", "--target", broker.bootstrap_servers, "--topics", topic_name,
+                               "--commit-interval-ms", "100", *through_the_link)
     finally:
         slow.close()
     for consumed in (alone, grouped):
         assert consumed.returncode == 0, consumed.stderr
         assert sorted(consumed.stdout.splitlines()) == [f"v{i}" for i in range(5)]
+    assert mirrored.returncode == 0, mirrored.stderr
+    assert "Mirrored 5 record(s)." in mirrored.stderr
 
 
 def test_mirror_idle_timeout_counts_from_joining_the_source_group(broker, tmp_path, topic_name):

@@ -26,6 +26,7 @@ CLUSTER_OPERATIONS = {AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOpera
 GROUP_OPERATIONS = {AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE}
 NODE_ID = 1
 MetadataRequest = api("Metadata").request
+Reassignments = api("AlterPartitionReassignments").request
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +82,24 @@ def test_partition_reassignments_with_kafka_python(kafka_python_admin, broker, t
     assert results[KafkaTopicPartition(topic, 7)] is Errors.UnknownTopicOrPartitionError
     assert admin.list_partition_reassignments() == {}
     assert admin.list_partition_reassignments({topic: [0, 1, 2]}) == {}
+
+
+def test_partition_reassignments_naming_a_topic_twice_answer_each_partition_once(broker, topic):
+    """As Kafka's map of them: the entries of a topic named twice are one, a later target for the same partition
+    wins (the broker closed the connection on a KeyError, found by fuzzing)."""
+    client = RawClient(broker.port)
+    try:
+        answer = client.call("AlterPartitionReassignments", 0, timeout_ms=10_000, topics=[
+            Reassignments.ReassignableTopic(name=topic, partitions=[
+                Reassignments.ReassignablePartition(partition_index=0, replicas=[NODE_ID + 1]),
+                Reassignments.ReassignablePartition(partition_index=7, replicas=[NODE_ID])]),
+            Reassignments.ReassignableTopic(name=topic, partitions=[
+                Reassignments.ReassignablePartition(partition_index=0, replicas=[NODE_ID]),
+                Reassignments.ReassignablePartition(partition_index=-2**31, replicas=None)])])
+    finally:
+        client.close()
+    assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.responses] == [
+        (topic, [(0, 0), (7, 3), (-2**31, 3)])]
 
 
 def test_describe_topic_partitions_pages_with_a_cursor(kafka_python_admin, admin, topic_name):

@@ -153,11 +153,14 @@ def handlers(broker) -> dict:
                 throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 error_message="Cluster authorization failed.", responses=[])
         catalogue = broker.metadata
-        outcomes = {topic.name: await broker.catalogue_write(
-            catalogue.reassign_partitions, topic.name,
-            {wanted.partition_index: wanted.replicas for wanted in topic.partitions}) for topic in request.topics}
-        accepted = [(topic.name, wanted.partition_index, wanted.replicas) for topic in request.topics
-                    for wanted in topic.partitions if outcomes[topic.name][wanted.partition_index] is None]
+        wanted: dict[str, dict[int, list[int] | None]] = {}  # a topic named twice is one, a later target wins (Kafka)
+        for topic in request.topics:
+            wanted.setdefault(topic.name, {}).update(
+                (partition.partition_index, partition.replicas) for partition in topic.partitions)
+        outcomes = {name: await broker.catalogue_write(catalogue.reassign_partitions, name, targets)
+                    for name, targets in wanted.items()}
+        accepted = [(name, index, target) for name, targets in wanted.items() for index, target in targets.items()
+                    if outcomes[name][index] is None]
 
         def in_force(name: str, index: int, target: list[int] | None) -> bool:
             try:

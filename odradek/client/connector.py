@@ -175,8 +175,11 @@ class ConsumerConnector:
     def _release(self, partitions: set[Partition]) -> None:
         """Before giving partitions up: stop fetching them and commit what the streams handed out of them."""
         tps = [confluent_kafka.TopicPartition(topic, index) for topic, index in sorted(partitions)]
-        self._on_fetcher(lambda: self._consumer.incremental_unassign(tps))
-        self._on_fetcher(lambda: self._behind.released(partitions))
+        def unassign():
+            self._consumer.incremental_unassign(tps)
+            self._behind.released(partitions)
+
+        self._on_fetcher(unassign)
         with self._consumed_lock:
             consumed = {tp: self._consumed.pop(tp) for tp in partitions if tp in self._consumed}
         self._store(consumed)
@@ -187,8 +190,11 @@ class ConsumerConnector:
         reset = confluent_kafka.OFFSET_BEGINNING if self.auto_offset_reset == "earliest" else confluent_kafka.OFFSET_END
         tps = [confluent_kafka.TopicPartition(topic, index, committed.get((topic, index), reset))
                for topic, index in sorted(partitions)]
-        self._on_fetcher(lambda: self._consumer.incremental_assign(tps))
-        self._on_fetcher(lambda: self._behind.acquired(partitions))
+        def assign():
+            self._consumer.incremental_assign(tps)
+            self._behind.acquired(partitions)
+
+        self._on_fetcher(assign)
 
     def _fetch(self) -> None:
         next_refresh = 0.0

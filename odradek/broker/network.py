@@ -3,9 +3,15 @@
 Built on raw non-blocking sockets driven by the event loop (uvloop where installed) rather than asyncio streams,
 because a fetch answer's records must go from the segment file to the socket with `os.sendfile`, and that needs the
 socket itself, with nothing buffered in front of it. Each connection has a reader that cuts frames and starts their
-handlers in arrival order, and a writer that sends the answers in that same order; many requests may be in flight on
-one connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip. Closing (a stopping
-broker) reads no new request and answers those read, up to a bound, before the connections close (`close`).
+handlers in arrival order, and the answers go out in that same order; many requests may be in flight on one
+connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip. Answers ready at once (a
+Produce, a Fetch with data) are sent by the reader itself, those of one receive's requests with one sendmsg; a
+writer task sends only what has to wait (a long poll, an acks=all append, what a full socket did not take): waking
+a task per answer cost each small request a task switch and an event's bookkeeping. The socket's readiness for
+reads is watched with one registration, taken at the reader's first wait and dropped only while it waits on
+something else, where the event loop's sock_recv registers and unregisters at every wait (six epoll_ctl). Closing
+(a stopping broker) reads no new request and answers those read, up to a bound, before the connections close
+(`close`).
 
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);
@@ -154,8 +160,9 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
 
 class Connection:
     __slots__ = ("server", "sock", "ip", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
-                 "_answer_ready", "fetch_sessions", "principal", "listener", "authenticating",
-                 "close_after_answer", "sasl", "session_expires_at", "muted_until")
+                 "_answer_ready", "_writer_idle", "_unsent", "_read_waiter", "_watching_reads", "fetch_sessions",
+                 "principal", "listener", "authenticating", "close_after_answer", "sasl", "session_expires_at",
+                 "muted_until")
 
     def __init__(self, server: "NetworkServer", sock: socket.socket, address: tuple, listener: Listener,
                  authenticating: Any = None):
@@ -174,7 +181,11 @@ class Connection:
         self.closed = False
         self._pending: deque = deque()
         self._slot_freed = asyncio.Event()
-        self._answer_ready = asyncio.Event()
+        self._answer_ready = asyncio.Event()  # wakes the writer task
+        self._writer_idle = True  # the writer task waits for work and holds no answer (the reader may send)
+        self._unsent: tuple | None = None  # (chunks, written, throttle_ms) the reader left to the writer
+        self._read_waiter: asyncio.Future | None = None  # the reader's wait for the socket to become readable
+        self._watching_reads = False  # the socket's read registration with the event loop
         self.fetch_sessions: dict = {}
         # who is asking, as Kafka's KafkaPrincipal text: "User:ANONYMOUS" until a certificate or SASL says otherwise
         self.principal = ANONYMOUS
@@ -212,23 +223,46 @@ class Connection:
 
     async def _receive(self, loop, size: int) -> bytes:
         """The next bytes the peer sent. After one turn of the loop (the writer and the other connections go
-        first), a pipelining client's next requests are usually there already: taken with a plain recv, they cost
-        none of the event loop's reader registration (six epoll_ctl, an ioctl and a getpid per uvloop sock_recv);
-        only when nothing is there does the loop wait for the socket."""
+        first), a pipelining client's next requests are usually there already, taken with a plain recv; only when
+        nothing is there does the reader wait for the socket."""
         await asyncio.sleep(0)
-        try:
-            return self.sock.recv(size)
-        except BlockingIOError:
-            return await loop.sock_recv(self.sock, size)
+        while True:
+            try:
+                return self.sock.recv(size)
+            except BlockingIOError:
+                await self._readable(loop)
 
     async def _receive_into(self, loop, view: memoryview) -> int:
         """More bytes of a large frame, received in place at the start of `view`; how many came (0: the peer
-        closed). The rest of a frame is usually in the socket already: a plain recv_into takes it without the
-        event loop's reader registration, which is waited on only when nothing is there."""
-        try:
-            return self.sock.recv_into(view)
-        except BlockingIOError:
-            return await loop.sock_recv_into(self.sock, view)
+        closed)."""
+        while True:
+            try:
+                return self.sock.recv_into(view)
+            except BlockingIOError:
+                await self._readable(loop)
+
+    async def _readable(self, loop) -> None:
+        """Until the socket has something to read. The registration with the event loop stays for later waits
+        (one per connection, not the six epoll_ctl of a sock_recv's each time); since it is level-triggered, the
+        reader drops it before it waits on anything else (`_stop_watching_reads`), or a peer's unread bytes would
+        wake the loop on every turn."""
+        if not self._watching_reads:
+            loop.add_reader(self.sock.fileno(), self._on_readable)
+            self._watching_reads = True
+        waiter = self._read_waiter = loop.create_future()
+        await waiter
+
+    def _on_readable(self) -> None:
+        waiter = self._read_waiter
+        if waiter is not None:
+            self._read_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _stop_watching_reads(self) -> None:
+        if self._watching_reads:
+            self._watching_reads = False
+            asyncio.get_running_loop().remove_reader(self.sock.fileno())
 
     def _abort(self) -> None:
         """Drop whatever is still in flight and close the socket."""
@@ -236,9 +270,11 @@ class Connection:
             if isinstance(item[1], asyncio.Future):
                 item[1].cancel()
         self._pending.clear()
+        self._unsent = None
         if not self.closed:
             self.closed = True
             self.server.forget(self)
+            self._stop_watching_reads()  # before the close: the descriptor's number is free for reuse after it
             try:
                 self.sock.close()
             except OSError:
@@ -273,23 +309,34 @@ class Connection:
                     frame = view[start + 4:start + 4 + size]
                     start += 4 + size
                 elif 4 + size > RECV_SIZE:
+                    self._send_queued()
                     frame = await self._receive_large(loop, view[start + 4:end], size)
                     start = end
                     wanted = 4  # the next frame's size alone: a large one is then received in place from its start
                 else:
                     break
                 if self.muted_until > time.monotonic():  # a throttled client's channel is muted
+                    self._pause_reading()
                     await asyncio.sleep(self.muted_until - time.monotonic())
                 if self.server.closing:  # no new work once the server closes: wait here until it ends this task
-                    await asyncio.get_running_loop().create_future()
+                    self._pause_reading()
+                    await loop.create_future()
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()
+                    self._pause_reading()
                     await self._slot_freed.wait()
+            self._send_queued()
             if start == 0 and data is partial:  # nothing cut yet: keep collecting in the same bytearray
                 view.release()
             else:
                 partial = bytearray(view[start:end])
+
+    def _pause_reading(self) -> None:
+        """The reader is about to wait on something other than the socket: the answers it queued go out first, and
+        the socket's read registration is dropped meanwhile."""
+        self._send_queued()
+        self._stop_watching_reads()
 
     async def _receive_large(self, loop, received: memoryview, size: int) -> bytearray:
         """A frame larger than one receive: its first bytes, then the rest received in place after them, in a
@@ -370,76 +417,118 @@ class Connection:
                 self.session_expires_at = time.monotonic() + session.lifetime_ms / 1000
 
     def _queue(self, header: RequestHeader | None, answer: Any, started: float) -> None:
+        """An answer joins the ordered queue. One still being worked on wakes the writer task, which waits for it;
+        a ready one waits for the reader to send it with the rest of its receive's answers (`_send_queued`)."""
         self._pending.append((header, answer, started))
-        self._answer_ready.set()
+        if isinstance(answer, asyncio.Future):
+            self._answer_ready.set()
+
+    def _send_queued(self) -> None:
+        """The answers the reader queued, sent now if the writer task is idle (it holds none, so none can go out
+        ahead of them); otherwise the writer sends them after what it holds."""
+        if self._writer_idle and self._pending and self._unsent is None:
+            self._write_ready()
+
+    def _write_ready(self) -> None:
+        """Send the ready answers at the head of the queue with one sendmsg, without waiting: what the socket does
+        not take (or a file region too large to copy) is left to the writer task."""
+        chunks, written, throttle_ms = self._take_ready()
+        if not chunks:
+            return
+        rest = self._send_now(chunks)
+        if rest:
+            self._unsent = (rest, written, throttle_ms)
+            self._answer_ready.set()
+        else:
+            self._answered(written, throttle_ms)
+
+    def _take_ready(self) -> tuple[list, list, int]:
+        """Take the answers at the head of the queue up to the first still being worked on, encoded in order:
+        (chunks, [(header, started)] of each answer in them, the longest throttle among them). CloseConnection if
+        one cannot be sent (its handler failed, or it cannot be encoded)."""
+        pending = self._pending
+        queued = len(pending)
+        chunks: list = []
+        written: list = []
+        throttle_ms = 0
+        while pending:
+            header, answer, started = pending[0]
+            if isinstance(answer, asyncio.Future):
+                if not answer.done():
+                    break
+                answer = _handler_answer(answer, header)
+            pending.popleft()
+            if answer is None:
+                self._observe(header, started)
+                continue
+            try:
+                chunks += (encode_response(header, answer) if header is not None
+                           else [_SIZE.pack(len(answer)), answer])
+            except Exception as exc:
+                log.exception("cannot encode the answer to api key %d v%d", header.api_key, header.api_version)
+                raise CloseConnection(f"cannot encode the answer to api key {header.api_key} v{header.api_version}: "
+                                      f"{exc!r}") from None
+            written.append((header, started))
+            throttle_ms = max(throttle_ms, getattr(answer, "throttle_time_ms", 0))
+        if len(pending) < queued:
+            self._slot_freed.set()
+        return chunks, written, throttle_ms
+
+    def _answered(self, written: list, throttle_ms: int) -> None:
+        """After answers went out: activity, the throttle's mute, metrics, and the close a failed authentication
+        asked for."""
+        self.last_active = time.monotonic()
+        if throttle_ms > 0:  # KIP-219: a throttled client's channel is muted once its answer has gone out
+            self.mute(throttle_ms)
+        for header, started in written:
+            self._observe(header, started)
+        if self.close_after_answer:
+            log.info("closing connection from %s after its failed authentication", self.peer)
+            self.task.cancel()
 
     async def _write_answers(self) -> None:
-        """Send the answers in request order. Every answer that is ready when the writer gets to it goes out in one
-        write with those before it: a pipelining client's burst costs one sendmsg, not one per request. An answer
-        still being worked on (a long poll, an acks=all wait) ends the batch, and what is ready goes out first."""
+        """The writer task: sends, in request order, what the reader could not send at once. An answer still being
+        worked on (a long poll, an acks=all wait) is waited for, and then it goes out in one write with every
+        answer ready behind it; so does what a full socket did not take."""
         pending = self._pending
         while True:
-            while not pending:
+            if self._unsent is None and not pending:
+                self._writer_idle = True
                 self._answer_ready.clear()
                 await self._answer_ready.wait()
-            chunks: list = []
-            written: list = []  # (header, started) of each answer in `chunks`, for the metrics once sent
-            throttle_ms = 0
-            while pending:
-                header, answer, started = pending[0]
-                if isinstance(answer, asyncio.Future):
-                    if chunks and not answer.done():
-                        break
-                    try:
-                        answer = await answer  # at once if it is done
-                    except CloseConnection as exc:
-                        log.warning("closing connection from %s: %s", self.peer, exc)
-                        self.task.cancel()
-                        return
-                    except Exception:
-                        log.exception("handler for api key %d failed; closing connection from %s",
-                                      header.api_key, self.peer)
-                        self.task.cancel()
-                        return
+                self._writer_idle = False
+                continue
+            if self._unsent is not None:
+                (chunks, written, throttle_ms), self._unsent = self._unsent, None
+            else:
+                head = pending[0][1]
+                if isinstance(head, asyncio.Future) and not head.done():
+                    await asyncio.wait((head,))
                     if self.closed:  # the connection ended meanwhile and dropped its queue: nowhere to answer
                         return
-                pending.popleft()
-                if answer is None:
-                    self._observe(header, started)
                     continue
                 try:
-                    chunks += (encode_response(header, answer) if header is not None
-                               else [_SIZE.pack(len(answer)), answer])
-                except Exception:
-                    log.exception("cannot encode the answer to api key %d v%d; closing connection from %s",
-                                  header.api_key, header.api_version, self.peer)
+                    chunks, written, throttle_ms = self._take_ready()
+                except CloseConnection as exc:
+                    log.warning("closing connection from %s: %s", self.peer, exc)
                     self.task.cancel()
                     return
-                written.append((header, started))
-                throttle_ms = max(throttle_ms, getattr(answer, "throttle_time_ms", 0))
-            self._slot_freed.set()
-            if not chunks:
-                continue
+                if not chunks:
+                    continue
             try:
                 await self.send(chunks)
             except (ConnectionError, OSError) as exc:
                 log.debug("connection from %s lost while answering: %s", self.peer, exc)
                 self.task.cancel()
                 return
-            self.last_active = time.monotonic()
-            if throttle_ms > 0:  # KIP-219: a throttled client's channel is muted once its answer has gone out
-                self.mute(throttle_ms)
-            for header, started in written:
-                self._observe(header, started)
+            self._answered(written, throttle_ms)
             if self.close_after_answer:
-                log.info("closing connection from %s after its failed authentication", self.peer)
-                self.task.cancel()
                 return
 
     @property
     def answering(self) -> bool:
         """Whether a request read is not answered yet (queued, being handled or its answer being sent)."""
-        return bool(self._pending) or self._answer_ready.is_set()
+        return bool(self._pending) or self._unsent is not None or not self._writer_idle
 
     def mute(self, throttle_ms: int) -> None:
         """Read no further request from this connection for throttle_ms (a client quota's throttle)."""
@@ -470,6 +559,24 @@ class Connection:
         if buffers:
             await self._sendmsg(buffers)
 
+    def _send_now(self, chunks: list) -> list:
+        """One sendmsg of `chunks` without waiting (small file regions read into it, as `send` does); what is left
+        to send: what the socket did not take, and everything from a region too large to copy on."""
+        buffers: list = []
+        rest: list = []
+        for position, chunk in enumerate(chunks):
+            if isinstance(chunk, FileRegion):
+                if chunk.length > INLINE_REGION_BYTES:
+                    rest = chunks[position:]
+                    break
+                chunk = _region_bytes(chunk)
+            buffers.append(memoryview(chunk))
+        try:
+            sent = self.sock.sendmsg(buffers)
+        except BlockingIOError:
+            sent = 0
+        return _after_sent(buffers, sent) + rest
+
     async def _sendmsg(self, buffers: list) -> None:
         sock = self.sock
         views = [memoryview(b) for b in buffers]
@@ -478,11 +585,7 @@ class Connection:
                 sent = sock.sendmsg(views)
             except BlockingIOError:
                 sent = 0
-            while views and sent >= len(views[0]):  # empty buffers go too, or they would be waited on forever
-                sent -= len(views[0])
-                views.pop(0)
-            if sent:
-                views[0] = views[0][sent:]
+            views = _after_sent(views, sent)
             if views:
                 await self._writable()
 
@@ -542,20 +645,30 @@ class TlsConnection(Connection):
                 self._tls.do_handshake()
                 break
             except ssl.SSLWantReadError:
-                await self._flush()
+                await self._flush_owed()
                 if not await self._feed(loop):
                     raise ConnectionError("connection closed during the TLS handshake")
             except ssl.SSLError:
-                await self._flush()  # the alert that tells the client why (e.g. certificate required)
+                await self._flush_owed()  # the alert that tells the client why (e.g. certificate required)
                 raise
-        await self._flush()
+        await self._flush_owed()
         certificate = self._tls.getpeercert()
         if certificate:
             from odradek.security.tls import principal_of_certificate
             self.principal = principal_of_certificate(certificate)
 
+    def _write_ready(self) -> None:
+        """Answers are encrypted and sent by the writer task alone, so that TLS records leave in the order they
+        were made (see `_flush`)."""
+        self._answer_ready.set()
+
     async def _feed(self, loop) -> bool:
-        data = await loop.sock_recv(self.sock, RECV_SIZE)
+        while True:
+            try:
+                data = self.sock.recv(RECV_SIZE)
+                break
+            except BlockingIOError:
+                await self._readable(loop)
         if not data:
             return False
         self._incoming.write(data)
@@ -591,7 +704,7 @@ class TlsConnection(Connection):
                 if length:
                     break
                 if self._outgoing.pending:
-                    await self._flush()
+                    await self._flush_owed()
                 if not await self._feed(loop):
                     return 0
                 continue
@@ -603,7 +716,7 @@ class TlsConnection(Connection):
             if not self._incoming.pending and not self._tls.pending():
                 break
         if self._outgoing.pending:
-            await self._flush()
+            await self._flush_owed()
         return length
 
     async def send(self, chunks: list) -> None:
@@ -611,10 +724,42 @@ class TlsConnection(Connection):
         self._tls.write(b"".join(_region_bytes(chunk) if isinstance(chunk, FileRegion) else chunk for chunk in chunks))
         await self._flush()
 
+    async def _flush_owed(self) -> None:
+        """The reader sends the TLS records it owes the peer (the handshake's, a key update's), its read
+        registration dropped meanwhile (see `_readable`)."""
+        self._stop_watching_reads()
+        await self._flush()
+
     async def _flush(self) -> None:
         async with self._flushing:
             while self._outgoing.pending:
                 await self._sendmsg([self._outgoing.read()])
+
+
+def _after_sent(views: list, sent: int) -> list:
+    """What is left of `views` (memoryviews) once the first `sent` bytes of them went out. An empty view is taken as
+    sent once those before it are, or it would be waited on forever."""
+    index, count = 0, len(views)
+    while index < count and sent >= len(views[index]):
+        sent -= len(views[index])
+        index += 1
+    rest = views[index:]
+    if sent:
+        rest[0] = rest[0][sent:]
+    return rest
+
+
+def _handler_answer(future: asyncio.Future, header: RequestHeader):
+    """The answer of a handler's finished future; CloseConnection if there is none to send."""
+    if future.cancelled():
+        raise CloseConnection(f"the answer to api key {header.api_key} was cancelled")
+    error = future.exception()
+    if error is None:
+        return future.result()
+    if isinstance(error, CloseConnection):
+        raise error
+    log.error("handler for api key %d v%d failed", header.api_key, header.api_version, exc_info=error)
+    raise CloseConnection(f"handler for api key {header.api_key} failed: {error!r}")
 
 
 def _region_bytes(region: FileRegion) -> bytes:

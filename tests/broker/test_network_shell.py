@@ -29,6 +29,15 @@ def serving(handler, key: int = API_VERSIONS.key) -> tuple[NetworkServer, socket
     return server, server_socket, asyncio.ensure_future(server.serve())
 
 
+def held_until(release: asyncio.Event):
+    """A handler whose ApiVersions answers are being worked on until `release` is set."""
+    async def held_answer():
+        await release.wait()
+        return API_VERSIONS.response(error_code=0, api_keys=[], throttle_time_ms=0)
+
+    return lambda connection, header, request: held_answer()
+
+
 def api_versions_request(correlation_id: int) -> bytes:
     return encode_request(RequestHeader(api_key=18, api_version=0, correlation_id=correlation_id, client_id="t"),
                           API_VERSIONS.request())
@@ -139,12 +148,7 @@ def test_a_closing_server_answers_what_it_read_and_reads_nothing_more():
     its answers are out, not at the drain's bound."""
     async def main():
         release = asyncio.Event()
-
-        async def held_answer():
-            await release.wait()
-            return API_VERSIONS.response(error_code=0, api_keys=[], throttle_time_ms=0)
-
-        server, server_socket, task = serving(lambda connection, header, request: held_answer())
+        server, server_socket, task = serving(held_until(release))
         reader, writer = await asyncio.open_connection(*server_socket.getsockname()[:2])
         writer.write(api_versions_request(1))
         while not any(c._pending for c in server.connections):
@@ -229,12 +233,7 @@ def test_a_connection_at_its_limit_of_requests_in_flight_leaves_the_loop_idle():
     request is answered in order."""
     async def main():
         release = asyncio.Event()
-
-        async def held_answer():
-            await release.wait()
-            return API_VERSIONS.response(error_code=0, api_keys=[], throttle_time_ms=0)
-
-        server, server_socket, task = serving(lambda connection, header, request: held_answer())
+        server, server_socket, task = serving(held_until(release))
         reader, writer = await asyncio.open_connection(*server_socket.getsockname()[:2])
         writer.write(b"".join(api_versions_request(n) for n in range(MAX_IN_FLIGHT)))
         while not any(len(c._pending) == MAX_IN_FLIGHT for c in server.connections):

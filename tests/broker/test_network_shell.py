@@ -290,3 +290,36 @@ def test_a_muted_connection_leaves_the_loop_idle():
     cpu, correlation_ids = asyncio.run(main())
     assert correlation_ids == [1, 2, 3]
     assert cpu < 0.15, f"{cpu:.2f} s of CPU in 0.5 s of waiting"
+
+
+def test_answers_ready_behind_one_still_being_worked_on_wait_for_it():
+    """A long poll, then two requests answered at once, pipelined: nothing goes out while the long poll waits (the
+    answers ready behind it would overtake it), then all three in request order as soon as it is done."""
+    async def main():
+        release = asyncio.Event()
+        held = held_until(release)
+        ready = API_VERSIONS.response(error_code=0, api_keys=[], throttle_time_ms=0)
+        server, server_socket, task = serving(
+            lambda connection, header, request: held(connection, header, request) if header.correlation_id == 0
+            else ready)
+        reader, writer = await asyncio.open_connection(*server_socket.getsockname()[:2])
+        writer.write(b"".join(api_versions_request(n) for n in range(3)))
+        early = None
+        try:
+            early = await asyncio.wait_for(reader.readexactly(4), 0.5)
+        except asyncio.TimeoutError:
+            pass
+        release.set()
+        correlation_ids = []
+        for _ in range(3):
+            size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
+            correlation_ids.append(int.from_bytes((await reader.readexactly(size))[:4], "big"))
+        writer.close()
+        task.cancel()
+        await server.close()
+        server_socket.close()
+        return early, correlation_ids
+
+    early, correlation_ids = asyncio.run(main())
+    assert early is None, "an answer went out while the first request's was still being worked on"
+    assert correlation_ids == [0, 1, 2]

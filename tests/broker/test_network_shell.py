@@ -43,6 +43,23 @@ def api_versions_request(correlation_id: int) -> bytes:
                           API_VERSIONS.request())
 
 
+async def shut_down(server: NetworkServer, server_socket: socket.socket, task: asyncio.Future, writer) -> None:
+    """Close the client's connection (`writer`), then the server, as the tests end."""
+    writer.close()
+    task.cancel()
+    await server.close()
+    server_socket.close()
+
+
+async def answered_ids(reader: asyncio.StreamReader, count: int) -> list[int]:
+    """The correlation ids of the next `count` answers on `reader`."""
+    ids = []
+    for _ in range(count):
+        size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
+        ids.append(int.from_bytes((await reader.readexactly(size))[:4], "big"))
+    return ids
+
+
 def test_an_answer_finished_after_its_connection_closed_is_dropped_quietly():
     """The writer awaits a handler's answer; the peer closes; the connection ends and its queue is cleared. A handler
     that finishes anyway (it returns a value when cancelled, as a long poll cut short may) must not make the writer
@@ -110,10 +127,7 @@ async def exchange(handler, key: int, requests: list[bytes]) -> list[bytes]:
     for _ in requests:
         size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
         answers.append(await reader.readexactly(size))
-    writer.close()
-    task.cancel()
-    await server.close()
-    server_socket.close()
+    await shut_down(server, server_socket, task, writer)
     return answers
 
 
@@ -202,10 +216,7 @@ def test_answers_a_full_socket_did_not_take_go_out_in_order_once_the_peer_reads(
                 frame_size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 10), "big")
                 correlation_id, response = decode_response(FETCH.key, 12, await reader.readexactly(frame_size))
                 answers.append((correlation_id, response.responses[0].partitions[0].records))
-            writer.close()
-            task.cancel()
-            await server.close()
-            server_socket.close()
+            await shut_down(server, server_socket, task, writer)
             return answers
         finally:
             os.close(fd)
@@ -242,14 +253,8 @@ def test_a_connection_at_its_limit_of_requests_in_flight_leaves_the_loop_idle():
         await asyncio.sleep(0.05)
         cpu = await asyncio.get_running_loop().run_in_executor(None, loop_cpu_while, 0.5)
         release.set()
-        correlation_ids = []
-        for _ in range(MAX_IN_FLIGHT + 8):
-            size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
-            correlation_ids.append(int.from_bytes((await reader.readexactly(size))[:4], "big"))
-        writer.close()
-        task.cancel()
-        await server.close()
-        server_socket.close()
+        correlation_ids = await answered_ids(reader, MAX_IN_FLIGHT + 8)
+        await shut_down(server, server_socket, task, writer)
         return cpu, correlation_ids
 
     cpu, correlation_ids = asyncio.run(main())
@@ -268,24 +273,16 @@ def test_a_muted_connection_leaves_the_loop_idle():
 
         server, server_socket, task = serving(answer)
         reader, writer = await asyncio.open_connection(*server_socket.getsockname()[:2])
-
-        async def answered() -> int:
-            size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
-            return int.from_bytes((await reader.readexactly(size))[:4], "big")
-
         writer.write(api_versions_request(1))
-        first = await answered()
+        first = await answered_ids(reader, 1)
         writer.write(api_versions_request(2))  # read, then held by the mute
         await asyncio.sleep(0.1)
         writer.write(api_versions_request(3))  # left in the socket meanwhile
         await asyncio.sleep(0.05)
         cpu = await asyncio.get_running_loop().run_in_executor(None, loop_cpu_while, 0.5)
-        rest = [await answered(), await answered()]
-        writer.close()
-        task.cancel()
-        await server.close()
-        server_socket.close()
-        return cpu, [first, *rest]
+        rest = await answered_ids(reader, 2)
+        await shut_down(server, server_socket, task, writer)
+        return cpu, first + rest
 
     cpu, correlation_ids = asyncio.run(main())
     assert correlation_ids == [1, 2, 3]
@@ -310,14 +307,8 @@ def test_answers_ready_behind_one_still_being_worked_on_wait_for_it():
         except asyncio.TimeoutError:
             pass
         release.set()
-        correlation_ids = []
-        for _ in range(3):
-            size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
-            correlation_ids.append(int.from_bytes((await reader.readexactly(size))[:4], "big"))
-        writer.close()
-        task.cancel()
-        await server.close()
-        server_socket.close()
+        correlation_ids = await answered_ids(reader, 3)
+        await shut_down(server, server_socket, task, writer)
         return early, correlation_ids
 
     early, correlation_ids = asyncio.run(main())

@@ -5,10 +5,9 @@ because a fetch answer's records must go from the segment file to the socket wit
 socket itself, with nothing buffered in front of it. Each connection has a reader that cuts frames and starts their
 handlers in arrival order, and the answers go out in that same order; many requests may be in flight on one
 connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip. Answers ready at once (a
-Produce, a Fetch with data) are sent by the reader itself, those of one receive's requests with one sendmsg, and
-one worked out later (a long poll, an acks=all append) by the callback of its completion; a writer task sends only
-what a full socket did not take: waking a task per answer cost each small request a task switch and an event's
-bookkeeping. The socket's readiness for
+Produce, a Fetch with data) are sent by the reader itself, those of one receive's requests with one sendmsg; a
+writer task sends only what has to wait (a long poll, an acks=all append, what a full socket did not take): waking
+a task per answer cost each small request a task switch and an event's bookkeeping. The socket's readiness for
 reads is watched with one registration, taken at the reader's first wait and dropped only while it waits on
 something else, where the event loop's sock_recv registers and unregisters at every wait (six epoll_ctl). Closing
 (a stopping broker) reads no new request and answers those read, up to a bound, before the connections close
@@ -418,30 +417,15 @@ class Connection:
                 self.session_expires_at = time.monotonic() + session.lifetime_ms / 1000
 
     def _queue(self, header: RequestHeader | None, answer: Any, started: float) -> None:
-        """An answer joins the ordered queue. A ready one waits for the reader to send it with the rest of its
-        receive's answers (`_send_queued`); one still being worked on is sent when it is done (`_answer_done`)."""
+        """An answer joins the ordered queue. One still being worked on wakes the writer task, which waits for it;
+        a ready one waits for the reader to send it with the rest of its receive's answers (`_send_queued`)."""
         self._pending.append((header, answer, started))
         if isinstance(answer, asyncio.Future):
-            answer.add_done_callback(self._answer_done)
-
-    def _answer_done(self, _answer: asyncio.Future) -> None:
-        """A handler's answer was worked out (a long poll's, an acks=all append's): it goes out at once, with the
-        ready answers behind it, if it heads the queue and the writer task holds nothing; a task switch less per
-        such answer than a writer task waiting on it."""
-        if self.closed:  # the connection ended meanwhile and dropped its queue: nowhere to answer
-            return
-        try:
-            self._send_queued()
-        except CloseConnection as exc:
-            log.warning("closing connection from %s: %s", self.peer, exc)
-            self.task.cancel()
-        except (ConnectionError, OSError) as exc:
-            log.debug("connection from %s lost while answering: %s", self.peer, exc)
-            self.task.cancel()
+            self._answer_ready.set()
 
     def _send_queued(self) -> None:
-        """The ready answers at the head of the queue, sent now if the writer task is idle (it holds none, so none
-        can go out ahead of them); otherwise the writer sends them after what it holds."""
+        """The answers the reader queued, sent now if the writer task is idle (it holds none, so none can go out
+        ahead of them); otherwise the writer sends them after what it holds."""
         if self._writer_idle and self._pending and self._unsent is None:
             self._write_ready()
 
@@ -503,35 +487,43 @@ class Connection:
             self.task.cancel()
 
     async def _write_answers(self) -> None:
-        """The writer task: what a full socket did not take, then, in request order, every answer that became
-        ready while it waited for the socket (on TLS connections, every answer: see `TlsConnection._write_ready`).
-        Woken only with something to send; nobody else sends while it holds answers."""
+        """The writer task: sends, in request order, what the reader could not send at once. An answer still being
+        worked on (a long poll, an acks=all wait) is waited for, and then it goes out in one write with every
+        answer ready behind it; so does what a full socket did not take."""
+        pending = self._pending
         while True:
-            self._writer_idle = True
-            await self._answer_ready.wait()
-            self._answer_ready.clear()
-            self._writer_idle = False
-            while True:
-                if self._unsent is not None:
-                    (chunks, written, throttle_ms), self._unsent = self._unsent, None
-                else:
-                    try:
-                        chunks, written, throttle_ms = self._take_ready()
-                    except CloseConnection as exc:
-                        log.warning("closing connection from %s: %s", self.peer, exc)
-                        self.task.cancel()
+            if self._unsent is None and not pending:
+                self._writer_idle = True
+                self._answer_ready.clear()
+                await self._answer_ready.wait()
+                self._writer_idle = False
+                continue
+            if self._unsent is not None:
+                (chunks, written, throttle_ms), self._unsent = self._unsent, None
+            else:
+                head = pending[0][1]
+                if isinstance(head, asyncio.Future) and not head.done():
+                    await asyncio.wait((head,))
+                    if self.closed:  # the connection ended meanwhile and dropped its queue: nowhere to answer
                         return
-                    if not chunks:
-                        break
+                    continue
                 try:
-                    await self.send(chunks)
-                except (ConnectionError, OSError) as exc:
-                    log.debug("connection from %s lost while answering: %s", self.peer, exc)
+                    chunks, written, throttle_ms = self._take_ready()
+                except CloseConnection as exc:
+                    log.warning("closing connection from %s: %s", self.peer, exc)
                     self.task.cancel()
                     return
-                self._answered(written, throttle_ms)
-                if self.close_after_answer:
-                    return
+                if not chunks:
+                    continue
+            try:
+                await self.send(chunks)
+            except (ConnectionError, OSError) as exc:
+                log.debug("connection from %s lost while answering: %s", self.peer, exc)
+                self.task.cancel()
+                return
+            self._answered(written, throttle_ms)
+            if self.close_after_answer:
+                return
 
     @property
     def answering(self) -> bool:

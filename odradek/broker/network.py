@@ -226,18 +226,19 @@ class Connection:
         first), a pipelining client's next requests are usually there already, taken with a plain recv; only when
         nothing is there does the reader wait for the socket."""
         await asyncio.sleep(0)
-        while True:
-            try:
-                return self.sock.recv(size)
-            except BlockingIOError:
-                await self._readable(loop)
+        return await self._received(loop, self.sock.recv, size)
 
     async def _receive_into(self, loop, view: memoryview) -> int:
         """More bytes of a large frame, received in place at the start of `view`; how many came (0: the peer
         closed)."""
+        return await self._received(loop, self.sock.recv_into, view)
+
+    async def _received(self, loop, receive: Callable, argument: Any) -> Any:
+        """`receive(argument)` on the non-blocking socket (recv or recv_into), waiting through `_readable` while
+        nothing is there."""
         while True:
             try:
-                return self.sock.recv_into(view)
+                return receive(argument)
             except BlockingIOError:
                 await self._readable(loop)
 
@@ -541,27 +542,27 @@ class Connection:
             observe(header.api_key, time.perf_counter() - started)
 
     async def send(self, chunks: list) -> None:
-        """Write byte chunks with sendmsg and FileRegions with sendfile, in order, waiting when the socket is full.
-        A region of at most INLINE_REGION_BYTES is read and sent in the same sendmsg as the bytes around it: for a
-        few KB a copy costs less than two more system calls on the socket (a small fetch answer was three writes)."""
-        buffers: list = []
-        for chunk in chunks:
-            if isinstance(chunk, FileRegion):
-                if chunk.length <= INLINE_REGION_BYTES:
-                    buffers.append(_region_bytes(chunk))
-                    continue
-                if buffers:
-                    await self._sendmsg(buffers)
-                    buffers = []
-                await self._sendfile(chunk)
-            else:
-                buffers.append(chunk)
-        if buffers:
-            await self._sendmsg(buffers)
+        """Write an answer's chunks (bytes and FileRegions), in order, waiting when the socket is full."""
+        await self._write_all(chunks)
+
+    async def _write_all(self, chunks: list) -> None:
+        """Write byte chunks with sendmsg and FileRegions with sendfile, in order, waiting when the socket is full:
+        one `_send_now` after another, a region too large to copy sent with sendfile when it comes to the head."""
+        while chunks:
+            head = chunks[0]
+            if isinstance(head, FileRegion) and head.length > INLINE_REGION_BYTES:
+                await self._sendfile(head)
+                chunks = chunks[1:]
+                continue
+            chunks = self._send_now(chunks)
+            if chunks and not isinstance(chunks[0], FileRegion):  # the socket took only part of the bytes
+                await self._writable()
 
     def _send_now(self, chunks: list) -> list:
-        """One sendmsg of `chunks` without waiting (small file regions read into it, as `send` does); what is left
-        to send: what the socket did not take, and everything from a region too large to copy on."""
+        """One sendmsg of `chunks` without waiting, up to the first file region too large to copy; a region of at
+        most INLINE_REGION_BYTES is read and sent in the same sendmsg as the bytes around it (for a few KB a copy
+        costs less than two more system calls on the socket). What is left to send: what the socket did not take,
+        and everything from that large region on."""
         buffers: list = []
         rest: list = []
         for position, chunk in enumerate(chunks):
@@ -577,18 +578,6 @@ class Connection:
             sent = 0
         return _after_sent(buffers, sent) + rest
 
-    async def _sendmsg(self, buffers: list) -> None:
-        sock = self.sock
-        views = [memoryview(b) for b in buffers]
-        while views:
-            try:
-                sent = sock.sendmsg(views)
-            except BlockingIOError:
-                sent = 0
-            views = _after_sent(views, sent)
-            if views:
-                await self._writable()
-
     async def _sendfile(self, region: FileRegion) -> None:
         fd = self.sock.fileno()
         offset, remaining = region.position, region.length
@@ -599,7 +588,7 @@ class Connection:
                 sent = 0
             except OSError as exc:
                 if exc.errno in (errno.EINVAL, errno.ENOSYS):  # no sendfile for this pair: copy instead
-                    await self._sendmsg([os.pread(region.fd, remaining, offset)])
+                    await self._write_all([os.pread(region.fd, remaining, offset)])
                     return
                 raise
             if sent == 0 and remaining:
@@ -663,12 +652,8 @@ class TlsConnection(Connection):
         self._answer_ready.set()
 
     async def _feed(self, loop) -> bool:
-        while True:
-            try:
-                data = self.sock.recv(RECV_SIZE)
-                break
-            except BlockingIOError:
-                await self._readable(loop)
+        """Received bytes into the TLS state machine; False when the peer closed."""
+        data = await self._received(loop, self.sock.recv, RECV_SIZE)
         if not data:
             return False
         self._incoming.write(data)
@@ -733,7 +718,7 @@ class TlsConnection(Connection):
     async def _flush(self) -> None:
         async with self._flushing:
             while self._outgoing.pending:
-                await self._sendmsg([self._outgoing.read()])
+                await self._write_all([self._outgoing.read()])
 
 
 def _after_sent(views: list, sent: int) -> list:

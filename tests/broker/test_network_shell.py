@@ -96,10 +96,10 @@ def test_an_answer_finished_after_its_connection_closed_is_dropped_quietly():
 
 
 def count_writes(monkeypatch) -> list[str]:
-    """The names of the connection's write calls as they happen: `_send_now` (the reader's one sendmsg),
-    `_sendmsg` (the writer task's, one or more while the socket is full) and `_sendfile`."""
+    """The names of the connection's write calls as they happen: `_send_now` (one sendmsg, the reader's or the
+    writer task's) and `_sendfile`."""
     calls: list[str] = []
-    for name in ("_send_now", "_sendmsg", "_sendfile"):
+    for name in ("_send_now", "_sendfile"):
         original = getattr(Connection, name)
         monkeypatch.setattr(Connection, name, lambda connection, arg, name=name, original=original: (
             calls.append(name), original(connection, arg))[1])

@@ -25,7 +25,9 @@ many (`acknowledged_loss`), so the loss is reported, not hidden.
 
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
-change to the state znode (ZooKeeperCatalogue.write_isr), off the event loop.
+change to the state znode (ZooKeeperCatalogue.write_isr), off the event loop, one write per partition at a time.
+From the moment a change is decided, min.insync.replicas counts only the replicas it keeps, and a written ISR is
+taken at once (Partition.begin_isr_change, end_isr_change), so a produce never passes against an ISR already left.
 
 Replication throttles (odradek/broker/replication_quotas.py): a partition this broker is not in sync for, throttled
 on the follower side (follower.replication.throttled.replicas), stays out of the fetch while the bytes fetched for
@@ -62,7 +64,6 @@ class ReplicaFetchers:
         self.broker = broker
         self._tasks: dict[int, asyncio.Task] = {}
         self._polling: dict[asyncio.Task, frozenset] = {}  # a task's Fetch under way: the partitions it asked for
-        self._isr_writes: set[tuple[str, int]] = set()  # writes under way, one per partition at a time
         self._quota = ReplicationQuota(broker, FOLLOWER_RATE)
         self._closed = False
 
@@ -285,21 +286,23 @@ class ReplicaFetchers:
         lag_ms = self.broker.config["replica.lag.time.max.ms"]
         membership = self.broker.membership
         live = {broker.node_id for broker in membership.live_brokers()} - membership.shutting_down()
-        for (topic, index), partition in list(self.broker.partitions.items()):
-            if not partition.is_leader or not partition.followers or (topic, index) in self._isr_writes:
+        for partition in list(self.broker.partitions.values()):
+            if not partition.is_leader or not partition.followers or partition.isr_change is not None:
                 continue
             wanted = partition.wanted_isr(now, lag_ms, live)
             if wanted is not None:
-                self._isr_writes.add((topic, index))
-                asyncio.get_running_loop().create_task(self._write_isr(topic, index, partition.leader_epoch, wanted))
+                partition.begin_isr_change(wanted)
+                asyncio.get_running_loop().create_task(self._write_isr(partition, wanted))
 
-    async def _write_isr(self, topic: str, index: int, leader_epoch: int, isr: list[int]) -> None:
+    async def _write_isr(self, partition, isr: list[int]) -> None:
+        topic, index, leader_epoch = partition.topic, partition.index, partition.leader_epoch
+        written = False
         try:
-            await asyncio.to_thread(self.broker.metadata.write_isr, topic, index, leader_epoch, isr)
+            written = await asyncio.to_thread(self.broker.metadata.write_isr, topic, index, leader_epoch, isr)
         except Exception as exc:  # ZooKeeper unreachable: the next check tries again
             log.warning("%s-%d: ISR change to %s not written (%r)", topic, index, isr, exc)
         finally:
-            self._isr_writes.discard((topic, index))
+            partition.end_isr_change(leader_epoch, written)
 
 
 def backoff_after(code: int) -> float:

@@ -27,6 +27,7 @@ shell decides what a wake-up means.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Collection
@@ -63,7 +64,7 @@ class FollowerState:
 
 class Partition:
     __slots__ = ("topic", "index", "topic_id", "log", "assignment", "node_id", "high_watermark", "_waiters",
-                 "followers", "needs_truncation")
+                 "followers", "needs_truncation", "isr_change")
 
     def __init__(self, topic: str, index: int, topic_id: uuid.UUID, log: Log,
                  assignment: PartitionAssignment, node_id: int, high_watermark: int = 0):
@@ -78,6 +79,7 @@ class Partition:
         self._waiters: list[Callable[[], None]] = []
         self.followers: dict[int, FollowerState] = {}  # as leader: every other replica
         self.needs_truncation = not self.is_leader  # a follower's tail may not be its leader's
+        self.isr_change: list[int] | None = None  # as leader: the ISR being written to the state znode
         if self.is_leader:
             log.leader_epochs.assign(assignment.leader_epoch, log.log_end_offset)
 
@@ -164,11 +166,35 @@ class Partition:
                    and now_ms - follower.last_caught_up_ms <= lag_time_max_ms]
         return None if wanted == isr else wanted
 
+    def begin_isr_change(self, isr: list[int]) -> None:
+        """As leader, the ISR `wanted_isr` asked for is being written to the state znode. Until the write ends,
+        min.insync.replicas counts only the replicas in both the current ISR and the new one (see
+        `check_min_insync`), while the high watermark still waits for every current member: a shrink's write may
+        lose to the controller's, and only a written ISR may let the high watermark pass a replica."""
+        self.isr_change = isr
+
+    def end_isr_change(self, leader_epoch: int, written: bool) -> None:
+        """The ISR write begun at `leader_epoch` ended. A written ISR is taken at once, as Kafka's leader takes its
+        shrink under the lock that produce requests check the ISR under: waiting for the catalogue to read the
+        znode back would let an acks=all produce in between be checked against the ISR just left (and fail after its
+        append, NOT_ENOUGH_REPLICAS_AFTER_APPEND, where NOT_ENOUGH_REPLICAS refuses it before). The catalogue's read
+        of the same znode then changes nothing."""
+        isr, self.isr_change = self.isr_change, None
+        if written and isr is not None and self.is_leader and self.leader_epoch == leader_epoch:
+            self.assignment = dataclasses.replace(self.assignment, isr=isr)
+            self._advance_high_watermark()
+            self.wake()
+
     def check_min_insync(self) -> None:
-        """acks=all on a partition with fewer in-sync replicas than min.insync.replicas (before the append)."""
-        if len(self.assignment.isr) < self.log.config.min_insync_replicas:
+        """acks=all on a partition with fewer in-sync replicas than min.insync.replicas (before the append, and once
+        it is replicated); while an ISR change is being written, only replicas in the ISR both before and after it
+        count."""
+        isr = self.assignment.isr
+        if self.isr_change is not None:
+            isr = [replica for replica in isr if replica in self.isr_change]
+        if len(isr) < self.log.config.min_insync_replicas:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                             f"The size of the current ISR {set(self.assignment.isr)} is insufficient to satisfy the "
+                             f"The size of the current ISR {set(isr)} is insufficient to satisfy the "
                              f"min.isr requirement of {self.log.config.min_insync_replicas} for partition "
                              f"{self.topic}-{self.index}")
 

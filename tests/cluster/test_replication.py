@@ -15,7 +15,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.cluster.metadata import PartitionAssignment
+from odradek.cluster.partition import Partition
+from odradek.config import LogConfig
 from odradek.embedded import Cluster, wait_until
+from odradek.errors import ErrorCode
+from odradek.errors import KafkaError as OdradekError
+from odradek.records.batch import Record, encode_batch, validate_batches
+from odradek.storage.log import Log
 
 from .conftest import new_cluster
 
@@ -93,6 +100,39 @@ def test_acks_all_records_are_on_every_replica_byte_for_byte(cluster, zk):
     for broker in cluster.brokers:  # acks=all answered once every ISR member had them
         assert segment_bytes(broker, topic) == on_leader, broker.node_id
     assert read_all(cluster.bootstrap_servers, topic) == values
+
+
+def test_an_isr_shrink_counts_for_min_insync_from_when_it_is_decided(tmp_path):
+    """The leader writes an ISR change to ZooKeeper off the event loop and hears it back through its watch; a produce
+    in between must not be checked against the ISR being left (it passed, was appended, and then failed with
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND), while the high watermark still waits for every member until the change is
+    written (the write may lose to the controller's)."""
+    log = Log.open(tmp_path / "t-0", LogConfig(min_insync_replicas=2), clean_shutdown=True)
+    now = int(time.time() * 1000)
+    partition = Partition("t", 0, uuid.uuid4(), log, PartitionAssignment(1, 0, [1, 2, 3], [1, 2, 3]), 1)
+    try:
+        partition.update_assignment(partition.assignment, now)
+        data = encode_batch([Record(0, now, None, b"v")])
+        partition.append(data, validate_batches(data))
+        partition.follower_fetched(2, 1, now)
+        assert partition.high_watermark == 0  # replica 3 has not fetched it
+
+        partition.begin_isr_change([1])
+        with pytest.raises(OdradekError) as refused:
+            partition.check_min_insync()
+        assert refused.value.code == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert partition.high_watermark == 0
+        partition.end_isr_change(0, written=False)  # lost to the controller: the ISR stays
+        partition.check_min_insync()
+        assert partition.assignment.isr == [1, 2, 3]
+
+        partition.begin_isr_change([1, 2])
+        partition.check_min_insync()  # two replicas kept, as min.insync.replicas asks
+        partition.end_isr_change(0, written=True)
+        assert partition.assignment.isr == [1, 2]
+        assert partition.high_watermark == 1  # replica 2 has it, and 3 no longer counts
+    finally:
+        log.close()
 
 
 def test_paused_followers_leave_the_isr_then_min_insync_refuses_and_they_rejoin(cluster, zk):

@@ -149,7 +149,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory(prefix="bench-validation-") as data_dir:
                 broker = BrokerProcess(data_dir).start()
                 try:
-                    one_case(broker, "warm-up", 1024, "none", "delete")  # the broker's first Produce starts workers
+                    one_case(broker, "warm-up", 1024, "none", "delete")  # what a fresh broker does once (files, caches)
                     for size, codec, policy in cases:
                         topic = f"r{round_number}-{size}-{codec}-{policy}"
                         figures.setdefault((label, size, codec, policy), []).append(

@@ -5,7 +5,10 @@ answer to stdout, rather than multiprocessing's pools: those start their workers
 module (spawn, forkserver), which an embedded broker's host program need not guard, or by forking a process that has
 threads (fork). Processes rather than threads because cramjam holds the GIL while it decompresses, which is most of
 the time a bomb costs. A worker exits when its stdin closes, so workers never outlive the broker, even after kill
--9. At most `size` workers run, which bounds the memory such checks take; a request waits for an idle one.
+-9. At most `size` workers run, which bounds the memory such checks take; a request waits for an idle one. A worker
+starts when a request first needs one, not before: most brokers never need one (a client's batches are checked on
+the event loop), and each costs an interpreter's start (0.05 s of CPU) and 24 MB of memory; the first such request
+waits for it, about as long as its own check takes.
 
 A request is a small fixed header (_REQUEST: the record bytes' length, the time range, whether keys are required,
 the topic-partition's name) followed by the record bytes as they came, which the worker reads into one buffer and
@@ -37,7 +40,6 @@ class ValidationWorkers:
         self._idle: list[asyncio.subprocess.Process] = []
         self._running = 0
         self._freed: asyncio.Condition | None = None
-        self._starting: asyncio.Future | None = None
 
     async def check(self, records, topic_partition: str, keys_required: bool,
                     create_time_range: tuple[int, int] | None) -> None:
@@ -68,19 +70,6 @@ class ValidationWorkers:
             if record_errors:
                 raise RecordsRefused(ErrorCode(code), message, record_errors)
             raise KafkaError(ErrorCode(code), message)
-
-    def start(self) -> None:
-        """Start the workers in the background (once), so that the first requests that need them do not wait for
-        an interpreter and the package to load."""
-        if self._starting is not None:
-            return
-
-        async def start_all() -> None:
-            workers = [await self._take() for _ in range(self.size)]
-            for worker in workers:
-                await self._release(worker)
-
-        self._starting = asyncio.ensure_future(start_all())
 
     async def _take(self) -> asyncio.subprocess.Process:
         if self._freed is None:

@@ -231,7 +231,6 @@ def handlers(broker) -> dict:
         return response(acks, outcomes, throttle_ms)
 
     def answer_produce(connection, header, request):
-        workers.start()  # at the first Produce: by the time a batch needs a worker, one is ready
         version = header.api_version
         acks = request.acks
         access = broker.access(connection)

@@ -431,8 +431,8 @@ class Connection:
             self._write_ready()
 
     def _write_ready(self) -> None:
-        """Send the ready answers at the head of the queue with one sendmsg, without waiting: what the socket does
-        not take (or a file region too large to copy) is left to the writer task."""
+        """Send the ready answers at the head of the queue without waiting (`_send_now`: one sendmsg, and sendfile
+        for large file regions): what the socket does not take is left to the writer task."""
         chunks, written, throttle_ms = self._take_ready()
         if not chunks:
             return
@@ -546,57 +546,62 @@ class Connection:
         await self._write_all(chunks)
 
     async def _write_all(self, chunks: list) -> None:
-        """Write byte chunks with sendmsg and FileRegions with sendfile, in order, waiting when the socket is full:
-        one `_send_now` after another, a region too large to copy sent with sendfile when it comes to the head."""
+        """Write chunks in order: `_send_now` until the socket has taken everything, waiting whenever it is full."""
+        chunks = self._send_now(chunks)
+        while chunks:
+            await self._writable()
+            chunks = self._send_now(chunks)
+
+    def _send_now(self, chunks: list) -> list:
+        """Send `chunks` in order, without waiting, as far as the socket takes them: bytes with sendmsg, a file region
+        of at most INLINE_REGION_BYTES read into the same sendmsg as the bytes around it (for a few KB a copy costs
+        less than two more system calls on the socket), a larger one with sendfile. What is left to send (empty
+        once all went out)."""
         while chunks:
             head = chunks[0]
             if isinstance(head, FileRegion) and head.length > INLINE_REGION_BYTES:
-                await self._sendfile(head)
-                chunks = chunks[1:]
+                left = self._sendfile_now(head)
+                if isinstance(left, FileRegion):
+                    return [left, *chunks[1:]]
+                chunks = chunks[1:] if left is None else [left, *chunks[1:]]
                 continue
-            chunks = self._send_now(chunks)
-            if chunks and not isinstance(chunks[0], FileRegion):  # the socket took only part of the bytes
-                await self._writable()
+            buffers: list = []
+            for chunk in chunks:
+                if isinstance(chunk, FileRegion):
+                    if chunk.length > INLINE_REGION_BYTES:
+                        break
+                    chunk = _region_bytes(chunk)
+                buffers.append(memoryview(chunk))
+            try:
+                sent = self.sock.sendmsg(buffers)
+            except BlockingIOError:
+                sent = 0
+            unsent = _after_sent(buffers, sent)
+            chunks = chunks[len(buffers):]
+            if unsent:
+                return unsent + chunks
+        return []
 
-    def _send_now(self, chunks: list) -> list:
-        """One sendmsg of `chunks` without waiting, up to the first file region too large to copy; a region of at
-        most INLINE_REGION_BYTES is read and sent in the same sendmsg as the bytes around it (for a few KB a copy
-        costs less than two more system calls on the socket). What is left to send: what the socket did not take,
-        and everything from that large region on."""
-        buffers: list = []
-        rest: list = []
-        for position, chunk in enumerate(chunks):
-            if isinstance(chunk, FileRegion):
-                if chunk.length > INLINE_REGION_BYTES:
-                    rest = chunks[position:]
-                    break
-                chunk = _region_bytes(chunk)
-            buffers.append(memoryview(chunk))
-        try:
-            sent = self.sock.sendmsg(buffers)
-        except BlockingIOError:
-            sent = 0
-        return _after_sent(buffers, sent) + rest
-
-    async def _sendfile(self, region: FileRegion) -> None:
+    def _sendfile_now(self, region: FileRegion) -> FileRegion | bytes | None:
+        """`region` with sendfile, without waiting: None once the socket took all of it, else what is left to send:
+        the rest of the region when the socket is full, or its bytes where this file and socket allow no
+        sendfile."""
         fd = self.sock.fileno()
         offset, remaining = region.position, region.length
         while remaining:
             try:
                 sent = os.sendfile(fd, region.fd, offset, remaining)
             except BlockingIOError:
-                sent = 0
+                return FileRegion(region.fd, offset, remaining)
             except OSError as exc:
-                if exc.errno in (errno.EINVAL, errno.ENOSYS):  # no sendfile for this pair: copy instead
-                    await self._write_all([os.pread(region.fd, remaining, offset)])
-                    return
+                if exc.errno in (errno.EINVAL, errno.ENOSYS):
+                    return _region_bytes(FileRegion(region.fd, offset, remaining))
                 raise
-            if sent == 0 and remaining:
-                if offset >= os.fstat(region.fd).st_size:
-                    raise ConnectionError("segment file shorter than the region handed out")
-                await self._writable()
+            if not sent:  # the file ends here (a full socket is BlockingIOError)
+                raise ConnectionError("segment file shorter than the region handed out")
             offset += sent
             remaining -= sent
+        return None
 
     async def _writable(self) -> None:
         loop = asyncio.get_running_loop()

@@ -5,6 +5,7 @@ writes its answers take)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import socket
 import tempfile
@@ -96,10 +97,10 @@ def test_an_answer_finished_after_its_connection_closed_is_dropped_quietly():
 
 
 def count_writes(monkeypatch) -> list[str]:
-    """The names of the connection's write calls as they happen: `_send_now` (one sendmsg, the reader's or the
-    writer task's) and `_sendfile`."""
+    """The names of the connection's write calls as they happen: `_send_now` (the reader's or the writer task's: a
+    sendmsg, and a sendfile per large file region, `_sendfile_now`) and `_sendfile_now`."""
     calls: list[str] = []
-    for name in ("_send_now", "_sendfile"):
+    for name in ("_send_now", "_sendfile_now"):
         original = getattr(Connection, name)
         monkeypatch.setattr(Connection, name, lambda connection, arg, name=name, original=original: (
             calls.append(name), original(connection, arg))[1])
@@ -152,7 +153,7 @@ def test_small_fetch_answers_go_out_in_one_write_with_their_records(monkeypatch,
         (n, FETCH.response(responses=[FETCH.response.FetchableTopicResponse(topic="t", partitions=[
             FETCH.response.PartitionData(partition_index=0, high_watermark=1, records=(bytes(range(256)) * 4))])]))
         for n in range(16)]
-    assert calls.count("_sendfile") == 0 and 1 <= len(calls) <= 3, calls
+    assert calls.count("_sendfile_now") == 0 and 1 <= len(calls) <= 3, calls
 
 
 def test_a_closing_server_answers_what_it_read_and_reads_nothing_more():
@@ -228,6 +229,71 @@ def test_answers_a_full_socket_did_not_take_go_out_in_order_once_the_peer_reads(
     assert [correlation_id for correlation_id, _ in answers] == list(range(32))
     for correlation_id, records in answers:
         assert records == (b"\xee" * size if correlation_id % 4 == 3 else bytes([correlation_id]) * size)
+
+
+def fetch_answers_of_region(region_of, requests: int) -> list:
+    """Send `requests` pipelined fetches to a server that answers each with the file region `region_of(fd)` of a
+    64 KB file of 0xee bytes, on a first connection and then on a second one that sends one fetch: [(connection,
+    correlation id, records)] of the answers that came whole, and (connection, "closed", None) where a connection
+    ended before its answers did."""
+    async def main(path: str):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            def answer(connection, header, request):
+                return FETCH.response(responses=[FETCH.response.FetchableTopicResponse(topic="t", partitions=[
+                    FETCH.response.PartitionData(partition_index=0, high_watermark=1, records=region_of(fd))])])
+
+            server, server_socket, task = serving(answer, FETCH.key)
+            request = FETCH.request(max_wait_ms=0, min_bytes=0, topics=[])
+            frames = [encode_request(RequestHeader(api_key=FETCH.key, api_version=12, correlation_id=n,
+                                                   client_id="t"), request) for n in range(requests)]
+            answers = []
+            for connection in range(2):
+                reader, writer = await asyncio.open_connection(*server_socket.getsockname()[:2])
+                writer.write(b"".join(frames if connection == 0 else frames[:1]))
+                try:
+                    for _ in range(requests if connection == 0 else 1):
+                        frame_size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 10), "big")
+                        correlation_id, response = decode_response(FETCH.key, 12,
+                                                                   await reader.readexactly(frame_size))
+                        answers.append((connection, correlation_id, response.responses[0].partitions[0].records))
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    answers.append((connection, "closed", None))
+                writer.close()
+            await shut_down(server, server_socket, task, writer)
+            return answers
+        finally:
+            os.close(fd)
+
+    with tempfile.NamedTemporaryFile() as segment:
+        segment.write(b"\xee" * 65536)
+        segment.flush()
+        return asyncio.run(main(segment.name))
+
+
+def test_a_file_region_past_the_end_of_its_file_closes_only_that_connection():
+    """A region handed out longer than its segment file now is (a truncation raced the read) cannot be sent whole:
+    the connection is closed rather than left waiting for bytes that will never come, or answered with a frame
+    whose records are short; the server goes on answering other connections."""
+    answered = []
+
+    def region_of(fd):  # the first answer's region is cut short, the later ones are whole
+        answered.append(fd)
+        return FileRegion(fd, 32768, 65536 if len(answered) == 1 else 32768)
+
+    answers = fetch_answers_of_region(region_of, 2)
+    assert answers == [(0, "closed", None), (1, 0, b"\xee" * 32768)]
+
+
+def test_a_file_region_sendfile_cannot_send_is_read_and_sent(monkeypatch):
+    """Where sendfile refuses the pair of file and socket (EINVAL, ENOSYS), the region's bytes are read and sent
+    instead, in order with everything around them."""
+    def no_sendfile(*args):
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(os, "sendfile", no_sendfile)
+    answers = fetch_answers_of_region(lambda fd: FileRegion(fd, 1000, 60000), 3)
+    assert answers == [(0, n, b"\xee" * 60000) for n in range(3)] + [(1, 0, b"\xee" * 60000)]
 
 
 def loop_cpu_while(held_for: float) -> float:

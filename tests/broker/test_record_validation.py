@@ -155,7 +155,7 @@ def test_a_request_checks_only_so_many_records_on_the_event_loop(broker, client,
     admin.create_topics([NewTopic(topic_name, partitions, 1, config={"max.message.bytes": str(8 << 20)})]
                         )[topic_name].result(10)
     sizes = np.random.default_rng(7).integers(0, 4, INLINE_RECORDS)
-    batch = encode_batch([Record(i, TS, b"", b"x" * int(size)) for i, size in enumerate(sizes)], compression=ZSTD)
+    batch = encode_batch([Record(i, TS, b"", b"x" * int(size)) for i, size in enumerate(sizes)])
     request = api("Produce").request
 
     def produce_to_every_partition():
@@ -172,35 +172,16 @@ def test_a_request_checks_only_so_many_records_on_the_event_loop(broker, client,
     assert (partitions - 1) * len(batch) <= read < partitions * len(batch), (read, len(batch))
 
 
-def test_a_large_plain_batch_walked_off_the_loop_is_refused_for_its_records(broker, client, topic_name):
-    """An uncompressed batch of 2 MB (walked in a thread, beside the event loop) is checked as thoroughly as a small
-    one: on a compacted topic its one keyless record is named and nothing of it is written; with that key set the
-    same records are appended."""
-    create(broker, topic_name, {"cleanup.policy": "compact", "max.message.bytes": str(4 << 20)})
-    count = 20_000
-    keyless = encode_batch([Record(i, TS, None if i == 12_345 else b"k%d" % i, b"v" * 90) for i in range(count)])
-    assert len(keyless) > 2 << 20
-    answer = produce(client, topic_name, keyless)
-    assert answer.error_code == INVALID_RECORD
-    assert [(e.batch_index, e.batch_index_error_message) for e in answer.record_errors] == [
-        (12_345, f"Compacted topic cannot accept message without key in topic partition {topic_name}-0")]
-    keyed = encode_batch([Record(i, TS, b"k%d" % i, b"v" * 90) for i in range(count)])
-    answer = produce(client, topic_name, keyed)
-    assert (answer.error_code, answer.base_offset) == (0, 0)
-    assert produce(client, topic_name, encode_batch([Record(0, TS, b"k", b"v")])).base_offset == count
-
-
-@pytest.mark.parametrize("codec", [ZSTD, 0], ids=["zstd-in-a-worker", "plain-in-a-thread"])
-def test_pipelined_appends_to_one_partition_keep_their_order(broker, client, topic_name, codec):
-    """An idempotent producer pipelines: a large batch (compressed: checked in a worker process; plain, 7.5 MB:
-    walked in a thread) and a small plain one right behind it (checked inline) on one connection. The small one
-    must not be appended first: both succeed, in order, and the producer's sequence numbers stay in order."""
-    create(broker, topic_name, {"max.message.bytes": str(16 << 20)})
+def test_pipelined_appends_to_one_partition_keep_their_order(broker, client, topic_name):
+    """An idempotent producer pipelines: a large compressed batch (checked in a worker process) and a small plain
+    one right behind it (checked inline) on one connection. The small one must not be appended first: both
+    succeed, in order, and the producer's sequence numbers stay in order."""
+    create(broker, topic_name)
     answer = client.call("InitProducerId", 4, transactional_id=None, transaction_timeout_ms=60000,
                          producer_id=-1, producer_epoch=-1)
     producer_id, epoch = answer.producer_id, answer.producer_epoch
     large_count = 300_000
-    large = encode_batch([Record(i, TS, b"k", b"v" * 20) for i in range(large_count)], compression=codec,
+    large = encode_batch([Record(i, TS, b"k", b"v" * 20) for i in range(large_count)], compression=ZSTD,
                          producer_id=producer_id, producer_epoch=epoch, base_sequence=0)
     small = encode_batch([Record(0, TS, b"k", b"last")], producer_id=producer_id, producer_epoch=epoch,
                          base_sequence=large_count)

@@ -14,19 +14,15 @@ once while the ISR is the leader alone), and refused with NOT_ENOUGH_REPLICAS wh
 min.insync.replicas.
 
 Walking records costs time in proportion to how many there are, and a header says how many before any work (the
-count is checked against the bytes first, and the walk never goes past it). An uncompressed batch of
-THREAD_CHECK_BYTES or more is walked in a thread: the C walker releases the GIL, so one request's walk runs on the
-other core beside the event loop's receives and appends of the next (two producers of 1 MB batches: 11.2M ->
-13.1-19.8M records/s, broker CPU per record no higher); a smaller one stays on the loop, where its walk costs less
-than the loop's wake-up for the thread's answer. Otherwise the batches of a request holding at most INLINE_RECORDS
-records in all are checked on the event loop (partition by partition, as long as the request's allowance lasts),
-compressed ones too if they decompress to at most INLINE_DECOMPRESSED_BYTES (a decompression that goes past it
-stops there), which a client's batch (batch.size, 1 MB at most by default) does. Measured with the C walker
-(records._walk): 256k records of scattered sizes (21 MB), the walk's worst case, 4 ms; 16k of them 0.2 ms. Sending
-such a batch to a worker costs more CPU than checking it (a pickle and two pipe copies of every byte). Every other
-batch (a few KB of zstd can inflate to millions of records) is checked in one of VALIDATION_PROCESSES worker
-processes (broker/validation_workers.py; processes, not threads: cramjam holds the GIL while it decompresses), which
-also bounds the memory such checks take; the event loop keeps serving every other connection meanwhile.
+count is checked against the bytes first, and the walk never goes past it). So the batches of a request holding at
+most INLINE_RECORDS records in all are checked on the event loop (partition by partition, as long as the request's
+allowance lasts), compressed ones too if they decompress to at most INLINE_DECOMPRESSED_BYTES (a decompression that
+goes past it stops there), which a client's batch (batch.size, 1 MB at most by default) does. Measured with the C
+walker (records._walk): 256k records of scattered sizes (21 MB), the walk's worst case, 4 ms; 16k of them 0.2 ms.
+Sending such a batch to a worker costs more CPU than checking it (a pickle and two pipe copies of every byte). Every other batch (a
+few KB of zstd can inflate to millions of records) is checked in one of VALIDATION_PROCESSES worker processes
+(broker/validation_workers.py; processes, not threads: cramjam holds the GIL while it decompresses), which also
+bounds the memory such checks take; the event loop keeps serving every other connection meanwhile.
 
 Appends to one partition still happen in the order the requests arrived, even when a small request's records are
 checked before a large one's that came earlier: an idempotent producer pipelines requests to a partition and
@@ -45,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
 from odradek.broker.append_waits import until_led, until_replicated
 from odradek.broker.validation_workers import ValidationWorkers
@@ -64,7 +59,6 @@ PRODUCE = api("Produce")
 ProduceResponse = PRODUCE.response
 INLINE_RECORDS = 256 * 1024  # records of one request checked on the loop, at most
 INLINE_DECOMPRESSED_BYTES = 4 << 20  # if their compressed batches decompress to no more than this
-THREAD_CHECK_BYTES = 256 * 1024  # uncompressed batches of a partition from this size on are walked in a thread
 VALIDATION_PROCESSES = 2
 ELECTION_WAIT_S = 5.0  # the longest a Produce waits at a replica for an election that may make it the leader
 
@@ -98,40 +92,38 @@ def handlers(broker) -> dict:
         return result
 
     async def check_then_append(partition: Partition, previous: asyncio.Future | None, records, headers,
-                                check: Callable[[], Awaitable[None]] | None):
-        """Start the records' `check` (None: checked already), wait for the partition's previous append and the
-        check, and append."""
-        checking = None if check is None else asyncio.ensure_future(check())
+                                topic_partition: str, keys_required: bool, time_range, checked: bool):
+        """Check the records in a worker (unless `checked` already), wait for the partition's previous append, and
+        append."""
+        check = None if checked else asyncio.ensure_future(
+            workers.check(records, topic_partition, keys_required, time_range))
         if previous is not None:
             await asyncio.wait([previous])  # its outcome is its own request's
-        if checking is not None:
-            await checking
+        if check is not None:
+            await check
         return append(partition, records, headers)
 
     def prepared(topic: str, index: int, records, version: int, acks: int, inline_allowance: list[int]):
-        """The partition, its batches, and how their records are still to be checked: None when they were checked
-        here (if they fit in what is left of the request's `inline_allowance`, a one-item list of records, which
-        they use up), else the check to start: in a thread for large uncompressed batches, in a worker process for
-        the rest."""
+        """The partition, its batches and what their record checks need, the records checked inline if they fit
+        in what is left of the request's `inline_allowance` (a one-item list: records), which they use up."""
         if acks == -1:
             broker.partition(topic, index).check_min_insync()
         partition, records, headers = checked_batches(topic, index, records, version)
+        topic_partition = f"{topic}-{index}"
         config = partition.log.config
-        checks = {"topic_partition": f"{topic}-{index}", "keys_required": config.compact,
-                  "create_time_range": (None if config.log_append_time
-                                        else config.create_time_range(time.time_ns() // 1_000_000))}
-        if len(records) >= THREAD_CHECK_BYTES and not any(header.compression for header in headers):
-            return partition, records, headers, lambda: asyncio.to_thread(validate_records, records, headers, **checks)
+        keys_required = config.compact
+        time_range = None if config.log_append_time else config.create_time_range(time.time_ns() // 1_000_000)
+        checked = False
         count = sum(header.record_count for header in headers)
         if count <= inline_allowance[0]:
             inline_allowance[0] -= count
             try:
-                validate_records(records, headers, decompressed_limit=INLINE_DECOMPRESSED_BYTES, **checks)
-                return partition, records, headers, None
+                validate_records(records, headers, topic_partition=topic_partition, keys_required=keys_required,
+                                 create_time_range=time_range, decompressed_limit=INLINE_DECOMPRESSED_BYTES)
+                checked = True
             except DecompressedTooLarge:
                 pass  # a worker decompresses it again, under the full limit
-        return partition, records, headers, lambda: workers.check(records, checks["topic_partition"],
-                                                                  checks["keys_required"], checks["create_time_range"])
+        return partition, records, headers, topic_partition, keys_required, time_range, checked
 
     async def append_once_led(partition: Partition, previous: asyncio.Future | None, topic: str, index: int,
                               records, version: int, acks: int, deadline: float):
@@ -140,8 +132,10 @@ def handlers(broker) -> dict:
         if previous is not None:
             await asyncio.wait([previous])
         await until_led(partition, deadline)
-        partition, records, headers, check = prepared(topic, index, records, version, acks, [INLINE_RECORDS])
-        return await check_then_append(partition, None, records, headers, check)
+        partition, records, headers, topic_partition, keys_required, time_range, checked = prepared(
+            topic, index, records, version, acks, [INLINE_RECORDS])
+        return await check_then_append(partition, None, records, headers, topic_partition, keys_required, time_range,
+                                       checked)
 
     def start_append(topic: str, index: int, records, version: int, acks: int, timeout_ms: int,
                      inline_allowance: list[int]):
@@ -156,11 +150,13 @@ def handlers(broker) -> dict:
             deadline = time.monotonic() + min(max(timeout_ms, 0) / 1000, ELECTION_WAIT_S)
             return chain(electing, append_once_led(electing, in_flight.get(electing), topic, index, records,
                                                    version, acks, deadline))
-        partition, records, headers, check = prepared(topic, index, records, version, acks, inline_allowance)
+        partition, records, headers, topic_partition, keys_required, time_range, checked = prepared(
+            topic, index, records, version, acks, inline_allowance)
         previous = in_flight.get(partition)
-        if check is None and previous is None:
+        if checked and previous is None:
             return append(partition, records, headers)
-        return chain(partition, check_then_append(partition, previous, records, headers, check))
+        return chain(partition, check_then_append(partition, previous, records, headers, topic_partition,
+                                                  keys_required, time_range, checked))
 
     def chain(partition: Partition, append_later) -> asyncio.Future:
         """Start `append_later` as the partition's last append in flight (the next one waits for it)."""

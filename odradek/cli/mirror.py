@@ -60,13 +60,16 @@ class Mirror:
         try:
             while not self.stopping:
                 next_commit = time.monotonic() + self.commit_interval_ms / 1000
+                copied_before = self.copied
                 for message in stream:
                     self.copy(message)
-                    last_arrival = time.monotonic()
                     if self.stopping or time.monotonic() >= next_commit:
                         break
                 self.commit()
-                if not self.connector.caught_up:  # still joining the source group or reading what it has
+                # a round that copied, or a consumer still joining the source group or reading what it has, is
+                # not idle; idleness counts from after the commit, which over a slow link can take longer than the
+                # idle timeout while the stream holds records already fetched
+                if self.copied > copied_before or not self.connector.caught_up:
                     last_arrival = time.monotonic()
                 elif idle_timeout_ms is not None and time.monotonic() - last_arrival >= idle_timeout_ms / 1000:
                     break

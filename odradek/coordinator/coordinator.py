@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from odradek.broker.append_waits import until_replicated
 from odradek.broker.periodic import every
 from odradek.clock import now_ms
+from odradek.config import LONG_MAX
 from odradek.coordinator.assignors import TopicInfo
 from odradek.coordinator.classic import (JOIN, SYNC, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
                                          SyncResult, Wait)
@@ -226,7 +227,9 @@ class GroupCoordinator:
                 codes[position] = exc.code
             return codes
         now = now_ms()
-        expire = now + retention_ms if retention_ms >= 0 else -1
+        # OffsetCommit v2-v4's retention_time_ms: past the largest timestamp it means "never" (Kafka's Java sum wraps
+        # negative and expires the offsets at the next check; ours would not fit the offsets topic's int64)
+        expire = min(now + retention_ms, LONG_MAX) if retention_ms >= 0 else -1
         known_codes, records, accepted = self._offset_records(group_id, [offsets[p] for p in known], now, expire)
         for position, code in zip(known, known_codes):
             codes[position] = code

@@ -10,6 +10,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
+from odradek.protocol import api
+
+from broker.raw_client import RawClient  # tests/ is the rootdir on sys.path
 
 PARTITIONS = 6
 
@@ -173,3 +176,31 @@ def test_kip848_consumer_commits_for_assigned_partitions_into_a_simple_group(kip
     admin = AdminClient({"bootstrap.servers": bootstrap})  # keep the handle alive until the result is in
     groups = {g.group_id for g in admin.list_consumer_groups().result(10).valid}
     assert group in groups and unknown_group not in groups
+
+
+def test_an_offset_commit_with_the_longest_retention_is_kept(tmp_path):
+    """OffsetCommit v2-v4 carry retention_time_ms; Long.MAX_VALUE (a fuzzer's choice) made the expiry timestamp
+    overflow the offsets topic's int64, the handler failed and the connection closed. It means "keep it": the
+    commit succeeds, reads back, and survives a restart (the record was written)."""
+    commit = api("OffsetCommit").request
+    with BrokerProcess(tmp_path / "data", settings={"group.initial.rebalance.delay.ms": 0}) as broker:
+        create_topic(broker.bootstrap_servers, "kept", 1)
+        client = RawClient(broker.port)
+        try:
+            answer = client.call("OffsetCommit", 4, group_id="keeper", generation_id_or_member_epoch=-1,
+                                 member_id="", retention_time_ms=2**63 - 1, topics=[commit.OffsetCommitRequestTopic(
+                                     name="kept", partitions=[commit.OffsetCommitRequestPartition(
+                                         partition_index=0, committed_offset=7, committed_metadata="m")])])
+        finally:
+            client.close()
+        assert answer.topics[0].partitions[0].error_code == 0
+        broker.restart()
+        fetch = api("OffsetFetch").request
+        client = RawClient(broker.port)
+        try:
+            answer = client.call("OffsetFetch", 5, group_id="keeper", topics=[fetch.OffsetFetchRequestTopic(
+                name="kept", partition_indexes=[0])])
+        finally:
+            client.close()
+        [partition] = answer.topics[0].partitions
+        assert (answer.error_code, partition.committed_offset, partition.metadata) == (0, 7, "m")

@@ -292,10 +292,12 @@ class ReplicaFetchers:
             wanted = partition.wanted_isr(now, lag_ms, live)
             if wanted is not None:
                 partition.begin_isr_change(wanted)
-                asyncio.get_running_loop().create_task(self._write_isr(partition, wanted))
+                asyncio.get_running_loop().create_task(self._write_isr(partition, partition.leader_epoch, wanted))
 
-    async def _write_isr(self, partition, isr: list[int]) -> None:
-        topic, index, leader_epoch = partition.topic, partition.index, partition.leader_epoch
+    async def _write_isr(self, partition, leader_epoch: int, isr: list[int]) -> None:
+        """Write the ISR decided at `leader_epoch` (the task starts later: an epoch that moved meanwhile must fail
+        the conditional write, not carry a decision made on the old epoch's followers)."""
+        topic, index = partition.topic, partition.index
         written = False
         try:
             written = await asyncio.to_thread(self.broker.metadata.write_isr, topic, index, leader_epoch, isr)

@@ -8,7 +8,7 @@ the time a bomb costs. A worker exits when its stdin closes, so workers never ou
 -9. At most `size` workers run, which bounds the memory such checks take; a request waits for an idle one. A worker
 starts when a request first needs one, not before: most brokers never need one (a client's batches are checked on
 the event loop), and each costs an interpreter's start (0.05 s of CPU) and 24 MB of memory; the first such request
-waits for it, about as long as its own check takes.
+waits for that start (0.07 s).
 
 A request is a small fixed header (_REQUEST: the record bytes' length, the time range, whether keys are required,
 the topic-partition's name) followed by the record bytes as they came, which the worker reads into one buffer and

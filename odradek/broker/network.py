@@ -318,7 +318,8 @@ class Connection:
                     break
                 if self.muted_until > time.monotonic():  # a throttled client's channel is muted
                     self._pause_reading()
-                    await asyncio.sleep(self.muted_until - time.monotonic())
+                    while (left := self.muted_until - time.monotonic()) > 0:  # uvloop's timers round to whole ms:
+                        await asyncio.sleep(left)                                # less than 0.5 ms sleeps about 0
                 if self.server.closing:  # no new work once the server closes: wait here until it ends this task
                     self._pause_reading()
                     await loop.create_future()

@@ -98,22 +98,23 @@ def test_a_producer_is_slowed_to_its_byte_rate(quota_broker):
 def test_request_percentage_throttles_and_mutes_a_busy_client(quota_broker):
     assert alter(quota_broker, [("client-id", "busy-client")], [("request_percentage", 0.1, False)]).error_code == 0
     client = RawClient(quota_broker.port, client_id="busy-client")
-    waits = []  # (throttle_time_ms of an answer, seconds the next request then took)
+    gaps = []  # (throttle_time_ms of an answer, seconds from its arrival to the next answer's)
     try:
-        previous = 0
-        deadline = time.monotonic() + 3
+        previous, answered = 0, time.monotonic()
+        deadline = answered + 3
         while time.monotonic() < deadline:
-            sent = time.monotonic()
             answer = client.call("Metadata", 12, topics=None, allow_auto_topic_creation=False)
-            waits.append((previous, time.monotonic() - sent))
-            previous = answer.throttle_time_ms
+            now = time.monotonic()
+            gaps.append((previous, now - answered))
+            previous, answered = answer.throttle_time_ms, now
     finally:
         client.close()
-    throttled = [(throttle, took) for throttle, took in waits if throttle > 0]
+    throttled = [(throttle, gap) for throttle, gap in gaps if throttle > 0]
     assert throttled, "no answer carried a throttle time"
-    # muted once the throttled answer went out, so the next request waits the throttle time (less the moment the
-    # answer took to reach us and the request to come back)
-    assert all(took >= 0.9 * throttle / 1000 for throttle, took in throttled), throttled
+    assert any(throttle >= 20 for throttle, _ in throttled), throttled
+    # muted once the throttled answer went out, so the next answer comes the throttle time after it at the earliest
+    # (less the moment that answer took to reach us: 1 ms is plenty on 127.0.0.1)
+    assert all(gap >= (throttle - 1) / 1000 for throttle, gap in throttled), throttled
 
 
 def test_a_consumer_is_slowed_to_its_byte_rate(quota_broker):

@@ -10,8 +10,14 @@ topic, and each of them has been read to its end once (client/behind.py): until 
 takes the broker's group.initial.rebalance.delay.ms, then the first fetches) is not idleness.
 `commit_offsets()` commits, for every partition, the offset after the last message a stream handed out: what the
 application has seen, not merely what was fetched. Offsets are committed when asked, or every
-`auto_commit_interval_ms` when given. Every call into the librdkafka consumer (commits, assignments) runs on the
-fetcher thread: a synchronous librdkafka commit made while another thread polls the same consumer never returns.
+`auto_commit_interval_ms` when given; a partition leaving this member in a rebalance is committed then only with
+auto commit, as Kafka's old consumer did (auto.commit.enable): otherwise the application commits what it has
+processed, and the partition's next owner starts from there, so a message handed out but not yet processed when
+the member dies is read again rather than lost. Messages fetched for an assignment that has ended (still queued
+in a stream when the partition left, or came back) are dropped, never handed out: each assignment of a partition
+has its own number, and a queued message carries the one it was fetched under. Every call into the librdkafka
+consumer (commits, assignments) runs on the fetcher thread: a synchronous librdkafka commit made while another
+thread polls the same consumer never returns.
 
 Two ways to be a group member:
 - `bootstrap_servers` alone: the broker's group coordinator (JoinGroup/SyncGroup, offsets by OffsetCommit).
@@ -26,6 +32,7 @@ Two ways to be a group member:
 
 from __future__ import annotations
 
+import itertools
 import queue
 import re
 import threading
@@ -87,8 +94,9 @@ class KafkaStream:
             if item is _END:
                 self._queue.put(_END)  # every later iteration ends too
                 return
-            self._connector._handed_out(item)
-            yield item
+            assignment, message = item
+            if self._connector._hand_out(message, assignment):
+                yield message
 
 
 class ConsumerConnector:
@@ -126,7 +134,9 @@ class ConsumerConnector:
             "enable.auto.commit": False, "enable.partition.eof": True, "logger": LIBRDKAFKA_LOGGER,
             **(config or {})})
         self._consumed: dict[tuple[str, int], int] = {}
-        self._consumed_lock = threading.Lock()
+        self._assignments: dict[Partition, int] = {}  # the number of each assigned partition's assignment
+        self._assignment_numbers = itertools.count()
+        self._consumed_lock = threading.Lock()  # both dicts: read by the application's thread, set by the fetcher
         self._streams_of: dict[str, list[KafkaStream]] = {}  # topic ("" for a filter) -> its streams
         self._filter: TopicFilter | None = None
         self._stopping = threading.Event()
@@ -140,7 +150,7 @@ class ConsumerConnector:
         self._claim()
         self._streams_of = {topic: [KafkaStream(self) for _ in range(count)] for topic, count in topic_count.items()}
         if self._zookeeper is None:  # before the fetcher polls: librdkafka calls from two threads can hang
-            self._consumer.subscribe(sorted(topic_count), on_assign=self._assigned)
+            self._consumer.subscribe(sorted(topic_count), on_assign=self._assigned, on_revoke=self._revoked)
         self._start()
         if self._zookeeper is not None:
             self._join_through_zookeeper(dict(topic_count), "static")
@@ -173,16 +183,15 @@ class ConsumerConnector:
         self._member.start()
 
     def _release(self, partitions: set[Partition]) -> None:
-        """Before giving partitions up: stop fetching them and commit what the streams handed out of them."""
+        """Before giving partitions up: stop fetching and handing out their messages (committing what the streams
+        handed out of them with auto commit)."""
         tps = [confluent_kafka.TopicPartition(topic, index) for topic, index in sorted(partitions)]
         def unassign():
             self._consumer.incremental_unassign(tps)
             self._behind.released(partitions)
+            return self._ended(partitions)
 
-        self._on_fetcher(unassign)
-        with self._consumed_lock:
-            consumed = {tp: self._consumed.pop(tp) for tp in partitions if tp in self._consumed}
-        self._store(consumed)
+        self._given_up(self._on_fetcher(unassign))
 
     def _acquire(self, partitions: set[Partition]) -> None:
         """After claiming partitions: fetch each from its committed offset (auto_offset_reset where none is)."""
@@ -193,6 +202,7 @@ class ConsumerConnector:
         def assign():
             self._consumer.incremental_assign(tps)
             self._behind.acquired(partitions)
+            self._numbered(partitions)
 
         self._on_fetcher(assign)
 
@@ -212,10 +222,13 @@ class ConsumerConnector:
                 if not subscribed and self._filter is not None and self._member is None:
                     self._stopping.wait(0.05)
                     continue
-                for raw in self._consumer.consume(500, 0.1):
+                fetched = self._consumer.consume(500, 0.1)
+                with self._consumed_lock:  # what they were fetched under (dealing may serve a rebalance's calls)
+                    assignments = dict(self._assignments)
+                for raw in fetched:
                     error = raw.error()
                     if error is None:
-                        self._deal(Message.of(raw, self.key_decoder, self.value_decoder))
+                        self._deal(Message.of(raw, self.key_decoder, self.value_decoder), assignments)
                     elif error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
                         self._behind.reached_end((raw.topic(), raw.partition()))
         finally:
@@ -232,7 +245,7 @@ class ConsumerConnector:
         wanted = sorted(name for name in topics if self._filter.matches(name))
         if wanted != subscribed:
             if wanted:
-                self._consumer.subscribe(wanted, on_assign=self._assigned)
+                self._consumer.subscribe(wanted, on_assign=self._assigned, on_revoke=self._revoked)
             else:
                 self._consumer.unsubscribe()
         if not wanted:
@@ -241,7 +254,36 @@ class ConsumerConnector:
 
     def _assigned(self, consumer, partitions) -> None:
         """on_assign: confluent-kafka assigns `partitions` itself after this returns."""
-        self._behind.assigned((tp.topic, tp.partition) for tp in partitions)
+        assigned = [(tp.topic, tp.partition) for tp in partitions]
+        self._behind.assigned(assigned)
+        self._numbered(assigned)
+
+    def _revoked(self, consumer, partitions) -> None:
+        """on_revoke (on the fetcher thread, inside consume; or in close, after shutdown's own commit): as a
+        ZooKeeper member's release."""
+        consumed = self._ended([(tp.topic, tp.partition) for tp in partitions])
+        if not self._stopping.is_set():
+            self._given_up(consumed)
+
+    def _numbered(self, partitions) -> None:
+        """Partitions just assigned: a new assignment number each, which the messages fetched for it carry."""
+        with self._consumed_lock:
+            for tp in partitions:
+                self._assignments[tp] = next(self._assignment_numbers)
+
+    def _ended(self, partitions) -> dict[Partition, int]:
+        """Partitions no longer assigned: none of their queued messages is handed out any more; the offsets the
+        streams had handed out of them."""
+        with self._consumed_lock:
+            for tp in partitions:
+                self._assignments.pop(tp, None)
+            return {tp: self._consumed.pop(tp) for tp in partitions if tp in self._consumed}
+
+    def _given_up(self, consumed: dict[Partition, int]) -> None:
+        """What was handed out of partitions leaving this member: committed with auto commit only (see the module
+        docstring)."""
+        if self.auto_commit_interval_ms is not None:
+            self._store(consumed)
 
     @property
     def caught_up(self) -> bool:
@@ -250,16 +292,16 @@ class ConsumerConnector:
             return True  # the ZooKeeper group settled and left this member nothing (acquire is never called)
         return self._behind.caught_up
 
-    def _deal(self, message: Message) -> None:
+    def _deal(self, message: Message, assignments: dict[Partition, int]) -> None:
         streams = self._streams_of.get(message.topic) or self._streams_of[""]
         stream = streams[zlib.crc32(f"{message.topic}\0{message.partition}".encode()) % len(streams)]
-        self._put(stream, message)
+        self._put(stream, (assignments.get((message.topic, message.partition), -1), message))  # -1: none matches
 
-    def _put(self, stream: KafkaStream, message: Message) -> None:
+    def _put(self, stream: KafkaStream, item: tuple[int | None, Message]) -> None:
         """Wait for room in the stream (back-pressure on fetching), unless we are shutting down."""
         while not self._stopping.is_set():
             try:
-                stream._queue.put(message, timeout=0.1)
+                stream._queue.put(item, timeout=0.1)
                 return
             except queue.Full:
                 self._serve_fetcher_calls()  # a rebalance must not wait for a reader
@@ -277,9 +319,15 @@ class ConsumerConnector:
                 except queue.Empty:
                     pass
 
-    def _handed_out(self, message: Message) -> None:
+    def _hand_out(self, message: Message, assignment: int | None) -> bool:
+        """Whether a stream hands `message` out: only under the assignment it was fetched for (then it counts as
+        consumed)."""
+        tp = (message.topic, message.partition)
         with self._consumed_lock:
-            self._consumed[(message.topic, message.partition)] = message.offset + 1
+            if self._assignments.get(tp) != assignment:
+                return False
+            self._consumed[tp] = message.offset + 1
+            return True
 
     # ------------------------------------------------------------------------------------------ offsets
     def _next_auto_commit(self) -> float:

@@ -153,6 +153,47 @@ def consume_exactly(connector, stream, count: int, timeout: float = 30) -> list[
     return got
 
 
+def test_a_partition_leaving_a_member_is_read_again_from_what_its_application_committed(cluster, zk):  # noqa: F811
+    """Without auto commit, a rebalance commits nothing of the partitions leaving a member (Kafka's old consumer
+    committed there only with auto.commit.enable): what was handed out but not committed is read again by the next
+    owner, never skipped; and the messages of a partition that left, still queued in the old member's stream, are
+    not handed out."""
+    from odradek.client import ConsumerConnector
+
+    name = f"zk-leave-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(name, 2, 1)])[name].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+
+    def produce_five_each():
+        for partition in (0, 1):
+            for _ in range(5):
+                producer.produce(name, b"v", partition=partition)
+        assert producer.flush(30) == 0
+
+    group = f"leave-{uuid.uuid4().hex[:6]}"
+    first = ConsumerConnector(None, group, zookeeper_connect=cluster.zookeeper_connect, consumer_timeout_ms=300)
+    second = None
+    try:
+        [first_stream] = first.create_message_streams({name: 1})[name]
+        produce_five_each()
+        assert sorted(consume_exactly(first, first_stream, 10)) == [(p, o) for p in (0, 1) for o in range(5)]
+        produce_five_each()  # fetched into the first member's stream, not handed out
+        assert wait_until(lambda: first_stream._queue.qsize() == 10, 10)
+        second = ConsumerConnector(None, group, zookeeper_connect=cluster.zookeeper_connect, consumer_timeout_ms=300)
+        [second_stream] = second.create_message_streams({name: 1})[name]
+        assert wait_until(lambda: len(live_consumers(zk, group)) == 2 and len(second._member.owned) == 1, 30)
+        [(_, moved)] = second._member.owned
+        kept = 1 - moved
+        assert read_offset(zk, group, name, moved) is None  # the first member never committed
+        assert sorted(consume_exactly(second, second_stream, 10)) == [(moved, o) for o in range(10)]
+        assert sorted(consume_exactly(first, first_stream, 5)) == [(kept, o) for o in range(5, 10)]
+    finally:
+        for connector in (first, second):
+            if connector is not None:
+                connector.shutdown()
+
+
 def test_offsets_migration_round_trip_neither_loses_nor_repeats(cluster, zk, tmp_path):  # noqa: F811
     """The seed's migration: zookeeper -> kafka with dual commit -> dual off, and back the same way."""
     name = f"zk-migrate-{uuid.uuid4().hex[:6]}"

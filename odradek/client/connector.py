@@ -297,7 +297,7 @@ class ConsumerConnector:
         stream = streams[zlib.crc32(f"{message.topic}\0{message.partition}".encode()) % len(streams)]
         self._put(stream, (assignments.get((message.topic, message.partition), -1), message))  # -1: none matches
 
-    def _put(self, stream: KafkaStream, item: tuple[int | None, Message]) -> None:
+    def _put(self, stream: KafkaStream, item: tuple[int, Message]) -> None:
         """Wait for room in the stream (back-pressure on fetching), unless we are shutting down."""
         while not self._stopping.is_set():
             try:
@@ -319,7 +319,7 @@ class ConsumerConnector:
                 except queue.Empty:
                     pass
 
-    def _hand_out(self, message: Message, assignment: int | None) -> bool:
+    def _hand_out(self, message: Message, assignment: int) -> bool:
         """Whether a stream hands `message` out: only under the assignment it was fetched for (then it counts as
         consumed)."""
         tp = (message.topic, message.partition)

@@ -1,29 +1,31 @@
-"""Compiles each (struct, version) of a schema into one specialised encode and one decode function.
+"""Compiles each (struct, version) of a schema into one specialised encoder and one decoder.
 
-Interpreting a schema field by field on every request costs several microseconds per struct; instead we generate
-straight-line Python source for one exact version (fields absent from that version simply do not appear, every
-run of fixed-size fields, together with a following non-compact length prefix, becomes a single
-`struct.Struct.pack`/`unpack_from`), exec it once and cache the function.  Nested structs get their own compiled
-functions, called from the parent.
+Interpreting a schema field by field on every request costs several microseconds per struct. An encoder is
+straight-line Python source generated for one exact version (fields absent from that version simply do not appear,
+every run of fixed-size fields, together with a following non-compact length prefix, becomes a single
+`struct.Struct.pack`), exec'd once and cached; nested structs get their own compiled functions, called from the
+parent. A decoder is a `_decode.Decoder` (C): the version's fields in wire order, read straight into the object's
+slots, because generated Python spent most of a small request's decode on lengths, varints and slices.
 
 Encoders have the signature `enc(obj, w)` and append chunks to the list `w`; a `records` value that is a
 `FileRegion` is appended as the object itself (never read), so the frame layer can hand it to sendfile.
 An element of an array of structs may be an `Encoded` instead: that struct already encoded for the same version,
 whose bytes the encoder copies as they are (a cache of answer parts that stay the same across many answers).
 Decoders have the signature `dec(mv, pos) -> (obj, pos)` over a byte memoryview; `records` decode to a zero-copy
-slice of it.  Truncation and garbage surface inside them as `ProtocolError`, `IndexError`, `struct.error` or
-`ValueError`; `run_decoder` is the one place that turns all of them into `ProtocolError`.
+slice of it. Truncation and garbage raise `ProtocolError` inside them, a string that is not UTF-8 a
+`UnicodeDecodeError`; `run_decoder` is the one place that turns everything into `ProtocolError`.
 """
 
 from __future__ import annotations
 
 import struct
-import uuid
 
 from ..records.region import FileRegion
+from . import _decode
 from .errors import ProtocolError
-from .schema import NEW, RECORDS, STRING, UUID, Array, Primitive, StructSchema
-from .varint import encode_uvarint, read_uvarint
+from .schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, NEW, RECORDS, STRING, UINT16, UUID, Array,
+                     Primitive, StructSchema)
+from .varint import encode_uvarint
 
 _ENCODERS: dict = {}
 _DECODERS: dict = {}
@@ -46,36 +48,36 @@ def _records_length(r) -> int:
     return len(r)
 
 
-def _truncated():
-    raise ProtocolError("frame truncated")
-
-
-def _negative_length(n):
-    raise ProtocolError(f"negative length {n} for a non-nullable field")
-
-
 def _unsupported(obj, name, version):
     raise ProtocolError(f"{type(obj).__name__}.{name} is set but does not exist in version {version}")
 
 
 _HELPERS = {
-    "_uv": encode_uvarint, "_ruv": read_uvarint, "_rlen": _records_length, "_pack": struct.pack,
-    "_unpack_from": struct.unpack_from, "_trunc": _truncated, "_neg": _negative_length,
-    "_unsupported": _unsupported, "_UUID": uuid.UUID, "_new": object.__new__, "_Encoded": Encoded,
+    "_uv": encode_uvarint, "_rlen": _records_length, "_pack": struct.pack, "_unsupported": _unsupported,
+    "_Encoded": Encoded,
 }
 
 
-class _Gen:
-    """Source builder shared by the encoder and decoder generators: lines, constants, temporaries and the
-    pending run of fixed-size fields."""
+def _is_default(g: _EncoderGen, f, x: str) -> str:
+    if f.default is NEW:
+        if isinstance(f.type, Array):
+            return f"not {x}"
+        return f"{x} == {g.const(f.type())}"
+    if f.default is None:
+        return f"{x} is None"
+    return f"{x} == {g.const(f.default)}"
 
-    def __init__(self):
+
+class _EncoderGen:
+    """Source builder of one encoder: lines, constants, temporaries and the pending run of fixed-size fields."""
+
+    def __init__(self, version: int, flexible: bool, write_tagged: bool, strict: bool):
+        self.version, self.flexible, self.write_tagged, self.strict = version, flexible, write_tagged, strict
         self.ns = dict(_HELPERS)
         self.lines: list[str] = []
         self.counter = 0
         self.run_fmt: list[str] = []
         self.run_items: list[str] = []
-        self.run_post: list[str] = []
 
     def emit(self, indent: int, line: str):
         self.lines.append("    " * indent + line)
@@ -92,28 +94,6 @@ class _Gen:
     def compile(self, name: str):
         exec("\n".join(self.lines), self.ns)  # noqa: S102 - source generated from our own schemas
         return self.ns[name]
-
-
-def _is_default(g: _Gen, f, x: str) -> str:
-    if f.default is NEW:
-        if isinstance(f.type, Array):
-            return f"not {x}"
-        return f"{x} == {g.const(f.type())}"
-    if f.default is None:
-        return f"{x} is None"
-    return f"{x} == {g.const(f.default)}"
-
-
-def _default_expr(g: _Gen, f) -> str:
-    if f.default is NEW:
-        return "[]" if isinstance(f.type, Array) else f"{g.const(f.type)}()"
-    return g.const(f.default)
-
-
-class _EncoderGen(_Gen):
-    def __init__(self, version: int, flexible: bool, write_tagged: bool, strict: bool):
-        super().__init__()
-        self.version, self.flexible, self.write_tagged, self.strict = version, flexible, write_tagged, strict
 
     def flush(self, indent: int):
         if self.run_fmt:
@@ -224,145 +204,27 @@ class _EncoderGen(_Gen):
         return self.compile("enc")
 
 
-class _DecoderGen(_Gen):
-    def __init__(self, version: int, flexible: bool):
-        super().__init__()
-        self.version, self.flexible = version, flexible
+_TYPE_CODES = {BOOL: _decode.BOOL, INT8: _decode.INT8, INT16: _decode.INT16, UINT16: _decode.UINT16,
+               INT32: _decode.INT32, INT64: _decode.INT64, FLOAT64: _decode.FLOAT64, UUID: _decode.UUID,
+               STRING: _decode.STRING, BYTES: _decode.BYTES, RECORDS: _decode.RECORDS}
 
-    def flush(self, indent: int):
-        if self.run_fmt:
-            s = struct.Struct(">" + "".join(self.run_fmt))
-            targets = ", ".join(self.run_items)
-            self.emit(indent, f"{targets}, = {self.const(s)}.unpack_from(mv, pos)")
-            self.emit(indent, f"pos += {s.size}")
-            for line in self.run_post:
-                self.emit(indent, line)
-            self.run_fmt, self.run_items, self.run_post = [], [], []
 
-    def take(self, fmt: str, target: str, indent: int, merge: bool, post: str | None = None):
-        if merge:
-            self.run_fmt.append(fmt)
-            self.run_items.append(target)
-            if post:
-                self.run_post.append(post)
-        else:
-            s = struct.Struct(">" + fmt)
-            self.emit(indent, f"{target}, = {self.const(s)}.unpack_from(mv, pos)")
-            self.emit(indent, f"pos += {s.size}")
-            if post:
-                self.emit(indent, post)
+def _decoded_type(t, version: int, flexible: bool) -> tuple:
+    """(type code, element type code, struct decoder or None) of a field's type, for `_decode.Decoder`."""
+    if isinstance(t, Primitive):
+        return _TYPE_CODES[t], 0, None
+    if isinstance(t, Array):
+        element, _, sub = _decoded_type(t.element, version, flexible)
+        return _decode.ARRAY, element, sub
+    return _decode.STRUCT, 0, struct_decoder(t._schema, version, flexible)
 
-    def uvarint(self, target: str, indent: int):
-        self.emit(indent, f"{target} = mv[pos]")
-        self.emit(indent, f"if {target} > 127: {target}, pos = _ruv(mv, pos)")
-        self.emit(indent, "else: pos += 1")
 
-    def length(self, n: str, fmt: str, compact: bool, indent: int, merge: bool):
-        if compact:
-            if merge:
-                self.flush(indent)
-            self.uvarint(n, indent)
-            self.emit(indent, f"{n} -= 1")
-        else:
-            self.take(fmt, n, indent, merge)
-            if merge:
-                self.flush(indent)
-
-    def null_or_negative(self, n: str, nullable: bool, target: str, indent: int) -> int:
-        """Emit the null check for length `n`; return the indent at which the non-null value is read."""
-        if nullable:
-            self.emit(indent, f"if {n} < 0: {target} = None")
-            self.emit(indent, "else:")
-            return indent + 1
-        self.emit(indent, f"if {n} < 0: _neg({n})")
-        return indent
-
-    def value(self, t, nullable: bool, compact: bool, target: str, indent: int, merge: bool):
-        if isinstance(t, Primitive) and t.fmt:
-            if t is UUID:
-                u = self.tmp("_u")
-                self.take(t.fmt, u, indent, merge, f"{target} = _UUID(bytes={u})")
-            else:
-                self.take(t.fmt, target, indent, merge)
-        elif isinstance(t, Primitive):
-            n, e = self.tmp("_n"), self.tmp("_e")
-            self.length(n, "h" if t is STRING else "i", compact, indent, merge)
-            indent = self.null_or_negative(n, nullable or t is RECORDS, target, indent)
-            self.emit(indent, f"{e} = pos + {n}")
-            self.emit(indent, f"if {e} > end: _trunc()")
-            if t is STRING:
-                self.emit(indent, f"{target} = str(mv[pos:{e}], 'utf-8')")
-            elif t is RECORDS:
-                self.emit(indent, f"{target} = mv[pos:{e}]")
-            else:
-                self.emit(indent, f"{target} = bytes(mv[pos:{e}])")
-            self.emit(indent, f"pos = {e}")
-        elif isinstance(t, Array):
-            n = self.tmp("_n")
-            self.length(n, "i", compact, indent, merge)
-            indent = self.null_or_negative(n, nullable, target, indent)
-            el = t.element
-            if isinstance(el, Primitive) and el.fmt and el is not UUID:
-                e = self.tmp("_e")
-                self.emit(indent, f"{e} = pos + {n} * {el.size}")
-                self.emit(indent, f"if {e} > end: _trunc()")
-                self.emit(indent, f"{target} = list(_unpack_from('>%d{el.fmt}' % {n}, mv, pos))")
-                self.emit(indent, f"pos = {e}")
-            else:
-                lst, x = self.tmp("_l"), self.tmp("_x")
-                self.emit(indent, f"if {n} > end - pos: _trunc()")
-                self.emit(indent, f"{lst} = []")
-                self.emit(indent, f"for _ in range({n}):")
-                self.value(el, False, compact, x, indent + 1, False)
-                self.emit(indent + 1, f"{lst}.append({x})")
-                self.emit(indent, f"{target} = {lst}")
-        else:
-            dec = self.const(struct_decoder(t._schema, self.version, self.flexible))
-            if nullable:
-                k = self.tmp("_p")
-                self.take("b", k, indent, merge)
-                if merge:
-                    self.flush(indent)
-                self.emit(indent, f"if {k} < 0: {target} = None")
-                self.emit(indent, f"else: {target}, pos = {dec}(mv, pos)")
-            else:
-                if merge:
-                    self.flush(indent)
-                self.emit(indent, f"{target}, pos = {dec}(mv, pos)")
-
-    def generate(self, schema: StructSchema):
-        v, flexible = self.version, self.flexible
-        self.emit(0, "def dec(mv, pos):")
-        self.emit(1, "end = len(mv)")
-        self.emit(1, f"o = _new({self.const(schema.cls)})")
-        tagged, present = [], []
-        for f in schema.fields:
-            if v not in f.versions:
-                self.emit(1, f"o.{f.name} = {_default_expr(self, f)}")
-            elif flexible and v in f.tagged_versions:
-                self.emit(1, f"o.{f.name} = {_default_expr(self, f)}")
-                tagged.append(f)
-            else:
-                present.append(f)
-        for f in present:
-            compact = flexible and (f.flexible_versions is None or v in f.flexible_versions)
-            self.value(f.type, v in f.nullable_versions, compact, f"o.{f.name}", 1, True)
-        self.flush(1)
-        if flexible:
-            self.emit(1, "if mv[pos]: # tagged fields (a struct without them, the usual case, costs one test)")
-            self.uvarint("_nt", 2)
-            self.emit(2, "for _ in range(_nt):")
-            self.uvarint("_tg", 3)
-            self.uvarint("_sz", 3)
-            self.emit(3, "_te = pos + _sz")
-            self.emit(3, "if _te > end: _trunc()")
-            for i, f in enumerate(tagged):
-                self.emit(3, f"{'if' if i == 0 else 'elif'} _tg == {f.tag}:")
-                self.value(f.type, v in f.nullable_versions, True, f"o.{f.name}", 4, False)
-            self.emit(3, "pos = _te")
-            self.emit(1, "else: pos += 1")
-        self.emit(1, "return o, pos")
-        return self.compile("dec")
+def _decoded_default(f) -> tuple:
+    if f.default is not NEW:
+        return f.name, _decode.DEFAULT_VALUE, f.default
+    if isinstance(f.type, Array):
+        return f.name, _decode.DEFAULT_NEW_LIST, None
+    return f.name, _decode.DEFAULT_NEW_STRUCT, f.type
 
 
 def struct_encoder(schema: StructSchema, version: int, flexible: bool, write_tagged: bool = True,
@@ -375,10 +237,25 @@ def struct_encoder(schema: StructSchema, version: int, flexible: bool, write_tag
 
 
 def struct_decoder(schema: StructSchema, version: int, flexible: bool):
+    """The `_decode.Decoder` of `schema` at `version`: fields the version lacks (and its tagged fields, until a
+    tag sets them) get their defaults, the others are read in wire order."""
     key = (schema, version, flexible)
     fn = _DECODERS.get(key)
     if fn is None:
-        fn = _DECODERS[key] = _DecoderGen(version, flexible).generate(schema)
+        defaults, fields, tagged = [], [], []
+        for f in schema.fields:
+            nullable = version in f.nullable_versions
+            if version not in f.versions:
+                defaults.append(_decoded_default(f))
+            elif flexible and version in f.tagged_versions:
+                defaults.append(_decoded_default(f))
+                code, element, sub = _decoded_type(f.type, version, flexible)
+                tagged.append((f.tag, f.name, code, nullable, True, element, sub))
+            else:
+                compact = flexible and (f.flexible_versions is None or version in f.flexible_versions)
+                code, element, sub = _decoded_type(f.type, version, flexible)
+                fields.append((f.name, code, nullable, compact, element, sub))
+        fn = _DECODERS[key] = _decode.Decoder(schema.cls, flexible, defaults, fields, tagged)
     return fn
 
 
@@ -395,16 +272,14 @@ def encoder(cls: type, version: int, *, strict: bool = True):
 
 
 def decoder(cls: type, version: int):
-    """The compiled `dec(mv, pos) -> (obj, pos)` for message class `cls` at `version`."""
+    """The `dec(mv, pos) -> (obj, pos)` for message class `cls` at `version`."""
     s = cls._schema
     return struct_decoder(s, version, version in s.flexible_versions)
 
 
 def run_decoder(dec, mv: memoryview, pos: int, what: str):
-    """Run a compiled decoder on untrusted bytes: every parse failure comes out as ProtocolError."""
+    """Run a decoder on untrusted bytes: every parse failure comes out as ProtocolError, naming `what`."""
     try:
         return dec(mv, pos)
-    except ProtocolError:
-        raise
-    except (IndexError, struct.error, ValueError) as e:
+    except (ProtocolError, ValueError) as e:
         raise ProtocolError(f"malformed {what}: {e}") from None

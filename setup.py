@@ -1,6 +1,6 @@
 """The C part of the package (everything else is in pyproject.toml): records._walk, the record walker,
 records._crc32c, the batch checksum read in place, broker._frame_buffer, unzeroed buffers for large frames, and
-protocol._decode, the decoders of the protocol's structs."""
+protocol._codec, the decoders of the protocol's structs."""
 
 from setuptools import Extension, setup
 
@@ -10,4 +10,4 @@ setup(ext_modules=[Extension("odradek.records._walk", ["odradek/records/_walk.c"
                    Extension("odradek.records._crc32c", ["odradek/records/_crc32c.c"], extra_compile_args=_C_FLAGS),
                    Extension("odradek.broker._frame_buffer", ["odradek/broker/_frame_buffer.c"],
                              extra_compile_args=_C_FLAGS),
-                   Extension("odradek.protocol._decode", ["odradek/protocol/_decode.c"], extra_compile_args=_C_FLAGS)])
+                   Extension("odradek.protocol._codec", ["odradek/protocol/_codec.c"], extra_compile_args=_C_FLAGS)])

@@ -4,7 +4,7 @@ Interpreting a schema field by field on every request costs several microseconds
 straight-line Python source generated for one exact version (fields absent from that version simply do not appear,
 every run of fixed-size fields, together with a following non-compact length prefix, becomes a single
 `struct.Struct.pack`), exec'd once and cached; nested structs get their own compiled functions, called from the
-parent. A decoder is a `_decode.Decoder` (C): the version's fields in wire order, read straight into the object's
+parent. A decoder is a `_codec.Decoder` (C): the version's fields in wire order, read straight into the object's
 slots, because generated Python spent most of a small request's decode on lengths, varints and slices.
 
 Encoders have the signature `enc(obj, w)` and append chunks to the list `w`; a `records` value that is a
@@ -18,14 +18,10 @@ slice of it. Truncation and garbage raise `ProtocolError` inside them, a string 
 
 from __future__ import annotations
 
-import struct
-
-from ..records.region import FileRegion
-from . import _decode
+from . import _codec
 from .errors import ProtocolError
 from .schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, NEW, RECORDS, STRING, UINT16, UUID, Array,
                      Primitive, StructSchema)
-from .varint import encode_uvarint
 
 _ENCODERS: dict = {}
 _DECODERS: dict = {}
@@ -38,206 +34,67 @@ class Encoded(bytes):
     __slots__ = ()
 
 
-def _records_length(r) -> int:
-    if r is None:
-        return -1
-    if type(r) is FileRegion:
-        return r.length
-    if type(r) is memoryview:
-        return r.nbytes
-    return len(r)
+_TYPE_CODES = {BOOL: _codec.BOOL, INT8: _codec.INT8, INT16: _codec.INT16, UINT16: _codec.UINT16,
+               INT32: _codec.INT32, INT64: _codec.INT64, FLOAT64: _codec.FLOAT64, UUID: _codec.UUID,
+               STRING: _codec.STRING, BYTES: _codec.BYTES, RECORDS: _codec.RECORDS}
 
 
-def _unsupported(obj, name, version):
-    raise ProtocolError(f"{type(obj).__name__}.{name} is set but does not exist in version {version}")
-
-
-_HELPERS = {
-    "_uv": encode_uvarint, "_rlen": _records_length, "_pack": struct.pack, "_unsupported": _unsupported,
-    "_Encoded": Encoded,
-}
-
-
-def _is_default(g: _EncoderGen, f, x: str) -> str:
-    if f.default is NEW:
-        if isinstance(f.type, Array):
-            return f"not {x}"
-        return f"{x} == {g.const(f.type())}"
-    if f.default is None:
-        return f"{x} is None"
-    return f"{x} == {g.const(f.default)}"
-
-
-class _EncoderGen:
-    """Source builder of one encoder: lines, constants, temporaries and the pending run of fixed-size fields."""
-
-    def __init__(self, version: int, flexible: bool, write_tagged: bool, strict: bool):
-        self.version, self.flexible, self.write_tagged, self.strict = version, flexible, write_tagged, strict
-        self.ns = dict(_HELPERS)
-        self.lines: list[str] = []
-        self.counter = 0
-        self.run_fmt: list[str] = []
-        self.run_items: list[str] = []
-
-    def emit(self, indent: int, line: str):
-        self.lines.append("    " * indent + line)
-
-    def tmp(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter}"
-
-    def const(self, value) -> str:
-        name = self.tmp("_k")
-        self.ns[name] = value
-        return name
-
-    def compile(self, name: str):
-        exec("\n".join(self.lines), self.ns)  # noqa: S102 - source generated from our own schemas
-        return self.ns[name]
-
-    def flush(self, indent: int):
-        if self.run_fmt:
-            packer = self.const(struct.Struct(">" + "".join(self.run_fmt)))
-            self.emit(indent, f"w.append({packer}.pack({', '.join(self.run_items)}))")
-            self.run_fmt, self.run_items = [], []
-
-    def put(self, fmt: str, expr: str, out: str, indent: int, merge: bool):
-        if merge:
-            self.run_fmt.append(fmt)
-            self.run_items.append(expr)
-        else:
-            self.emit(indent, f"{out}.append({self.const(struct.Struct('>' + fmt))}.pack({expr}))")
-
-    def length(self, n: str, fmt: str, compact: bool, out: str, indent: int, merge: bool):
-        if compact:
-            if merge:
-                self.flush(indent)
-            self.emit(indent, f"{out}.append(_uv({n} + 1))")
-        else:
-            self.put(fmt, n, out, indent, merge)
-            if merge:
-                self.flush(indent)
-
-    def value(self, t, nullable: bool, compact: bool, x: str, out: str, indent: int, merge: bool):
-        if isinstance(t, Primitive) and t.fmt:
-            self.put(t.fmt, f"{x}.bytes" if t is UUID else x, out, indent, merge)
-        elif isinstance(t, Primitive):
-            b = self.tmp("_b")
-            if t is STRING:
-                self.emit(indent, f"{b} = None if {x} is None else {x}.encode()" if nullable else f"{b} = {x}.encode()")
-            else:
-                self.emit(indent, f"{b} = {x}")
-            if t is RECORDS:
-                n = f"_rlen({b})"
-            else:
-                n = f"(-1 if {b} is None else len({b}))" if nullable else f"len({b})"
-            self.length(n, "h" if t is STRING else "i", compact, out, indent, merge)
-            if nullable or t is RECORDS:
-                self.emit(indent, f"if {b} is not None: {out}.append({b})")
-            else:
-                self.emit(indent, f"{out}.append({b})")
-        elif isinstance(t, Array):
-            a = self.tmp("_a")
-            self.emit(indent, f"{a} = {x}")
-            n = f"(-1 if {a} is None else len({a}))" if nullable else f"len({a})"
-            self.length(n, "i", compact, out, indent, merge)
-            if nullable:
-                self.emit(indent, f"if {a} is not None:")
-                indent += 1
-            el = t.element
-            if isinstance(el, Primitive) and el.fmt and el is not UUID:
-                self.emit(indent, f"{out}.append(_pack('>%d{el.fmt}' % len({a}), *{a}))")
-            elif isinstance(el, Primitive):
-                e = self.tmp("_e")
-                self.emit(indent, f"for {e} in {a}:")
-                self.value(el, False, compact, e, out, indent + 1, False)
-            else:
-                e = self.tmp("_e")
-                self.emit(indent, f"for {e} in {a}:")
-                self.emit(indent + 1, f"if type({e}) is _Encoded: {out}.append({e})")
-                self.emit(indent + 1, "else:")
-                self.value(el, False, compact, e, out, indent + 2, False)
-        else:
-            enc = self.const(struct_encoder(t._schema, self.version, self.flexible, self.write_tagged, self.strict))
-            if nullable:
-                self.put("b", f"-1 if {x} is None else 1", out, indent, merge)
-                if merge:
-                    self.flush(indent)
-                self.emit(indent, f"if {x} is not None: {enc}({x}, {out})")
-            else:
-                if merge:
-                    self.flush(indent)
-                self.emit(indent, f"{enc}({x}, {out})")
-
-    def generate(self, schema: StructSchema):
-        v, flexible = self.version, self.flexible
-        self.emit(0, "def enc(o, w):")
-        tagged = []
-        for f in schema.fields:
-            x = f"o.{f.name}"
-            if v not in f.versions:
-                if self.strict and not f.ignorable:
-                    self.emit(1, f"if not ({_is_default(self, f, x)}): _unsupported(o, {f.name!r}, {v})")
-                continue
-            if flexible and v in f.tagged_versions:
-                if self.write_tagged:
-                    tagged.append(f)
-                continue
-            compact = flexible and (f.flexible_versions is None or v in f.flexible_versions)
-            self.value(f.type, v in f.nullable_versions, compact, x, "w", 1, True)
-        if flexible and not tagged:
-            self.put("B", "0", "w", 1, True)
-        self.flush(1)
-        if tagged:
-            self.emit(1, "_t = []")
-            for f in sorted(tagged, key=lambda f: f.tag):
-                x = f"o.{f.name}"
-                self.emit(1, f"if not ({_is_default(self, f, x)}):")
-                self.emit(2, "_tw = []")
-                self.value(f.type, v in f.nullable_versions, True, x, "_tw", 2, False)
-                self.emit(2, "_tb = b''.join(_tw)")
-                self.emit(2, f"_t += ({self.const(encode_uvarint(f.tag))}, _uv(len(_tb)), _tb)")
-            self.emit(1, "w.append(_uv(len(_t) // 3))")
-            self.emit(1, "w += _t")
-        if len(self.lines) == 1:
-            self.emit(1, "pass")  # a non-flexible struct with no fields in this version
-        return self.compile("enc")
-
-
-_TYPE_CODES = {BOOL: _decode.BOOL, INT8: _decode.INT8, INT16: _decode.INT16, UINT16: _decode.UINT16,
-               INT32: _decode.INT32, INT64: _decode.INT64, FLOAT64: _decode.FLOAT64, UUID: _decode.UUID,
-               STRING: _decode.STRING, BYTES: _decode.BYTES, RECORDS: _decode.RECORDS}
-
-
-def _decoded_type(t, version: int, flexible: bool) -> tuple:
-    """(type code, element type code, struct decoder or None) of a field's type, for `_decode.Decoder`."""
+def _typed(t, build, version: int, flexible: bool, *options) -> tuple:
+    """(type code, element type code, struct codec or None) of a field's type; `build(schema, version, flexible,
+    *options)` makes the codec of a struct."""
     if isinstance(t, Primitive):
         return _TYPE_CODES[t], 0, None
     if isinstance(t, Array):
-        element, _, sub = _decoded_type(t.element, version, flexible)
-        return _decode.ARRAY, element, sub
-    return _decode.STRUCT, 0, struct_decoder(t._schema, version, flexible)
+        element, _, sub = _typed(t.element, build, version, flexible, *options)
+        return _codec.ARRAY, element, sub
+    return _codec.STRUCT, 0, build(t._schema, version, flexible, *options)
 
 
 def _decoded_default(f) -> tuple:
     if f.default is not NEW:
-        return f.name, _decode.DEFAULT_VALUE, f.default
+        return f.name, _codec.DEFAULT_VALUE, f.default
     if isinstance(f.type, Array):
-        return f.name, _decode.DEFAULT_NEW_LIST, None
-    return f.name, _decode.DEFAULT_NEW_STRUCT, f.type
+        return f.name, _codec.DEFAULT_NEW_LIST, None
+    return f.name, _codec.DEFAULT_NEW_STRUCT, f.type
+
+
+def _default_check(f) -> tuple:
+    """How an encoder tells that field `f` holds its default: (check, value)."""
+    if f.default is not NEW:
+        return _codec.CHECK_EQUALS, f.default
+    if isinstance(f.type, Array):
+        return _codec.CHECK_EMPTY, None
+    return _codec.CHECK_EQUALS, f.type()
 
 
 def struct_encoder(schema: StructSchema, version: int, flexible: bool, write_tagged: bool = True,
                    strict: bool = True):
+    """The `_codec.Encoder` of `schema` at `version`: the fields it carries in wire order, then (flexible versions,
+    `write_tagged`) each tagged field away from its default; `strict` refuses a non-ignorable field the version
+    lacks that is away from its default."""
     key = (schema, version, flexible, write_tagged, strict)
     fn = _ENCODERS.get(key)
     if fn is None:
-        fn = _ENCODERS[key] = _EncoderGen(version, flexible, write_tagged, strict).generate(schema)
+        checks, fields, tagged = [], [], []
+        for f in schema.fields:
+            code, element, sub = _typed(f.type, struct_encoder, version, flexible, write_tagged, strict)
+            nullable = version in f.nullable_versions
+            if version not in f.versions:
+                if strict and not f.ignorable:
+                    checks.append((f.name, code, nullable, False, element, sub, 0, *_default_check(f)))
+            elif flexible and version in f.tagged_versions:
+                if write_tagged:
+                    tagged.append((f.name, code, nullable, True, element, sub, f.tag, *_default_check(f)))
+            else:
+                compact = flexible and (f.flexible_versions is None or version in f.flexible_versions)
+                fields.append((f.name, code, nullable, compact, element, sub, 0, _codec.CHECK_EQUALS, None))
+        tagged.sort(key=lambda entry: entry[6])
+        fn = _ENCODERS[key] = _codec.Encoder(schema.cls, version, flexible, checks, fields, tagged, Encoded)
     return fn
 
 
 def struct_decoder(schema: StructSchema, version: int, flexible: bool):
-    """The `_decode.Decoder` of `schema` at `version`: fields the version lacks (and its tagged fields, until a
+    """The `_codec.Decoder` of `schema` at `version`: fields the version lacks (and its tagged fields, until a
     tag sets them) get their defaults, the others are read in wire order."""
     key = (schema, version, flexible)
     fn = _DECODERS.get(key)
@@ -249,13 +106,13 @@ def struct_decoder(schema: StructSchema, version: int, flexible: bool):
                 defaults.append(_decoded_default(f))
             elif flexible and version in f.tagged_versions:
                 defaults.append(_decoded_default(f))
-                code, element, sub = _decoded_type(f.type, version, flexible)
+                code, element, sub = _typed(f.type, struct_decoder, version, flexible)
                 tagged.append((f.tag, f.name, code, nullable, True, element, sub))
             else:
                 compact = flexible and (f.flexible_versions is None or version in f.flexible_versions)
-                code, element, sub = _decoded_type(f.type, version, flexible)
+                code, element, sub = _typed(f.type, struct_decoder, version, flexible)
                 fields.append((f.name, code, nullable, compact, element, sub))
-        fn = _DECODERS[key] = _decode.Decoder(schema.cls, flexible, defaults, fields, tagged)
+        fn = _DECODERS[key] = _codec.Decoder(schema.cls, flexible, defaults, fields, tagged)
     return fn
 
 

@@ -1,11 +1,9 @@
-"""Compiles each (struct, version) of a schema into one specialised encoder and one decoder.
+"""Turns each (struct, version) of a schema into one encoder and one decoder, built once and cached.
 
-Interpreting a schema field by field on every request costs several microseconds per struct. An encoder is
-straight-line Python source generated for one exact version (fields absent from that version simply do not appear,
-every run of fixed-size fields, together with a following non-compact length prefix, becomes a single
-`struct.Struct.pack`), exec'd once and cached; nested structs get their own compiled functions, called from the
-parent. A decoder is a `_codec.Decoder` (C): the version's fields in wire order, read straight into the object's
-slots, because generated Python spent most of a small request's decode on lengths, varints and slices.
+Interpreting a schema field by field on every request costs several microseconds per struct, so each version gets
+its own codec: the fields it carries in wire order, its tagged fields and the fields it lacks, resolved here once,
+and run by `_codec.Encoder` and `_codec.Decoder` (C; `_codec.c` says what they accept and refuse). Nested structs
+get their own codecs, which the parent's call.
 
 Encoders have the signature `enc(obj, w)` and append chunks to the list `w`; a `records` value that is a
 `FileRegion` is appended as the object itself (never read), so the frame layer can hand it to sendfile.

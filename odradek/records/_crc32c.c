@@ -9,7 +9,8 @@
  * at the instruction's throughput rather than its latency (3 cycles); the three partial CRCs are combined by
  * shifting the first over the length of the others with precomputed tables (GF(2) matrix powers of the CRC's
  * "append a zero bit" operator), the method of Mark Adler's crc32c.c. Elsewhere, or without SSE4.2, a slice-by-8
- * table loop computes the same value; `portable_value` exposes it so the tests check it on any machine.
+ * table loop computes the same value; `portable_value` exposes it so the tests check it on any machine. The chosen
+ * loop is also exported to other C modules as the capsule `extend` (uint32_t extend(crc, bytes, length)).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -210,8 +211,15 @@ PyMODINIT_FUNC PyInit__crc32c(void) {
         extend = hardware_extend;
 #endif
     PyObject *created = PyModule_Create(&module);
-    if (created && PyModule_AddStringConstant(created, "implementation", extend == portable_extend ? "portable"
-                                                                                                   : "sse4.2") < 0) {
+    if (created == NULL)
+        return NULL;
+    /* `extend` for other C modules (records._batch), through PyCapsule_Import("odradek.records._crc32c.extend") */
+    PyObject *capsule = PyCapsule_New((void *)extend, "odradek.records._crc32c.extend", NULL);
+    int failed = capsule == NULL || PyModule_AddObjectRef(created, "extend", capsule) < 0 ||
+                 PyModule_AddStringConstant(created, "implementation",
+                                            extend == portable_extend ? "portable" : "sse4.2") < 0;
+    Py_XDECREF(capsule);
+    if (failed) {
         Py_DECREF(created);
         return NULL;
     }

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.records import _batch
 from odradek.records._crc32c import value as crc32c
 from odradek.records.compression import compress, decompress
 
@@ -152,53 +153,13 @@ def validate_batches(data, *, from_leader: bool = False) -> list[BatchHeader]:
     batches without a sequence INVALID_RECORD (Kafka's LogValidator). Records are not decompressed.
     `from_leader`: a follower's copy of its leader's log (Kafka's appendAsFollower checks framing and CRC only): it
     holds what no client may write (the coordinators' markers and sequence-less batches, the cleaner's empty batches),
-    so the record count and client-only checks are skipped.
+    so the record count and client-only checks are skipped. The checks run in C (records/_batch.c).
     """
-    view = memoryview(data)
-    end = len(view)
-    headers = []
-    pos = 0
-    while pos < end:
-        if end - pos < LOG_OVERHEAD + 5:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Trailing partial batch of {end - pos} bytes")
-        magic = view[pos + MAGIC_OFFSET]
-        if magic in (0, 1):
-            raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                             f"Record batch magic {magic} where magic 2 is required")
-        if magic != MAGIC_V2:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Invalid record batch magic {magic}")
-        if end - pos < BATCH_HEADER_SIZE:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Trailing partial batch of {end - pos} bytes")
-        header = parse_header(view, pos)
-        size = header.size
-        if size < BATCH_HEADER_SIZE:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch length {header.batch_length} is too small")
-        if pos + size > end:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
-                             f"Record batch of {size} bytes overruns the {end - pos} bytes left")
-        if batch_crc(view, pos, size) != header.crc:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch at byte {pos} fails its CRC")
-        if header.compression > 4:
-            raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {header.compression}")
-        if header.last_offset_delta < 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD, f"Batch has an invalid offset range: [0, {header.last_offset_delta}]")
-        if not from_leader:
-            if header.record_count <= 0:
-                raise KafkaError(ErrorCode.INVALID_RECORD,
-                                 f"Invalid reported count for record batch: {header.record_count}")
-            if header.record_count != header.last_offset_delta + 1:
-                raise KafkaError(ErrorCode.INVALID_RECORD,
-                                 f"Inconsistent batch offset range [0, {header.last_offset_delta}] "
-                                 f"and count of records {header.record_count}")
-            if header.is_control:
-                raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
-            if header.producer_id >= 0 and header.base_sequence < 0:
-                raise KafkaError(ErrorCode.INVALID_RECORD,
-                                 f"Invalid sequence number {header.base_sequence} in record batch "
-                                 f"with producerId {header.producer_id}")
-        headers.append(header)
-        pos += size
-    return headers
+    try:
+        return _batch.validate_batches(data, from_leader, BatchHeader)
+    except _batch.Refused as refused:
+        code, message = refused.args
+        raise KafkaError(ErrorCode(code), message) from None
 
 
 def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset: int, *,

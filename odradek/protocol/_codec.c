@@ -16,9 +16,10 @@
  * string's UnicodeDecodeError into one as well).
  *
  * Encoding, `enc(obj, chunks)`, appends the bytes of `obj` to the list `chunks`: one bytes chunk for everything in
- * memory, except that a `records` FileRegion (for sendfile) and records of INLINE_RECORDS bytes or more are chunks
- * of their own, never copied here. An element of an array of structs that is an `Encoded` (the struct encoded
- * ahead) is copied as it is. Numbers out of their field's range raise struct.error, as struct.pack did.
+ * memory, except that a `records` FileRegion (for sendfile) is a chunk of its own, never read here; the encoder's
+ * `answer` makes a whole response frame that way, size prefix and header included. An element of an array of
+ * structs that is an `Encoded` (the struct encoded ahead) is copied as it is. Numbers out of their field's range
+ * raise struct.error, as struct.pack did.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -505,7 +506,6 @@ static PyTypeObject DecoderType = {
 /* ---- Encoders ---------------------------------------------------------------------------------------------- */
 
 enum { CHECK_EQUALS = 0, CHECK_EMPTY = 1 };  /* how an EField's default is recognised */
-#define INLINE_RECORDS 1024  /* records shorter than this are copied into the chunk; longer ones are a chunk */
 
 typedef struct Encoder Encoder;
 
@@ -538,6 +538,7 @@ typedef struct {
     char *data;
     Py_ssize_t len, cap;
     PyObject *chunks;  /* the list the encoder appends to; NULL where everything must stay in `data` */
+    Py_ssize_t done;   /* bytes already in `chunks` (file regions by their length) */
 } Out;
 
 static int reserve(Out *out, Py_ssize_t n) {
@@ -595,19 +596,21 @@ static int flush_chunk(Out *out) {
         return -1;
     int failed = PyList_Append(out->chunks, chunk);
     Py_DECREF(chunk);
+    out->done += out->len;
     out->len = 0;
     return failed;
 }
 
-/* `obj` itself as a chunk of the output (a FileRegion, large records), after what came before it. */
-static int put_chunk(Out *out, PyObject *obj) {
+/* A FileRegion of `length` bytes as a chunk of its own, after what came before it. */
+static int put_region(Out *out, PyObject *region, Py_ssize_t length) {
     if (out->chunks == NULL) {
         PyErr_SetString(PyExc_TypeError, "a file region cannot be encoded inside a tagged field");
         return -1;
     }
-    if (flush_chunk(out) < 0)
+    if (flush_chunk(out) < 0 || PyList_Append(out->chunks, region) < 0)
         return -1;
-    return PyList_Append(out->chunks, obj);
+    out->done += length;
+    return 0;
 }
 
 static int put_length(Out *out, Py_ssize_t n, int compact, int type) {
@@ -734,15 +737,14 @@ static int put_value(Encoder *owner, Out *out, PyObject *value, int type, int nu
         Py_DECREF(length);
         if ((n == -1 && PyErr_Occurred()) || put_length(out, n, compact, type) < 0)
             return -1;
-        return put_chunk(out, value);
+        return put_region(out, value, n);
     }
     Py_buffer view;  /* bytes, or records in memory */
     if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0)
         return -1;
     int failed = put_length(out, view.len, compact, type);
     if (!failed)
-        failed = type == W_RECORDS && view.len >= INLINE_RECORDS && out->chunks != NULL
-            ? put_chunk(out, value) : put(out, view.buf, view.len);
+        failed = put(out, view.buf, view.len);
     PyBuffer_Release(&view);
     return failed;
 }
@@ -827,6 +829,58 @@ static PyObject *encoder_call(PyObject *self, PyObject *const *args, size_t narg
         return NULL;
     Py_RETURN_NONE;
 }
+
+/* answer(correlation_id, flexible_header, body) -> [chunks]: the whole response frame, its size first. */
+static PyObject *encoder_answer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "answer(correlation_id, flexible_header, body)");
+        return NULL;
+    }
+    long correlation_id = PyLong_AsLong(args[0]);
+    int flexible_header = PyObject_IsTrue(args[1]);
+    if ((correlation_id == -1 && PyErr_Occurred()) || flexible_header < 0)
+        return NULL;
+    PyObject *chunks = PyList_New(0);
+    if (chunks == NULL)
+        return NULL;
+    Out out = {.chunks = chunks};
+    uint8_t tags = 0;
+    int failed = put_big_endian(&out, 0, 4) < 0 ||  /* the size, written below */
+                 put_big_endian(&out, (uint32_t)correlation_id, 4) < 0 ||
+                 (flexible_header && put(&out, &tags, 1) < 0) ||
+                 encode_struct((Encoder *)self, args[2], &out) < 0;
+    if (!failed) {
+        Py_ssize_t size = out.done + out.len - 4;
+        if (size > INT32_MAX) {
+            PyErr_Format(StructError, "a response of %zd bytes is larger than a frame can say", size);
+            failed = 1;
+        } else if (out.done == 0) {  /* all in memory: the size goes into the buffer */
+            for (int i = 0; i < 4; i++)
+                out.data[i] = (char)((uint32_t)size >> (24 - 8 * i));
+            failed = flush_chunk(&out) < 0;
+        } else {  /* the first chunk, made here and seen by no one else yet, gets it */
+            failed = flush_chunk(&out) < 0;
+            if (!failed) {
+                char *first = PyBytes_AS_STRING(PyList_GET_ITEM(chunks, 0));
+                for (int i = 0; i < 4; i++)
+                    first[i] = (char)((uint32_t)size >> (24 - 8 * i));
+            }
+        }
+    }
+    PyMem_Free(out.data);
+    if (failed) {
+        Py_DECREF(chunks);
+        return NULL;
+    }
+    return chunks;
+}
+
+static PyMethodDef encoder_methods[] = {
+    {"answer", (PyCFunction)(void (*)(void))encoder_answer, METH_FASTCALL,
+     "answer(correlation_id, flexible_header, body) -> [chunks]: the response frame of `body`, size prefix and\n"
+     "header included: bytes chunks, with each FileRegion of a records field a chunk of its own."},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyTypeObject EncoderType;
 
@@ -959,6 +1013,7 @@ static PyTypeObject EncoderType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Encoder, vectorcall),
     .tp_repr = (reprfunc)encoder_repr,
+    .tp_methods = encoder_methods,
 };
 
 static struct PyModuleDef module = {

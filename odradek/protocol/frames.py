@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 
-from ..records.region import FileRegion
 from .codec import Encoded, decoder, encoder, run_decoder, struct_encoder
 from .errors import ProtocolError, UnsupportedVersion
 from .headers import RequestHeader, ResponseHeader
@@ -77,32 +76,6 @@ def _request_decoding(mv: memoryview) -> tuple:
     return decoding
 
 
-def _frame(w: list) -> list:
-    """Size-prefix the chunks in `w`, joining every run of in-memory chunks; FileRegions stay separate."""
-    try:
-        data = b"".join(w)
-    except TypeError:
-        pass
-    else:
-        return [_I32.pack(len(data)) + data]
-    chunks, run, total = [], [], 0
-    for part in w:
-        if type(part) is FileRegion:
-            if run:
-                chunks.append(b"".join(run))
-                total += len(chunks[-1])
-                run = []
-            chunks.append(part)
-            total += part.length
-        else:
-            run.append(part)
-    if run:
-        chunks.append(b"".join(run))
-        total += len(chunks[-1])
-    chunks[0] = _I32.pack(total) + chunks[0]  # the header always opens the first run
-    return chunks
-
-
 def _check_body(cls: type, version: int, body):
     if type(body) is not cls:
         raise TypeError(f"expected {cls.__name__}, got {type(body).__name__}")
@@ -118,10 +91,7 @@ def encode_response(header, body) -> list:
     cls, flexible_header, body_encoder = encoding
     if type(body) is not cls:
         raise TypeError(f"expected {cls.__name__}, got {type(body).__name__}")
-    head = _I32.pack(header.correlation_id)
-    w = [head + b"\x00" if flexible_header else head]
-    body_encoder(body, w)
-    return _frame(w)
+    return body_encoder.answer(header.correlation_id, flexible_header, body)
 
 
 def _response_encoding(key: int, version: int, body) -> tuple:

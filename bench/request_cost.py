@@ -17,6 +17,8 @@ request is far less disturbed by a shared, loaded machine than a rate; each case
   written after them: a consumer near the log end (the active segment's batches after its last index entry).
 - metadata: Metadata v12 for one topic of 1000 partitions, one client, one request at a time; also the
   round-trip latency as the client sees it.
+- api-versions: ApiVersions v3, as many clients and in flight as produce: the floor every request pays (the
+  connection's loop, header decode, dispatch, an answer's encode and send) beside a handler that does nothing.
 
 `python -m bench.request_cost [label=path ...] [--requests N] [--rounds R]` prints one line per tree and case:
 each source tree named (default: this one) gets its own broker, and the trees are measured round by round in turn,
@@ -70,6 +72,13 @@ def fetch_frame(topic: str, partition: int, offset: int = 0) -> bytes:
                             topics=[fetch.request.FetchTopic(topic=topic, partitions=[fetch.request.FetchPartition(
                                 partition=partition, fetch_offset=offset, partition_max_bytes=1024)])])
     return encode_request(RequestHeader(api_key=fetch.key, api_version=12, correlation_id=1,
+                                        client_id="request-cost"), request)
+
+
+def api_versions_frame() -> bytes:
+    api_versions = api("ApiVersions")
+    request = api_versions.request(client_software_name="request-cost", client_software_version="1")
+    return encode_request(RequestHeader(api_key=api_versions.key, api_version=3, correlation_id=1,
                                         client_id="request-cost"), request)
 
 
@@ -184,7 +193,8 @@ def main() -> None:
     frames = {"produce": [produce_frame("small", index) for index in range(args.clients)],
               "fetch": [fetch_frame("small", index) for index in range(args.clients)],
               "fetch-tail": [fetch_frame("tail", index, TAIL_RECORDS - 5) for index in range(args.clients)],
-              "metadata": [metadata_frame("wide")]}
+              "metadata": [metadata_frame("wide")],
+              "api-versions": [api_versions_frame()] * args.clients}
     frames = {case: frames[case] for case in args.cases.split(",")}
     with tempfile.TemporaryDirectory(prefix="request-cost-") as data_dir:
         brokers = {}

@@ -46,6 +46,7 @@ NO_PRODUCER_ID = -1
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH = struct.Struct(">i")
+_STAMP = struct.Struct(">qii")  # base offset, batch length, leader epoch: the first STAMPED_BYTES
 _CRC = struct.Struct(">I")
 _ATTRIBUTES = struct.Struct(">h")
 _MAX_TIMESTAMP = struct.Struct(">q")
@@ -117,6 +118,14 @@ def rebased(header: BatchHeader, base_offset: int, partition_leader_epoch: int) 
     return tuple.__new__(BatchHeader, (base_offset, header.batch_length, partition_leader_epoch) + header[3:])
 
 
+def stamped(header: BatchHeader, base_offset: int, partition_leader_epoch: int | None = None) -> tuple[bytes, BatchHeader]:
+    """What the log stamps on one batch without LogAppendTime: its first STAMPED_BYTES as they are to be written
+    (base offset, length, leader epoch: all before the CRC'd part) and its header after; `partition_leader_epoch`
+    None keeps the batch's own."""
+    epoch = header.partition_leader_epoch if partition_leader_epoch is None else partition_leader_epoch
+    return _STAMP.pack(base_offset, header.batch_length, epoch), rebased(header, base_offset, epoch)
+
+
 def whole_batches(data) -> list[tuple[BatchHeader, memoryview]]:
     """Header and bytes of each whole batch at the start of `data`, as a Fetch answer holds them: the answer may end
     in a partial batch (cut at the fetch size), which is left out. A batch of another magic, or one whose length
@@ -166,8 +175,7 @@ def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset:
                    log_append_time_ms: int | None = None,
                    partition_leader_epoch: int | None = None) -> list[BatchHeader]:
     """Give the batches laid end to end in `buf` dense offsets from `first_offset`, in place; the new headers.
-    Without `log_append_time_ms` only each batch's first STAMPED_BYTES change, so for one batch `buf` may hold just
-    those.
+    Without `log_append_time_ms` only each batch's first STAMPED_BYTES change (`stamped`).
 
     With `log_append_time_ms`, each batch gets the LogAppendTime attribute bit and that maxTimestamp (Kafka's
     `setMaxTimestamp`: baseTimestamp and record deltas stay as the producer wrote them; readers of a LogAppendTime
@@ -177,14 +185,15 @@ def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset:
     pos = 0
     next_offset = first_offset
     for header in headers:
-        _BASE_OFFSET.pack_into(buf, pos, next_offset)
-        epoch = header.partition_leader_epoch
-        if partition_leader_epoch is not None:
-            epoch = partition_leader_epoch
-            _LEADER_EPOCH.pack_into(buf, pos + 12, epoch)
         if log_append_time_ms is None:
-            header = rebased(header, next_offset, epoch)
+            head, header = stamped(header, next_offset, partition_leader_epoch)
+            buf[pos:pos + STAMPED_BYTES] = head
         else:
+            _BASE_OFFSET.pack_into(buf, pos, next_offset)
+            epoch = header.partition_leader_epoch
+            if partition_leader_epoch is not None:
+                epoch = partition_leader_epoch
+                _LEADER_EPOCH.pack_into(buf, pos + 12, epoch)
             attributes = header.attributes | TIMESTAMP_TYPE_BIT
             _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
             _MAX_TIMESTAMP.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, log_append_time_ms)

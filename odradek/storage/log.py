@@ -30,7 +30,7 @@ from pathlib import Path
 from odradek.clock import now_ms
 from odradek.config import LogConfig
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import NO_TIMESTAMP, STAMPED_BYTES, BatchHeader
+from odradek.records.batch import NO_TIMESTAMP, STAMPED_BYTES, BatchHeader, stamped
 from odradek.records.batch import assign_offsets as assign_batch_offsets
 from odradek.records.region import FileRegion
 from odradek.storage.leader_epochs import LeaderEpochCache
@@ -215,11 +215,10 @@ class Log:
                                     self._log_start_offset)
             if assign_offsets and append_time < 0 and len(headers) == 1:
                 # Produce v3+'s one CreateTime batch: what the log stamps (base offset, leader epoch) lies in the
-                # first STAMPED_BYTES, before the CRC'd part, so only they are copied and the rest is written as it
-                # came (a copy of every byte less: as much as the pwrite's own copy for a 1 MB batch)
-                head = bytearray(data[:STAMPED_BYTES])
-                headers = assign_batch_offsets(head, headers, self._log_end_offset,
-                                               partition_leader_epoch=partition_leader_epoch)
+                # first STAMPED_BYTES, before the CRC'd part, so only they are made anew and the rest is written as
+                # it came (a copy of every byte less: as much as the pwrite's own copy for a 1 MB batch)
+                head, header = stamped(headers[0], self._log_end_offset, partition_leader_epoch)
+                headers = [header]
                 data = (head, memoryview(data)[STAMPED_BYTES:])
             elif assign_offsets:
                 buffer = bytearray(data)

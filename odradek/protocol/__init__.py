@@ -1,7 +1,7 @@
 """The Kafka wire codec: bytes in, typed messages out, and back; sans-IO.
 
 Schemas (`apis`, `headers`, `internal`) are declared in our DSL (`schema`) as transcriptions of Kafka's JSON
-message definitions; `codec` compiles them per version into straight-line code; `frames` handles whole frames;
+message definitions; `codec` turns them into a C encoder and decoder per version (`_codec.c`); `frames` handles whole frames;
 `registry` says which APIs and versions we advertise.  Message classes live in `odradek.protocol.apis`.
 """
 

@@ -61,7 +61,8 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
             raise RecordsRefused(ErrorCode.INVALID_TIMESTAMP, INVALID_TIMESTAMP_MESSAGE, [
                 (index, "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.")
                 for index in range(min(header.record_count, MAX_RECORD_ERRORS))])
-        payload = view[position + BATCH_HEADER_SIZE:position + header.size]
+        end = position + header.size
+        payload = view[position + BATCH_HEADER_SIZE:end]
         body = decompress(header.compression, payload, decompressed_limit) if header.compression else payload
         try:
             faults = check_records(body, header.record_count, header.base_timestamp, keys_required=keys_required,
@@ -70,7 +71,7 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
             raise KafkaError(ErrorCode.INVALID_RECORD, f"{exc.message} in topic partition {topic_partition}") from None
         if faults is not None:
             raise _refused(topic_partition, faults, create_time_range)
-        position += header.size
+        position = end
 
 
 def _refused(topic_partition: str, faults: Faults, create_time_range: tuple[int, int]) -> RecordsRefused:

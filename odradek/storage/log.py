@@ -183,11 +183,11 @@ class Log:
         config = self._config
         total = 0
         for header in headers:
-            if header.size > config.max_message_bytes:
+            size = header.size
+            if size > config.max_message_bytes:
                 raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                 f"Record batch of {header.size} bytes exceeds max.message.bytes "
-                                 f"{config.max_message_bytes}")
-            total += header.size
+                                 f"Record batch of {size} bytes exceeds max.message.bytes {config.max_message_bytes}")
+            total += size
         if total != len(data):
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Batches of {total} bytes in {len(data)} bytes of records")
         if total > config.segment_bytes:

@@ -289,12 +289,12 @@ class Segment:
         position = self.size
         _write_all(self.fd, data, position)
         for header in headers:
-            self._index_batch(position, header)
-            position += header.size
+            position = self._index_batch(position, header)
         self.size = position
 
-    def _index_batch(self, position: int, header: BatchHeader) -> None:
-        """Account for the batch at `position`: max timestamp, sparse index entries, next offset (Kafka's rules)."""
+    def _index_batch(self, position: int, header: BatchHeader) -> int:
+        """Account for the batch at `position`: max timestamp, sparse index entries, next offset (Kafka's rules);
+        where it ends."""
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
             self.offset_of_max_timestamp = header.last_offset
@@ -305,21 +305,23 @@ class Segment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
             self._clear_tail()
-        self._extend_tail(position, header)
-        self.bytes_since_last_index_entry += header.size
+        end = position + header.size
+        self._extend_tail(position, end, header)
+        self.bytes_since_last_index_entry += end - position
         self.next_offset = header.last_offset + 1
+        return end
 
     def _clear_tail(self) -> None:
         """Start an empty tail (new arrays, so a reader holding the old ones still sees them whole)."""
         self._tail_bases, self._tail_lasts = array("q"), array("q")
         self._tail_positions, self._tail_ends = array("q"), array("q")
 
-    def _extend_tail(self, position: int, header: BatchHeader) -> None:
-        """The batch at `position` joins the tail; its end goes last, since readers bisect the ends."""
+    def _extend_tail(self, position: int, end: int, header: BatchHeader) -> None:
+        """The batch from `position` to `end` joins the tail; its end goes last, since readers bisect the ends."""
         self._tail_bases.append(header.base_offset)
         self._tail_lasts.append(header.last_offset)
         self._tail_positions.append(position)
-        self._tail_ends.append(position + header.size)
+        self._tail_ends.append(end)
 
     def load_tail(self) -> bool:
         """Rebuild the in-memory append state from the batches after the last index entry (clean open, truncation);
@@ -335,11 +337,11 @@ class Segment:
         self._clear_tail()
         end = position
         for position, header in self.iter_headers(position):
-            self._extend_tail(position, header)
+            end = position + header.size
+            self._extend_tail(position, end, header)
             if header.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
             self.next_offset = header.last_offset + 1
-            end = position + header.size
         return end == self.size
 
     # -- reading -----------------------------------------------------------------------------------------------
@@ -494,8 +496,7 @@ class Segment:
             except StopIteration as stop:
                 reason = stop.value
                 break
-            self._index_batch(position, header)
-            valid_end = position + header.size
+            valid_end = self._index_batch(position, header)
         cut = None
         if valid_end < file_size:
             cut = RecoveryCut(self.log_path, valid_end, self.next_offset, file_size - valid_end,

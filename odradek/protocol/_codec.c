@@ -558,6 +558,8 @@ static int reserve(Out *out, Py_ssize_t n) {
 }
 
 static int put(Out *out, const void *bytes, Py_ssize_t n) {
+    if (n == 0)
+        return 0;
     if (reserve(out, n) < 0)
         return -1;
     memcpy(out->data + out->len, bytes, n);
@@ -631,14 +633,8 @@ static int put_length(Out *out, Py_ssize_t n, int compact, int type) {
 }
 
 static int put_integer(Out *out, PyObject *value, int size, long long lo, long long hi, const char *what) {
-    PyObject *index = PyNumber_Index(value);
-    if (index == NULL) {
-        PyErr_Format(StructError, "%s requires an integer, not %.100s", what, Py_TYPE(value)->tp_name);
-        return -1;
-    }
     int overflow;
-    long long n = PyLong_AsLongLongAndOverflow(index, &overflow);
-    Py_DECREF(index);
+    long long n = PyLong_AsLongLongAndOverflow(value, &overflow);  /* an int, or anything with __index__ */
     if (n == -1 && PyErr_Occurred())
         return -1;
     if (overflow || n < lo || n > hi) {
@@ -788,7 +784,10 @@ static int encode_struct(Encoder *e, PyObject *obj, Out *out) {
         failed = value == NULL || put_value(e, out, value, f->type, f->nullable, f->compact, f->element, f->sub) < 0;
         Py_XDECREF(value);
     }
-    if (e->flexible && !failed) {
+    if (e->flexible && !failed && e->n_tagged == 0) {
+        uint8_t none = 0;  /* no tagged fields */
+        failed = put(out, &none, 1) < 0;
+    } else if (e->flexible && !failed) {
         /* each tagged field away from its default: tag, size, value (encoded apart first, for its size) */
         Out tagged = {0};
         long long count = 0;

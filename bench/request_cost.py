@@ -17,8 +17,9 @@ request is far less disturbed by a shared, loaded machine than a rate; each case
   written after them: a consumer near the log end (the active segment's batches after its last index entry).
 - metadata: Metadata v12 for one topic of 1000 partitions, one client, one request at a time; also the
   round-trip latency as the client sees it.
-- api-versions: ApiVersions v3, as many clients and in flight as produce: the floor every request pays (the
-  connection's loop, header decode, dispatch, an answer's encode and send) beside a handler that does nothing.
+- api-versions: ApiVersions v3, as many clients and in flight as produce: what every request pays (the
+  connection's loop, header decode, dispatch, an answer's encode and send) with a handler that returns a ready
+  answer (52 entries to encode).
 
 `python -m bench.request_cost [label=path ...] [--requests N] [--rounds R]` prints one line per tree and case:
 each source tree named (default: this one) gets its own broker, and the trees are measured round by round in turn,

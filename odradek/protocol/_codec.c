@@ -35,31 +35,31 @@ enum {
 
 enum { DEFAULT_VALUE = 0, DEFAULT_NEW_LIST = 1, DEFAULT_NEW_STRUCT = 2 };
 
-typedef struct Decoder Decoder;
+typedef struct Codec Codec;
 
+/* One field of a struct at one version, for either direction. */
 typedef struct {
-    Py_ssize_t offset;  /* of the field's slot in the object */
+    PyObject *name;           /* owned */
+    Py_ssize_t offset;        /* of its __slots__ slot in the struct's objects */
     int type, nullable, compact;
-    int element;        /* W_ARRAY: the element's type */
-    Decoder *sub;       /* W_STRUCT, or an array of them: the struct's decoder (owned) */
-    long long tag;      /* tagged fields only */
+    int element;              /* W_ARRAY: the element's type */
+    Codec *sub;               /* W_STRUCT, or an array of them: that struct's codec, of the same direction (owned) */
+    long long tag;            /* tagged fields */
+    int how;                  /* its default: DEFAULT_VALUE, a new empty list, or a new struct (decoders only) */
+    PyObject *default_value;  /* the value, or the struct's class to call (owned) */
 } Field;
 
-typedef struct {
-    Py_ssize_t offset;
-    int how;
-    PyObject *value;    /* DEFAULT_VALUE: the value (shared); DEFAULT_NEW_STRUCT: the class to call (owned) */
-} Default;
-
-struct Decoder {
+/* A Decoder or an Encoder: one struct at one version. */
+struct Codec {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyTypeObject *cls;
-    int flexible;
-    Py_ssize_t n_defaults, n_fields, n_tagged;
-    Default *defaults;
-    Field *fields;
-    Field *tagged;
+    int version, flexible;
+    Py_ssize_t n_absent, n_fields, n_tagged;
+    Field *absent;      /* fields the version lacks: a decoder gives them their defaults, a strict encoder checks them */
+    Field *fields;      /* the version's fields in wire order */
+    Field *tagged;      /* its tagged fields, in tag order */
+    PyObject *encoded;  /* encoders: the class of values encoded ahead (codec.Encoded), copied as they are */
 };
 
 static PyObject *ProtocolError;  /* odradek.protocol.errors.ProtocolError */
@@ -124,7 +124,7 @@ static const int FIXED_SIZE[] = {
     [W_UUID] = 16,
 };
 
-static PyObject *decode_struct(Decoder *d, const Input *in, Py_ssize_t *pos);
+static PyObject *decode_struct(Codec *d, const Input *in, Py_ssize_t *pos);
 
 /* One fixed-size value at `p` (its bytes are known to be there). */
 static PyObject *fixed_value(int type, const uint8_t *p) {
@@ -157,7 +157,7 @@ static PyObject *fixed_value(int type, const uint8_t *p) {
 
 /* A value of `type`; `nullable` and `compact` as the field says, `element` and `sub` for arrays and structs. */
 static PyObject *decode_value(const Input *in, Py_ssize_t *pos, int type, int nullable, int compact, int element,
-                              Decoder *sub) {
+                              Codec *sub) {
     if (type <= W_UUID) {
         int size = FIXED_SIZE[type];
         if (*pos + size > in->end) {
@@ -243,24 +243,29 @@ static PyObject *decode_field(const Input *in, Py_ssize_t *pos, const Field *f) 
     return decode_value(in, pos, f->type, f->nullable, f->compact, f->element, f->sub);
 }
 
-static PyObject *decode_struct(Decoder *d, const Input *in, Py_ssize_t *pos) {
+/* A new reference to the default of field `f`. */
+static PyObject *default_of(const Field *f) {
+    if (f->how == DEFAULT_NEW_LIST)
+        return PyList_New(0);
+    if (f->how == DEFAULT_NEW_STRUCT)
+        return PyObject_CallNoArgs(f->default_value);
+    return Py_NewRef(f->default_value);
+}
+
+static PyObject *decode_struct(Codec *d, const Input *in, Py_ssize_t *pos) {
     if (Py_EnterRecursiveCall(" while decoding a struct"))
         return NULL;
     PyObject *obj = d->cls->tp_alloc(d->cls, 0);
     if (obj == NULL)
         goto fail;
-    for (Py_ssize_t i = 0; i < d->n_defaults; i++) {
-        const Default *def = &d->defaults[i];
-        PyObject *value;
-        if (def->how == DEFAULT_NEW_LIST)
-            value = PyList_New(0);
-        else if (def->how == DEFAULT_NEW_STRUCT)
-            value = PyObject_CallNoArgs(def->value);
-        else
-            value = Py_NewRef(def->value);
-        if (value == NULL)
-            goto fail;
-        set_slot(obj, def->offset, value);
+    for (int list = 0; list < 2; list++) {  /* the version's absent fields, and its tagged ones until a tag says */
+        const Field *defaults = list ? d->tagged : d->absent;
+        for (Py_ssize_t i = 0, n = list ? d->n_tagged : d->n_absent; i < n; i++) {
+            PyObject *value = default_of(&defaults[i]);
+            if (value == NULL)
+                goto fail;
+            set_slot(obj, defaults[i].offset, value);
+        }
     }
     for (Py_ssize_t i = 0; i < d->n_fields; i++) {
         PyObject *value = decode_field(in, pos, &d->fields[i]);
@@ -321,7 +326,7 @@ static PyObject *decoder_call(PyObject *self, PyObject *const *args, size_t narg
     if (pos < 0 || pos > view.len) {
         truncated();
     } else {
-        PyObject *obj = decode_struct((Decoder *)self, &in, &pos);
+        PyObject *obj = decode_struct((Codec *)self, &in, &pos);
         if (obj != NULL) {
             PyObject *end = PyLong_FromSsize_t(pos);
             result = end == NULL ? NULL : PyTuple_Pack(2, obj, end);
@@ -350,7 +355,7 @@ static int slot_offset(PyTypeObject *cls, PyObject *name, Py_ssize_t *offset) {
     return 0;
 }
 
-static PyTypeObject DecoderType;
+static PyTypeObject DecoderType, EncoderType;
 
 /* Whether (type, element) names a field type: any type, arrays of anything but arrays. */
 static int valid_type(int type, int element) {
@@ -359,8 +364,9 @@ static int valid_type(int type, int element) {
     return type != W_ARRAY || (element >= W_BOOL && element <= W_STRUCT && element != W_ARRAY);
 }
 
-/* fields: (name, type, nullable, compact, element, sub decoder or None) each; tagged: the same with the tag first. */
-static int parse_fields(Decoder *d, PyObject *seq, int with_tag, Field **out, Py_ssize_t *count) {
+/* Each (name, type, nullable, compact, element, sub codec or None, tag, how, default) of `seq`, for a codec of
+ * `type` over `cls`. */
+static int parse_fields(PyTypeObject *type, PyTypeObject *cls, PyObject *seq, Field **out, Py_ssize_t *count) {
     PyObject *items = PySequence_Fast(seq, "fields must be a sequence");
     if (items == NULL)
         return -1;
@@ -374,162 +380,112 @@ static int parse_fields(Decoder *d, PyObject *seq, int with_tag, Field **out, Py
     *count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Field *f = &(*out)[i];
-        PyObject *name, *sub;
-        long long tag = 0;
-        int ok = with_tag
-            ? PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "LUiiiiO", &tag, &name, &f->type, &f->nullable,
-                               &f->compact, &f->element, &sub)
-            : PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "UiiiiO", &name, &f->type, &f->nullable,
-                               &f->compact, &f->element, &sub);
-        if (!ok || slot_offset(d->cls, name, &f->offset) < 0) {
+        PyObject *name, *sub, *default_value;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "UiiiiOLiO", &name, &f->type, &f->nullable,
+                              &f->compact, &f->element, &sub, &f->tag, &f->how, &default_value) ||
+            slot_offset(cls, name, &f->offset) < 0) {
             Py_DECREF(items);
             return -1;
         }
-        f->tag = tag;
         int structs = f->type == W_STRUCT || (f->type == W_ARRAY && f->element == W_STRUCT);
-        if (!valid_type(f->type, f->element) || structs != (sub != Py_None) ||
-            (structs && !Py_IS_TYPE(sub, &DecoderType))) {
+        if (!valid_type(f->type, f->element) || structs != (sub != Py_None) || (structs && !Py_IS_TYPE(sub, type)) ||
+            f->how < DEFAULT_VALUE || f->how > DEFAULT_NEW_STRUCT ||
+            (f->how == DEFAULT_NEW_STRUCT && type == &EncoderType)) {  /* encoders compare with an instance */
             Py_DECREF(items);
-            PyErr_SetString(PyExc_ValueError, "a field's type, element and decoder do not fit together");
+            PyErr_SetString(PyExc_ValueError, "a field's type, element, codec and default do not fit together");
             return -1;
         }
-        f->sub = structs ? (Decoder *)Py_NewRef(sub) : NULL;
+        f->name = Py_NewRef(name);
+        f->sub = structs ? (Codec *)Py_NewRef(sub) : NULL;
+        f->default_value = Py_NewRef(default_value);
         *count = i + 1;
     }
     Py_DECREF(items);
     return 0;
 }
 
-static PyObject *decoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *cls, *defaults, *fields, *tagged;
-    int flexible;
-    static char *names[] = {"cls", "flexible", "defaults", "fields", "tagged", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!pOOO", names, &PyType_Type, &cls, &flexible, &defaults,
-                                     &fields, &tagged))
+static PyObject *decoder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+static PyObject *encoder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* Decoder(cls, version, flexible, absent, fields, tagged) and Encoder(the same, encoded). */
+static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *cls, *absent, *fields, *tagged, *encoded = NULL;
+    int version, flexible;
+    static char *names[] = {"cls", "version", "flexible", "absent", "fields", "tagged", "encoded", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!ipOOO|O!", names, &PyType_Type, &cls, &version, &flexible,
+                                     &absent, &fields, &tagged, &PyType_Type, &encoded))
         return NULL;
-    Decoder *d = (Decoder *)type->tp_alloc(type, 0);
-    if (d == NULL)
+    int encoder = type == &EncoderType;
+    if (encoder != (encoded != NULL) || (encoded && !PyType_IsSubtype((PyTypeObject *)encoded, &PyBytes_Type))) {
+        PyErr_SetString(PyExc_TypeError, "an encoder, and only an encoder, takes the class of encoded values (bytes)");
         return NULL;
-    d->vectorcall = decoder_call;
-    d->cls = (PyTypeObject *)Py_NewRef(cls);
-    d->flexible = flexible;
-    PyObject *items = PySequence_Fast(defaults, "defaults must be a sequence");
-    if (items == NULL)
-        goto fail;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
-    d->defaults = PyMem_Calloc(n ? n : 1, sizeof(Default));
-    if (d->defaults == NULL) {
-        Py_DECREF(items);
-        PyErr_NoMemory();
-        goto fail;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Default *def = &d->defaults[i];
-        PyObject *name, *value;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "UiO", &name, &def->how, &value) ||
-            slot_offset(d->cls, name, &def->offset) < 0) {
-            Py_DECREF(items);
-            goto fail;
-        }
-        if (def->how < DEFAULT_VALUE || def->how > DEFAULT_NEW_STRUCT) {
-            Py_DECREF(items);
-            PyErr_SetString(PyExc_ValueError, "unknown kind of default");
-            goto fail;
-        }
-        def->value = Py_NewRef(value);
-        d->n_defaults = i + 1;
+    Codec *c = (Codec *)type->tp_alloc(type, 0);
+    if (c == NULL)
+        return NULL;
+    c->vectorcall = encoder ? encoder_call : decoder_call;
+    c->cls = (PyTypeObject *)Py_NewRef(cls);
+    c->encoded = Py_XNewRef(encoded);
+    c->version = version;
+    c->flexible = flexible;
+    if (parse_fields(type, c->cls, absent, &c->absent, &c->n_absent) < 0 ||
+        parse_fields(type, c->cls, fields, &c->fields, &c->n_fields) < 0 ||
+        parse_fields(type, c->cls, tagged, &c->tagged, &c->n_tagged) < 0) {
+        Py_DECREF(c);
+        return NULL;
     }
-    Py_DECREF(items);
-    if (parse_fields(d, fields, 0, &d->fields, &d->n_fields) < 0 ||
-        parse_fields(d, tagged, 1, &d->tagged, &d->n_tagged) < 0)
-        goto fail;
-    return (PyObject *)d;
-fail:
-    Py_DECREF(d);
-    return NULL;
+    return (PyObject *)c;
 }
 
 static void clear_fields(Field *fields, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_CLEAR(fields[i].name);
         Py_CLEAR(fields[i].sub);
+        Py_CLEAR(fields[i].default_value);
+    }
 }
 
-static int decoder_clear(Decoder *d) {
-    for (Py_ssize_t i = 0; i < d->n_defaults; i++)
-        Py_CLEAR(d->defaults[i].value);
-    clear_fields(d->fields, d->n_fields);
-    clear_fields(d->tagged, d->n_tagged);
-    Py_CLEAR(d->cls);
+static int codec_clear(Codec *c) {
+    clear_fields(c->absent, c->n_absent);
+    clear_fields(c->fields, c->n_fields);
+    clear_fields(c->tagged, c->n_tagged);
+    Py_CLEAR(c->cls);
+    Py_CLEAR(c->encoded);
     return 0;
 }
 
-static int decoder_traverse(Decoder *d, visitproc visit, void *arg) {
-    for (Py_ssize_t i = 0; i < d->n_defaults; i++)
-        Py_VISIT(d->defaults[i].value);
-    for (Py_ssize_t i = 0; i < d->n_fields; i++)
-        Py_VISIT(d->fields[i].sub);
-    for (Py_ssize_t i = 0; i < d->n_tagged; i++)
-        Py_VISIT(d->tagged[i].sub);
-    Py_VISIT(d->cls);
+static int visit_fields(Field *fields, Py_ssize_t n, visitproc visit, void *arg) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_VISIT(fields[i].sub);
+        Py_VISIT(fields[i].default_value);
+    }
     return 0;
 }
 
-static void decoder_dealloc(Decoder *d) {
-    PyObject_GC_UnTrack(d);
-    decoder_clear(d);
-    PyMem_Free(d->defaults);
-    PyMem_Free(d->fields);
-    PyMem_Free(d->tagged);
-    Py_TYPE(d)->tp_free((PyObject *)d);
+static int codec_traverse(Codec *c, visitproc visit, void *arg) {
+    int failed = visit_fields(c->absent, c->n_absent, visit, arg) || visit_fields(c->fields, c->n_fields, visit, arg) ||
+                 visit_fields(c->tagged, c->n_tagged, visit, arg);
+    if (failed)
+        return failed;
+    Py_VISIT(c->cls);
+    Py_VISIT(c->encoded);
+    return 0;
 }
 
-static PyObject *decoder_repr(Decoder *d) {
-    return PyUnicode_FromFormat("<Decoder of %s>", d->cls ? d->cls->tp_name : "?");
+static void codec_dealloc(Codec *c) {
+    PyObject_GC_UnTrack(c);
+    codec_clear(c);
+    PyMem_Free(c->absent);
+    PyMem_Free(c->fields);
+    PyMem_Free(c->tagged);
+    Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
-static PyTypeObject DecoderType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "odradek.protocol._codec.Decoder",
-    .tp_doc = "Decoder(cls, flexible, defaults, fields, tagged): dec(buffer, pos) -> (obj, pos) for one struct "
-              "at one version.",
-    .tp_basicsize = sizeof(Decoder),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_new = decoder_new,
-    .tp_dealloc = (destructor)decoder_dealloc,
-    .tp_traverse = (traverseproc)decoder_traverse,
-    .tp_clear = (inquiry)decoder_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Decoder, vectorcall),
-    .tp_repr = (reprfunc)decoder_repr,
-};
+static PyObject *codec_repr(Codec *c) {
+    return PyUnicode_FromFormat("<%s of %s v%d>", Py_TYPE(c)->tp_name, c->cls ? c->cls->tp_name : "?", c->version);
+}
 
 /* ---- Encoders ---------------------------------------------------------------------------------------------- */
-
-enum { CHECK_EQUALS = 0, CHECK_EMPTY = 1 };  /* how an EField's default is recognised */
-
-typedef struct Encoder Encoder;
-
-typedef struct {
-    PyObject *name;     /* the attribute (owned) */
-    Py_ssize_t offset;  /* of its slot in the encoder's class */
-    int type, nullable, compact, element;
-    Encoder *sub;       /* owned */
-    long long tag;
-    int check;          /* checks and tagged fields: how to tell the default */
-    PyObject *default_value;  /* owned */
-} EField;
-
-struct Encoder {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyTypeObject *cls;
-    PyObject *encoded;  /* the class of values encoded ahead (codec.Encoded), copied as they are */
-    int flexible, version;
-    Py_ssize_t n_checks, n_fields, n_tagged;
-    EField *checks;     /* strict: the fields this version lacks, which must hold their defaults */
-    EField *fields;
-    EField *tagged;     /* in tag order, written when not at their defaults */
-};
 
 static PyObject *StructError;  /* struct.error: what struct.pack raised for a number out of its field's range */
 static PyObject *FileRegionClass;
@@ -644,7 +600,7 @@ static int put_integer(Out *out, PyObject *value, int size, long long lo, long l
     return put_big_endian(out, (uint64_t)n, size);
 }
 
-static int encode_struct(Encoder *e, PyObject *obj, Out *out);
+static int encode_struct(Codec *e, PyObject *obj, Out *out);
 
 static int put_fixed(Out *out, int type, PyObject *value) {
     switch (type) {
@@ -686,8 +642,8 @@ static int put_fixed(Out *out, int type, PyObject *value) {
     return -1;
 }
 
-static int put_value(Encoder *owner, Out *out, PyObject *value, int type, int nullable, int compact, int element,
-                     Encoder *sub) {
+static int put_value(Codec *owner, Out *out, PyObject *value, int type, int nullable, int compact, int element,
+                     Codec *sub) {
     if (type <= W_UUID)
         return put_fixed(out, type, value);
     if (type == W_STRUCT) {
@@ -746,7 +702,7 @@ static int put_value(Encoder *owner, Out *out, PyObject *value, int type, int nu
 }
 
 /* A new reference to field `f` of `obj`: read from its slot when `obj` is of the encoder's class. */
-static PyObject *field_value(Encoder *e, PyObject *obj, const EField *f) {
+static PyObject *field_value(Codec *e, PyObject *obj, const Field *f) {
     if (Py_TYPE(obj) == e->cls) {
         PyObject *value = *(PyObject **)((char *)obj + f->offset);
         if (value != NULL)
@@ -756,20 +712,20 @@ static PyObject *field_value(Encoder *e, PyObject *obj, const EField *f) {
 }
 
 /* 1 if `value` is field `f`'s default, 0 if not, -1 on error. */
-static int is_default(const EField *f, PyObject *value) {
-    if (f->check == CHECK_EMPTY)
+static int is_default(const Field *f, PyObject *value) {
+    if (f->how == DEFAULT_NEW_LIST)
         return PyObject_Not(value);
     if (f->default_value == Py_None)
         return value == Py_None;
     return PyObject_RichCompareBool(value, f->default_value, Py_EQ);
 }
 
-static int encode_struct(Encoder *e, PyObject *obj, Out *out) {
+static int encode_struct(Codec *e, PyObject *obj, Out *out) {
     if (Py_EnterRecursiveCall(" while encoding a struct"))
         return -1;
     int failed = 0;
-    for (Py_ssize_t i = 0; i < e->n_checks && !failed; i++) {
-        const EField *f = &e->checks[i];
+    for (Py_ssize_t i = 0; i < e->n_absent && !failed; i++) {  /* a strict encoder's: nothing the version lacks */
+        const Field *f = &e->absent[i];
         PyObject *value = field_value(e, obj, f);
         int unset = value == NULL ? -1 : is_default(f, value);
         Py_XDECREF(value);
@@ -779,7 +735,7 @@ static int encode_struct(Encoder *e, PyObject *obj, Out *out) {
         failed = unset != 1;
     }
     for (Py_ssize_t i = 0; i < e->n_fields && !failed; i++) {
-        const EField *f = &e->fields[i];
+        const Field *f = &e->fields[i];
         PyObject *value = field_value(e, obj, f);
         failed = value == NULL || put_value(e, out, value, f->type, f->nullable, f->compact, f->element, f->sub) < 0;
         Py_XDECREF(value);
@@ -792,7 +748,7 @@ static int encode_struct(Encoder *e, PyObject *obj, Out *out) {
         Out tagged = {0};
         long long count = 0;
         for (Py_ssize_t i = 0; i < e->n_tagged && !failed; i++) {
-            const EField *f = &e->tagged[i];
+            const Field *f = &e->tagged[i];
             PyObject *value = field_value(e, obj, f);
             int unset = value == NULL ? -1 : is_default(f, value);
             if (unset == 0) {
@@ -822,7 +778,7 @@ static PyObject *encoder_call(PyObject *self, PyObject *const *args, size_t narg
         return NULL;
     }
     Out out = {.chunks = args[1]};
-    int failed = encode_struct((Encoder *)self, args[0], &out) < 0 || flush_chunk(&out) < 0;
+    int failed = encode_struct((Codec *)self, args[0], &out) < 0 || flush_chunk(&out) < 0;
     PyMem_Free(out.data);
     if (failed)
         return NULL;
@@ -847,7 +803,7 @@ static PyObject *encoder_answer(PyObject *self, PyObject *const *args, Py_ssize_
     int failed = put_big_endian(&out, 0, 4) < 0 ||  /* the size, written below */
                  put_big_endian(&out, (uint32_t)correlation_id, 4) < 0 ||
                  (flexible_header && put(&out, &tags, 1) < 0) ||
-                 encode_struct((Encoder *)self, args[2], &out) < 0;
+                 encode_struct((Codec *)self, args[2], &out) < 0;
     if (!failed) {
         Py_ssize_t size = out.done + out.len - 4;
         if (size > INT32_MAX) {
@@ -881,139 +837,23 @@ static PyMethodDef encoder_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject EncoderType;
-
-/* (name, type, nullable, compact, element, sub encoder or None, tag, check, default) each. */
-static int parse_efields(Encoder *e, PyObject *seq, EField **out, Py_ssize_t *count) {
-    PyObject *items = PySequence_Fast(seq, "fields must be a sequence");
-    if (items == NULL)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
-    *out = PyMem_Calloc(n ? n : 1, sizeof(EField));
-    if (*out == NULL) {
-        Py_DECREF(items);
-        PyErr_NoMemory();
-        return -1;
-    }
-    *count = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        EField *f = &(*out)[i];
-        PyObject *name, *sub, *default_value;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "UiiiiOLiO", &name, &f->type, &f->nullable,
-                              &f->compact, &f->element, &sub, &f->tag, &f->check, &default_value) ||
-            slot_offset(e->cls, name, &f->offset) < 0) {
-            Py_DECREF(items);
-            return -1;
-        }
-        int structs = f->type == W_STRUCT || (f->type == W_ARRAY && f->element == W_STRUCT);
-        if (!valid_type(f->type, f->element) || structs != (sub != Py_None) ||
-            (structs && !Py_IS_TYPE(sub, &EncoderType))) {
-            Py_DECREF(items);
-            PyErr_SetString(PyExc_ValueError, "a field's type, element and encoder do not fit together");
-            return -1;
-        }
-        f->name = Py_NewRef(name);
-        f->sub = structs ? (Encoder *)Py_NewRef(sub) : NULL;
-        f->default_value = Py_NewRef(default_value);
-        *count = i + 1;
-    }
-    Py_DECREF(items);
-    return 0;
+/* The two types differ in name, what a call does (codec_new sets it) and the encoder's `answer`. */
+#define CODEC_TYPE(name, doc, methods) {                                                                         \
+    PyVarObject_HEAD_INIT(NULL, 0)                                                                                 \
+    .tp_name = "odradek.protocol._codec." name, .tp_doc = doc, .tp_basicsize = sizeof(Codec),                      \
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, .tp_new = codec_new,          \
+    .tp_dealloc = (destructor)codec_dealloc, .tp_traverse = (traverseproc)codec_traverse,                          \
+    .tp_clear = (inquiry)codec_clear, .tp_call = PyVectorcall_Call,                                                \
+    .tp_vectorcall_offset = offsetof(Codec, vectorcall), .tp_repr = (reprfunc)codec_repr, .tp_methods = methods,   \
 }
 
-static PyObject *encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *cls, *checks, *fields, *tagged, *encoded;
-    int flexible, version;
-    static char *names[] = {"cls", "version", "flexible", "checks", "fields", "tagged", "encoded", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!ipOOOO!", names, &PyType_Type, &cls, &version, &flexible,
-                                     &checks, &fields, &tagged, &PyType_Type, &encoded))
-        return NULL;
-    if (!PyType_IsSubtype((PyTypeObject *)encoded, &PyBytes_Type)) {
-        PyErr_SetString(PyExc_TypeError, "encoded values are bytes");
-        return NULL;
-    }
-    Encoder *e = (Encoder *)type->tp_alloc(type, 0);
-    if (e == NULL)
-        return NULL;
-    e->vectorcall = encoder_call;
-    e->cls = (PyTypeObject *)Py_NewRef(cls);
-    e->encoded = Py_NewRef(encoded);
-    e->version = version;
-    e->flexible = flexible;
-    if (parse_efields(e, checks, &e->checks, &e->n_checks) < 0 ||
-        parse_efields(e, fields, &e->fields, &e->n_fields) < 0 ||
-        parse_efields(e, tagged, &e->tagged, &e->n_tagged) < 0) {
-        Py_DECREF(e);
-        return NULL;
-    }
-    return (PyObject *)e;
-}
+static PyTypeObject DecoderType = CODEC_TYPE(
+    "Decoder", "Decoder(cls, version, flexible, absent, fields, tagged): dec(buffer, pos) -> (obj, pos) for one "
+    "struct at one version.", NULL);
 
-static void clear_efields(EField *fields, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_CLEAR(fields[i].name);
-        Py_CLEAR(fields[i].sub);
-        Py_CLEAR(fields[i].default_value);
-    }
-}
-
-static int encoder_clear(Encoder *e) {
-    clear_efields(e->checks, e->n_checks);
-    clear_efields(e->fields, e->n_fields);
-    clear_efields(e->tagged, e->n_tagged);
-    Py_CLEAR(e->cls);
-    Py_CLEAR(e->encoded);
-    return 0;
-}
-
-static int visit_efields(EField *fields, Py_ssize_t n, visitproc visit, void *arg) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_VISIT(fields[i].sub);
-        Py_VISIT(fields[i].default_value);
-    }
-    return 0;
-}
-
-static int encoder_traverse(Encoder *e, visitproc visit, void *arg) {
-    int failed = visit_efields(e->checks, e->n_checks, visit, arg) ||
-                 visit_efields(e->fields, e->n_fields, visit, arg) ||
-                 visit_efields(e->tagged, e->n_tagged, visit, arg);
-    if (failed)
-        return failed;
-    Py_VISIT(e->cls);
-    Py_VISIT(e->encoded);
-    return 0;
-}
-
-static void encoder_dealloc(Encoder *e) {
-    PyObject_GC_UnTrack(e);
-    encoder_clear(e);
-    PyMem_Free(e->checks);
-    PyMem_Free(e->fields);
-    PyMem_Free(e->tagged);
-    Py_TYPE(e)->tp_free((PyObject *)e);
-}
-
-static PyObject *encoder_repr(Encoder *e) {
-    return PyUnicode_FromFormat("<Encoder of %s v%d>", e->cls ? e->cls->tp_name : "?", e->version);
-}
-
-static PyTypeObject EncoderType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "odradek.protocol._codec.Encoder",
-    .tp_doc = "Encoder(cls, version, flexible, checks, fields, tagged, encoded): enc(obj, chunks) appends the "
-              "encoding of `obj` to the list `chunks`.",
-    .tp_basicsize = sizeof(Encoder),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_new = encoder_new,
-    .tp_dealloc = (destructor)encoder_dealloc,
-    .tp_traverse = (traverseproc)encoder_traverse,
-    .tp_clear = (inquiry)encoder_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Encoder, vectorcall),
-    .tp_repr = (reprfunc)encoder_repr,
-    .tp_methods = encoder_methods,
-};
+static PyTypeObject EncoderType = CODEC_TYPE(
+    "Encoder", "Encoder(cls, version, flexible, absent, fields, tagged, encoded): enc(obj, chunks) appends the "
+    "encoding of `obj` to the list `chunks`.", encoder_methods);
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, .m_name = "_codec", .m_doc = "Decoders and encoders of the protocol's structs, one per version.",
@@ -1048,7 +888,6 @@ PyMODINIT_FUNC PyInit__codec(void) {
         {"INT64", W_INT64}, {"FLOAT64", W_FLOAT64}, {"UUID", W_UUID}, {"STRING", W_STRING}, {"BYTES", W_BYTES},
         {"RECORDS", W_RECORDS}, {"ARRAY", W_ARRAY}, {"STRUCT", W_STRUCT}, {"DEFAULT_VALUE", DEFAULT_VALUE},
         {"DEFAULT_NEW_LIST", DEFAULT_NEW_LIST}, {"DEFAULT_NEW_STRUCT", DEFAULT_NEW_STRUCT},
-        {"CHECK_EQUALS", CHECK_EQUALS}, {"CHECK_EMPTY", CHECK_EMPTY},
     };
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) {

@@ -48,21 +48,38 @@ def _typed(t, build, version: int, flexible: bool, *options) -> tuple:
     return _codec.STRUCT, 0, build(t._schema, version, flexible, *options)
 
 
-def _decoded_default(f) -> tuple:
+def _default(f, compared: bool) -> tuple:
+    """Field `f`'s default as a codec takes it, (how, value): a value, a new empty list, or a new struct of its
+    class; an encoder only compares (`compared`), so a struct's default comes as one instance to compare with."""
     if f.default is not NEW:
-        return f.name, _codec.DEFAULT_VALUE, f.default
+        return _codec.DEFAULT_VALUE, f.default
     if isinstance(f.type, Array):
-        return f.name, _codec.DEFAULT_NEW_LIST, None
-    return f.name, _codec.DEFAULT_NEW_STRUCT, f.type
+        return _codec.DEFAULT_NEW_LIST, None
+    return (_codec.DEFAULT_VALUE, f.type()) if compared else (_codec.DEFAULT_NEW_STRUCT, f.type)
 
 
-def _default_check(f) -> tuple:
-    """How an encoder tells that field `f` holds its default: (check, value)."""
-    if f.default is not NEW:
-        return _codec.CHECK_EQUALS, f.default
-    if isinstance(f.type, Array):
-        return _codec.CHECK_EMPTY, None
-    return _codec.CHECK_EQUALS, f.type()
+def _layout(schema: StructSchema, version: int, flexible: bool, build, options: tuple, *, absent_kept,
+            with_tagged: bool, compared: bool) -> tuple[list, list, list]:
+    """A codec's three lists of fields at `version`: those it lacks (the ones `absent_kept(field)` keeps), those
+    it carries in wire order, and (`with_tagged`) its tagged ones in tag order. Each entry is (name, type code,
+    nullable, compact, element type code, struct codec or None, tag, how its default is made, default)."""
+    lists: tuple[list, list, list] = ([], [], [])
+    for f in schema.fields:
+        if version not in f.versions:
+            if not absent_kept(f):
+                continue
+            which, compact, tag = 0, False, 0
+        elif flexible and version in f.tagged_versions:
+            if not with_tagged:
+                continue
+            which, compact, tag = 2, True, f.tag
+        else:
+            which, compact, tag = 1, flexible and (f.flexible_versions is None or version in f.flexible_versions), 0
+        code, element, sub = _typed(f.type, build, version, flexible, *options)
+        lists[which].append((f.name, code, version in f.nullable_versions, compact, element, sub, tag,
+                             *_default(f, compared)))
+    lists[2].sort(key=lambda entry: entry[6])
+    return lists
 
 
 def struct_encoder(schema: StructSchema, version: int, flexible: bool, write_tagged: bool = True,
@@ -73,21 +90,10 @@ def struct_encoder(schema: StructSchema, version: int, flexible: bool, write_tag
     key = (schema, version, flexible, write_tagged, strict)
     fn = _ENCODERS.get(key)
     if fn is None:
-        checks, fields, tagged = [], [], []
-        for f in schema.fields:
-            code, element, sub = _typed(f.type, struct_encoder, version, flexible, write_tagged, strict)
-            nullable = version in f.nullable_versions
-            if version not in f.versions:
-                if strict and not f.ignorable:
-                    checks.append((f.name, code, nullable, False, element, sub, 0, *_default_check(f)))
-            elif flexible and version in f.tagged_versions:
-                if write_tagged:
-                    tagged.append((f.name, code, nullable, True, element, sub, f.tag, *_default_check(f)))
-            else:
-                compact = flexible and (f.flexible_versions is None or version in f.flexible_versions)
-                fields.append((f.name, code, nullable, compact, element, sub, 0, _codec.CHECK_EQUALS, None))
-        tagged.sort(key=lambda entry: entry[6])
-        fn = _ENCODERS[key] = _codec.Encoder(schema.cls, version, flexible, checks, fields, tagged, Encoded)
+        absent, fields, tagged = _layout(schema, version, flexible, struct_encoder, (write_tagged, strict),
+                                         absent_kept=lambda f: strict and not f.ignorable, with_tagged=write_tagged,
+                                         compared=True)
+        fn = _ENCODERS[key] = _codec.Encoder(schema.cls, version, flexible, absent, fields, tagged, Encoded)
     return fn
 
 
@@ -97,20 +103,9 @@ def struct_decoder(schema: StructSchema, version: int, flexible: bool):
     key = (schema, version, flexible)
     fn = _DECODERS.get(key)
     if fn is None:
-        defaults, fields, tagged = [], [], []
-        for f in schema.fields:
-            nullable = version in f.nullable_versions
-            if version not in f.versions:
-                defaults.append(_decoded_default(f))
-            elif flexible and version in f.tagged_versions:
-                defaults.append(_decoded_default(f))
-                code, element, sub = _typed(f.type, struct_decoder, version, flexible)
-                tagged.append((f.tag, f.name, code, nullable, True, element, sub))
-            else:
-                compact = flexible and (f.flexible_versions is None or version in f.flexible_versions)
-                code, element, sub = _typed(f.type, struct_decoder, version, flexible)
-                fields.append((f.name, code, nullable, compact, element, sub))
-        fn = _DECODERS[key] = _codec.Decoder(schema.cls, flexible, defaults, fields, tagged)
+        absent, fields, tagged = _layout(schema, version, flexible, struct_decoder, (), absent_kept=lambda f: True,
+                                         with_tagged=True, compared=False)
+        fn = _DECODERS[key] = _codec.Decoder(schema.cls, version, flexible, absent, fields, tagged)
     return fn
 
 

@@ -56,7 +56,7 @@ struct Codec {
     PyTypeObject *cls;
     int version, flexible;
     Py_ssize_t n_absent, n_fields, n_tagged;
-    Field *absent;      /* fields the version lacks: a decoder gives them their defaults, a strict encoder checks them */
+    Field *absent;      /* fields the version lacks: a decoder sets their defaults, a strict encoder checks them */
     Field *fields;      /* the version's fields in wire order */
     Field *tagged;      /* its tagged fields, in tag order */
     PyObject *encoded;  /* encoders: the class of values encoded ahead (codec.Encoded), copied as they are */
@@ -856,7 +856,8 @@ static PyTypeObject EncoderType = CODEC_TYPE(
     "encoding of `obj` to the list `chunks`.", encoder_methods);
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "_codec", .m_doc = "Decoders and encoders of the protocol's structs, one per version.",
+    PyModuleDef_HEAD_INIT, .m_name = "_codec",
+    .m_doc = "Decoders and encoders of the protocol's structs, one per version.",
     .m_size = -1,
 };
 

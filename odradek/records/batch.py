@@ -118,7 +118,8 @@ def rebased(header: BatchHeader, base_offset: int, partition_leader_epoch: int) 
     return tuple.__new__(BatchHeader, (base_offset, header.batch_length, partition_leader_epoch) + header[3:])
 
 
-def stamped(header: BatchHeader, base_offset: int, partition_leader_epoch: int | None = None) -> tuple[bytes, BatchHeader]:
+def stamped(header: BatchHeader, base_offset: int,
+            partition_leader_epoch: int | None = None) -> tuple[bytes, BatchHeader]:
     """What the log stamps on one batch without LogAppendTime: its first STAMPED_BYTES as they are to be written
     (base offset, length, leader epoch: all before the CRC'd part) and its header after; `partition_leader_epoch`
     None keeps the batch's own."""

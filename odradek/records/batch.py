@@ -44,8 +44,6 @@ NO_TIMESTAMP = -1
 NO_PRODUCER_ID = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_OFFSET = struct.Struct(">q")
-_LEADER_EPOCH = struct.Struct(">i")
 _STAMP = struct.Struct(">qii")  # base offset, batch length, leader epoch: the first STAMPED_BYTES
 _CRC = struct.Struct(">I")
 _ATTRIBUTES = struct.Struct(">h")
@@ -176,7 +174,7 @@ def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset:
                    log_append_time_ms: int | None = None,
                    partition_leader_epoch: int | None = None) -> list[BatchHeader]:
     """Give the batches laid end to end in `buf` dense offsets from `first_offset`, in place; the new headers.
-    Without `log_append_time_ms` only each batch's first STAMPED_BYTES change (`stamped`).
+    Each batch's first STAMPED_BYTES are stamped (`stamped`); without `log_append_time_ms` nothing else changes.
 
     With `log_append_time_ms`, each batch gets the LogAppendTime attribute bit and that maxTimestamp (Kafka's
     `setMaxTimestamp`: baseTimestamp and record deltas stay as the producer wrote them; readers of a LogAppendTime
@@ -186,22 +184,15 @@ def assign_offsets(buf: bytearray, headers: Sequence[BatchHeader], first_offset:
     pos = 0
     next_offset = first_offset
     for header in headers:
-        if log_append_time_ms is None:
-            head, header = stamped(header, next_offset, partition_leader_epoch)
-            buf[pos:pos + STAMPED_BYTES] = head
-        else:
-            _BASE_OFFSET.pack_into(buf, pos, next_offset)
-            epoch = header.partition_leader_epoch
-            if partition_leader_epoch is not None:
-                epoch = partition_leader_epoch
-                _LEADER_EPOCH.pack_into(buf, pos + 12, epoch)
+        head, header = stamped(header, next_offset, partition_leader_epoch)
+        buf[pos:pos + STAMPED_BYTES] = head
+        if log_append_time_ms is not None:
             attributes = header.attributes | TIMESTAMP_TYPE_BIT
             _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
             _MAX_TIMESTAMP.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, log_append_time_ms)
             crc = batch_crc(buf, pos, header.size)
             _CRC.pack_into(buf, pos + CRC_OFFSET, crc)
-            header = header._replace(base_offset=next_offset, partition_leader_epoch=epoch, attributes=attributes,
-                                     max_timestamp=log_append_time_ms, crc=crc)
+            header = header._replace(attributes=attributes, max_timestamp=log_append_time_ms, crc=crc)
         updated.append(header)
         next_offset += header.last_offset_delta + 1
         pos += header.size

@@ -809,13 +809,9 @@ static PyObject *encoder_answer(PyObject *self, PyObject *const *args, Py_ssize_
         if (size > INT32_MAX) {
             PyErr_Format(StructError, "a response of %zd bytes is larger than a frame can say", size);
             failed = 1;
-        } else if (out.done == 0) {  /* all in memory: the size goes into the buffer */
-            for (int i = 0; i < 4; i++)
-                out.data[i] = (char)((uint32_t)size >> (24 - 8 * i));
+        } else {
             failed = flush_chunk(&out) < 0;
-        } else {  /* the first chunk, made here and seen by no one else yet, gets it */
-            failed = flush_chunk(&out) < 0;
-            if (!failed) {
+            if (!failed) {  /* the first chunk, made here and seen by no one else yet, gets the size */
                 char *first = PyBytes_AS_STRING(PyList_GET_ITEM(chunks, 0));
                 for (int i = 0; i < 4; i++)
                     first[i] = (char)((uint32_t)size >> (24 - 8 * i));

@@ -37,7 +37,7 @@ from odradek.config import (Listener, LogConfig, layered_broker_props, parse_adv
                             resolve_broker_config, warn_about_unknown_broker_keys)
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
-from odradek.security.acl import RequestAuthorizer, make_authorizer
+from odradek.security.acl import UNRESTRICTED, RequestAuthorizer, make_authorizer, principal_of
 from odradek.security.inter_broker import inter_broker_security
 from odradek.security.quotas import ClientQuotas
 from odradek.storage.cleaner import LogCleaner
@@ -397,7 +397,9 @@ class Broker:
 
     def access(self, connection) -> RequestAuthorizer:
         """What this connection's principal may do, asked per request (everything with no authorizer)."""
-        return RequestAuthorizer(self.authorizer, connection)
+        if self.authorizer is None:
+            return UNRESTRICTED
+        return RequestAuthorizer(self.authorizer, principal_of(connection), connection.ip)
 
     def write_transaction_marker(self, topic: str, index: int, producer_id: int, producer_epoch: int, commit: bool,
                                  coordinator_epoch: int) -> None:

@@ -234,14 +234,15 @@ _FAILURES = {
 
 class RequestAuthorizer:
     """One request's questions to the broker's authorizer (yes to everything when none is configured), each
-    decision remembered for the rest of the request so a topic's many partitions cost one check."""
+    decision remembered for the rest of the request so a topic's many partitions cost one check. Without an
+    authorizer nothing is asked or remembered, so every request shares UNRESTRICTED."""
 
     __slots__ = ("authorizer", "principal", "host", "_decided")
 
-    def __init__(self, authorizer: Authorizer | None, connection):
+    def __init__(self, authorizer: Authorizer | None, principal: str | None, host: str | None):
         self.authorizer = authorizer
-        self.principal = principal_of(connection)
-        self.host = connection.ip
+        self.principal = principal
+        self.host = host
         self._decided: dict = {}
 
     def allows(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
@@ -276,3 +277,6 @@ class RequestAuthorizer:
             return authorized_operations(resource_type, requested)
         return operations_bit_field(self.authorizer.authorized_operations(self.principal, self.host,
                                                                           resource_type, name))
+
+
+UNRESTRICTED = RequestAuthorizer(None, None, None)  # every request's, with no authorizer configured

@@ -69,9 +69,8 @@ def handlers(broker) -> dict:
     in_flight: dict[Partition, asyncio.Future] = {}  # each partition's last append not yet done
     workers = ValidationWorkers(VALIDATION_PROCESSES)
 
-    def checked_batches(topic: str, index: int, records, version: int):
-        """The partition and its batches (converted from v0/v1 and through the header checks)."""
-        partition = broker.partition(topic, index)
+    def checked_batches(partition: Partition, topic: str, records, version: int):
+        """The partition's batches (converted from v0/v1 and through the header checks)."""
         if topic in INTERNAL_TOPICS:  # the coordinators write these through the partition, never through Produce
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
         if records is None or len(records) == 0:
@@ -83,7 +82,7 @@ def handlers(broker) -> dict:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              f"Produce v3 and above carry exactly one record batch per partition, not {len(headers)}")
         partition.log.check_sizes(records, headers)  # before the records are walked, as Kafka checks them
-        return partition, records, headers
+        return records, headers
 
     def append(partition: Partition, records, headers):
         result = partition.append(records, headers)
@@ -103,18 +102,20 @@ def handlers(broker) -> dict:
             await check
         return append(partition, records, headers)
 
-    def prepared(topic: str, index: int, records, version: int, acks: int, inline_allowance: list[int]):
-        """The partition, its batches and what their record checks need, the records checked inline if they fit
-        in what is left of the request's `inline_allowance` (a one-item list: records), which they use up."""
+    def prepared(partition: Partition, topic: str, index: int, records, version: int, acks: int,
+                 inline_allowance: list[int]):
+        """The batches for the partition this broker leads and what their record checks need, the records checked
+        inline if they fit in what is left of the request's `inline_allowance` (a one-item list: records), which
+        they use up."""
         if acks == -1:
-            broker.partition(topic, index).check_min_insync()
-        partition, records, headers = checked_batches(topic, index, records, version)
+            partition.check_min_insync()
+        records, headers = checked_batches(partition, topic, records, version)
         topic_partition = f"{topic}-{index}"
         config = partition.log.config
         keys_required = config.compact
         time_range = None if config.log_append_time else config.create_time_range(time.time_ns() // 1_000_000)
         checked = False
-        count = sum(header.record_count for header in headers)
+        count = headers[0].record_count if len(headers) == 1 else sum(header.record_count for header in headers)
         if count <= inline_allowance[0]:
             inline_allowance[0] -= count
             try:
@@ -123,7 +124,7 @@ def handlers(broker) -> dict:
                 checked = True
             except DecompressedTooLarge:
                 pass  # a worker decompresses it again, under the full limit
-        return partition, records, headers, topic_partition, keys_required, time_range, checked
+        return records, headers, topic_partition, keys_required, time_range, checked
 
     async def append_once_led(partition: Partition, previous: asyncio.Future | None, topic: str, index: int,
                               records, version: int, acks: int, deadline: float):
@@ -132,8 +133,9 @@ def handlers(broker) -> dict:
         if previous is not None:
             await asyncio.wait([previous])
         await until_led(partition, deadline)
-        partition, records, headers, topic_partition, keys_required, time_range, checked = prepared(
-            topic, index, records, version, acks, [INLINE_RECORDS])
+        partition = broker.partition(topic, index)
+        records, headers, topic_partition, keys_required, time_range, checked = prepared(
+            partition, topic, index, records, version, acks, [INLINE_RECORDS])
         return await check_then_append(partition, None, records, headers, topic_partition, keys_required, time_range,
                                        checked)
 
@@ -145,13 +147,16 @@ def handlers(broker) -> dict:
         and its next pipelined request, taken once the election is in force, OUT_OF_ORDER_SEQUENCE_NUMBER (the
         refused sequences are missing), which librdkafka answers by bumping the producer's epoch and writing its
         unacknowledged records again under new sequences (duplicates, docs/chaos.md)."""
-        electing = broker.leadership_coming(topic, index)
-        if electing is not None:
-            deadline = time.monotonic() + min(max(timeout_ms, 0) / 1000, ELECTION_WAIT_S)
-            return chain(electing, append_once_led(electing, in_flight.get(electing), topic, index, records,
-                                                   version, acks, deadline))
-        partition, records, headers, topic_partition, keys_required, time_range, checked = prepared(
-            topic, index, records, version, acks, inline_allowance)
+        partition = broker.partitions.get((topic, index))
+        if partition is None or not partition.is_leader:
+            electing = broker.leadership_coming(topic, index)
+            if electing is not None:
+                deadline = time.monotonic() + min(max(timeout_ms, 0) / 1000, ELECTION_WAIT_S)
+                return chain(electing, append_once_led(electing, in_flight.get(electing), topic, index, records,
+                                                       version, acks, deadline))
+            partition = broker.partition(topic, index)  # the error: not led here, or not hosted at all
+        records, headers, topic_partition, keys_required, time_range, checked = prepared(
+            partition, topic, index, records, version, acks, inline_allowance)
         previous = in_flight.get(partition)
         if checked and previous is None:
             return append(partition, records, headers)
@@ -259,9 +264,11 @@ def handlers(broker) -> dict:
                 waiting = waiting or isinstance(outcome, asyncio.Future)
                 partitions.append((data.index, outcome))
             outcomes.append((name, partitions))
-        throttle_ms = throttle_connection(broker.quotas, connection, header, PRODUCER_BYTE_RATE,
-                                          sum(len(data.records or b"") for topic_data in request.topic_data
-                                              for data in topic_data.partition_data))
+        throttle_ms = 0
+        if broker.quotas.configured():  # the bytes are summed only for a quota to count them against
+            throttle_ms = throttle_connection(broker.quotas, connection, header, PRODUCER_BYTE_RATE,
+                                              sum(len(data.records or b"") for topic_data in request.topic_data
+                                                  for data in topic_data.partition_data))
         if acks == 0 and throttle_ms:  # no answer to carry it: muted at once, as Kafka does
             connection.mute(throttle_ms)
         if waiting or (acks == -1 and unreplicated(outcomes)):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import uuid
 
+from odradek.protocol import _codec
+
 ZERO_UUID = uuid.UUID(int=0)
 
 _TOP = 0x7FFF
@@ -156,26 +158,12 @@ class MessageSchema(StructSchema):
 
 
 def _generate_class(schema: StructSchema) -> type:
+    """The class of a struct: its __slots__, a keyword-only __init__ in C (a field not given takes its schema
+    default; arrays and structs get a new one each), and an __eq__ and __repr__ generated from the schema."""
     names = [f.name for f in schema.fields]
-    ns = {"NEW": NEW}
-    params, body = [], []
-    for i, f in enumerate(schema.fields):
-        if f.default is NEW:
-            params.append(f"{f.name}=NEW")
-            if isinstance(f.type, Array):
-                body.append(f"    self.{f.name} = [] if {f.name} is NEW else {f.name}")
-            else:
-                ns[f"_S{i}"] = f.type
-                body.append(f"    self.{f.name} = _S{i}() if {f.name} is NEW else {f.name}")
-        else:
-            ns[f"_D{i}"] = f.default
-            params.append(f"{f.name}=_D{i}")
-            body.append(f"    self.{f.name} = {f.name}")
     attrs = ", ".join(f"self.{n}" for n in names)
     other = ", ".join(f"other.{n}" for n in names)
     src = [
-        f"def __init__(self, *, {', '.join(params)}):" if params else "def __init__(self):",
-        *(body or ["    pass"]),
         "def __eq__(self, other):",
         "    if type(other) is not type(self): return NotImplemented",
         f"    return ({attrs},) == ({other},)" if names else "    return True",
@@ -183,14 +171,25 @@ def _generate_class(schema: StructSchema) -> type:
         f"    return {schema.name + '('!r} + ', '.join(["
         + ", ".join(f"{n + '='!r} + repr(self.{n})" for n in names) + "]) + ')'",
     ]
+    ns: dict = {}
     exec("\n".join(src), ns)  # noqa: S102 - source built from our own schema declarations
     cls = type(schema.name, (), {
-        "__slots__": tuple(names), "__init__": ns["__init__"], "__eq__": ns["__eq__"],
+        "__slots__": tuple(names), "__eq__": ns["__eq__"],
         "__repr__": ns["__repr__"], "__hash__": None, "_schema": schema,
         "__module__": __name__, "__qualname__": schema.name,
     })
+    cls.__init__ = _codec.Initializer(cls, [(f.name, *_default_kind(f)) for f in schema.fields], NEW)
     schema.cls = cls
     return cls
+
+
+def _default_kind(f: Field) -> tuple:
+    """(how, value) of field `f`'s default as an Initializer takes it: a value, a new list, or a new struct."""
+    if f.default is not NEW:
+        return _codec.DEFAULT_VALUE, f.default
+    if isinstance(f.type, Array):
+        return _codec.DEFAULT_NEW_LIST, None
+    return _codec.DEFAULT_NEW_STRUCT, f.type
 
 
 def struct(name: str, fields: list[Field]) -> type:

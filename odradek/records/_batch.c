@@ -20,6 +20,7 @@
 #define MAGIC_OFFSET 16
 #define ATTRIBUTES_OFFSET 21
 #define HEADER_FIELDS 13
+#define STAMPED_BYTES 16   /* base offset, batch length, leader epoch */
 #define GIL_FREE_BYTES 65536 /* CRCs of batches this large run without the GIL, as records._crc32c's do */
 #define CONTROL_BIT 0x20
 
@@ -170,10 +171,74 @@ static PyObject *validate_batches(PyObject *module, PyObject *const *args, Py_ss
     return headers;
 }
 
+/* A copy of `header` (a BatchHeader) with base offset `base_offset` and leader epoch `epoch` (None: its own). */
+static PyObject *rebased_header(PyObject *header, PyObject *base_offset, PyObject *epoch) {
+    if (!PyTuple_Check(header) || PyTuple_GET_SIZE(header) != HEADER_FIELDS || !PyLong_Check(base_offset) ||
+        (epoch != Py_None && !PyLong_Check(epoch))) {
+        PyErr_SetString(PyExc_TypeError, "(header: a BatchHeader, base_offset: int, partition_leader_epoch: int or None)");
+        return NULL;
+    }
+    PyTypeObject *cls = Py_TYPE(header);
+    PyObject *copy = cls->tp_alloc(cls, HEADER_FIELDS);
+    if (copy == NULL)
+        return NULL;
+    for (int i = 0; i < HEADER_FIELDS; i++) {
+        PyObject *value = i == 0 ? base_offset : i == 2 && epoch != Py_None ? epoch : PyTuple_GET_ITEM(header, i);
+        PyTuple_SET_ITEM(copy, i, Py_NewRef(value));
+    }
+    return copy;
+}
+
+static PyObject *rebased(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "rebased(header, base_offset, partition_leader_epoch)");
+        return NULL;
+    }
+    return rebased_header(args[0], args[1], args[2]);
+}
+
+static PyObject *stamped(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "stamped(header, base_offset, partition_leader_epoch=None)");
+        return NULL;
+    }
+    PyObject *header = rebased_header(args[0], args[1], nargs == 3 ? args[2] : Py_None);
+    if (header == NULL)
+        return NULL;
+    long long base_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(header, 0));
+    long long length = PyLong_AsLongLong(PyTuple_GET_ITEM(header, 1));
+    long long epoch = PyLong_AsLongLong(PyTuple_GET_ITEM(header, 2));
+    if (PyErr_Occurred() || length < INT32_MIN || length > INT32_MAX || epoch < INT32_MIN || epoch > INT32_MAX) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_OverflowError, "batch length or leader epoch outside int32");
+        Py_DECREF(header);
+        return NULL;
+    }
+    uint8_t head[STAMPED_BYTES];
+    uint64_t fields[3] = {(uint64_t)base_offset, (uint64_t)(uint32_t)length, (uint64_t)(uint32_t)epoch};
+    int sizes[3] = {8, 4, 4};
+    for (int f = 0, at = 0; f < 3; at += sizes[f], f++)
+        for (int i = 0; i < sizes[f]; i++)
+            head[at + i] = (uint8_t)(fields[f] >> (8 * (sizes[f] - 1 - i)));
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)head, STAMPED_BYTES);
+    if (bytes == NULL) {
+        Py_DECREF(header);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", bytes, header);
+}
+
 static PyMethodDef methods[] = {
     {"validate_batches", (PyCFunction)(void (*)(void))validate_batches, METH_FASTCALL,
      "validate_batches(data, from_leader, header_class) -> [header_class]: the headers of the v2 batches laid end\n"
      "to end in `data`, after the checks batch.validate_batches describes; Refused(code, message) if one fails."},
+    {"rebased", (PyCFunction)(void (*)(void))rebased, METH_FASTCALL,
+     "rebased(header, base_offset, partition_leader_epoch) -> header: a copy with that base offset and epoch (None:\n"
+     "its own), as the log stamps them."},
+    {"stamped", (PyCFunction)(void (*)(void))stamped, METH_FASTCALL,
+     "stamped(header, base_offset, partition_leader_epoch=None) -> (head, header): what the log stamps on one batch\n"
+     "without LogAppendTime: its first 16 bytes as they are to be written (base offset, length, leader epoch, all\n"
+     "before the CRC'd part) and its header after; None keeps the batch's own epoch."},
     {NULL, NULL, 0, NULL},
 };
 

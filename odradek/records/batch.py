@@ -44,7 +44,6 @@ NO_TIMESTAMP = -1
 NO_PRODUCER_ID = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_STAMP = struct.Struct(">qii")  # base offset, batch length, leader epoch: the first STAMPED_BYTES
 _CRC = struct.Struct(">I")
 _ATTRIBUTES = struct.Struct(">h")
 _MAX_TIMESTAMP = struct.Struct(">q")
@@ -110,19 +109,13 @@ def parse_header(buf, pos: int = 0) -> BatchHeader:
     return tuple.__new__(BatchHeader, _HEADER.unpack_from(buf, pos))  # BatchHeader._make costs twice as much
 
 
-def rebased(header: BatchHeader, base_offset: int, partition_leader_epoch: int) -> BatchHeader:
-    """`header` with a new base offset and leader epoch, as the log stamps them; built directly, since
-    namedtuple._replace costs three times as much and this runs for every produced batch."""
-    return tuple.__new__(BatchHeader, (base_offset, header.batch_length, partition_leader_epoch) + header[3:])
-
-
-def stamped(header: BatchHeader, base_offset: int,
-            partition_leader_epoch: int | None = None) -> tuple[bytes, BatchHeader]:
-    """What the log stamps on one batch without LogAppendTime: its first STAMPED_BYTES as they are to be written
-    (base offset, length, leader epoch: all before the CRC'd part) and its header after; `partition_leader_epoch`
-    None keeps the batch's own."""
-    epoch = header.partition_leader_epoch if partition_leader_epoch is None else partition_leader_epoch
-    return _STAMP.pack(base_offset, header.batch_length, epoch), rebased(header, base_offset, epoch)
+# rebased(header, base_offset, partition_leader_epoch) -> BatchHeader: `header` with a new base offset and leader
+# epoch (None: its own), as the log stamps them. stamped(header, base_offset, partition_leader_epoch=None) ->
+# (head, BatchHeader): what the log stamps on one batch without LogAppendTime, its first STAMPED_BYTES as they are to
+# be written (base offset, length, leader epoch: all before the CRC'd part) and its header after. Both run for
+# every produced batch, in C (records/_batch.c): 0.5 us in Python for the two, a namedtuple copied twice.
+rebased = _batch.rebased
+stamped = _batch.stamped
 
 
 def whole_batches(data) -> list[tuple[BatchHeader, memoryview]]:

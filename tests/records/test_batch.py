@@ -11,8 +11,8 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import (
-    BATCH_HEADER_SIZE, CONTROL_ABORT, CONTROL_COMMIT, Record, assign_offsets, batch_crc, decode_batch,
-    decode_control_record, encode_batch, encode_control_batch, parse_header, validate_batches,
+    BATCH_HEADER_SIZE, CONTROL_ABORT, CONTROL_COMMIT, BatchHeader, Record, assign_offsets, batch_crc, decode_batch,
+    decode_control_record, encode_batch, encode_control_batch, parse_header, rebased, stamped, validate_batches,
 )
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -199,3 +199,18 @@ def test_decode_never_crashes_on_garbage(junk):
         decode_batch(bytes(body))
     except KafkaError as error:
         assert error.code == ErrorCode.CORRUPT_MESSAGE
+
+
+def test_stamped_makes_the_first_bytes_the_log_writes_and_the_header_after():
+    data = encode_batch([Record(offset_delta=0, timestamp=1, key=b"k", value=b"v")])
+    header = parse_header(data)
+    head, after = stamped(header, 7_000_000_000, 42)
+    assert head == struct.pack(">qii", 7_000_000_000, header.batch_length, 42)
+    assert type(after) is BatchHeader
+    assert after == header._replace(base_offset=7_000_000_000, partition_leader_epoch=42)
+    head, kept = stamped(header, 5)  # no epoch given: the batch's own
+    assert head[12:] == data[12:16] and kept.partition_leader_epoch == header.partition_leader_epoch
+    assert rebased(header, 9, None) == header._replace(base_offset=9)
+    for bad in ((header, 1 << 63, 0), (header, 0, 1 << 31), (tuple(header), "0", 0)):
+        with pytest.raises((OverflowError, TypeError)):
+            stamped(*bad)

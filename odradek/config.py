@@ -26,6 +26,7 @@ from odradek.errors import ErrorCode, KafkaError
 log = logging.getLogger("odradek.config")
 
 LONG_MAX = 2**63 - 1
+LONG_MIN = -2**63
 INT_MAX = 2**31 - 1
 
 
@@ -150,7 +151,7 @@ _PARSERS = {
 }
 
 _JAVA_RANGES = {ConfigType.SHORT: (-2**15, 2**15 - 1), ConfigType.INT: (-2**31, INT_MAX),
-                ConfigType.LONG: (-2**63, LONG_MAX)}
+                ConfigType.LONG: (LONG_MIN, LONG_MAX)}
 
 _T = ConfigType
 
@@ -474,8 +475,9 @@ class LogConfig:
 
     def create_time_range(self, now_ms: int) -> tuple[int, int]:
         """The CreateTime timestamps accepted at `now_ms` (message.timestamp.{before,after}.max.ms), inside int64."""
-        return (max(now_ms - self.message_timestamp_before_max_ms, -LONG_MAX - 1),
-                min(now_ms + self.message_timestamp_after_max_ms, LONG_MAX))
+        earliest = now_ms - self.message_timestamp_before_max_ms  # per produced partition: no max(), min() calls
+        latest = now_ms + self.message_timestamp_after_max_ms
+        return (earliest if earliest > LONG_MIN else LONG_MIN, latest if latest < LONG_MAX else LONG_MAX)
 
     @classmethod
     def resolve(cls, topic_overrides: Mapping[str, Any] | None = None,

@@ -63,7 +63,8 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
                 for index in range(min(header.record_count, MAX_RECORD_ERRORS))])
         end = position + header.size
         payload = view[position + BATCH_HEADER_SIZE:end]
-        body = decompress(header.compression, payload, decompressed_limit) if header.compression else payload
+        compression = header.compression
+        body = decompress(compression, payload, decompressed_limit) if compression else payload
         try:
             faults = check_records(body, header.record_count, header.base_timestamp, keys_required=keys_required,
                                    create_time_range=create_time_range, max_errors=MAX_RECORD_ERRORS)

@@ -488,7 +488,7 @@ static PyObject *codec_repr(Codec *c) {
 /* ---- Initializers ------------------------------------------------------------------------------------------ */
 
 /* `Initializer(cls, fields, new)`: the keyword-only __init__ of a schema class, `fields` its (name, how, default)
- * in declaration order. A field not given (or given as the `new` marker) gets its default: the value, a new empty
+ * in declaration order; made, it is set as the class's __init__ and its call (`construct`). A field not given (or given as the `new` marker) gets its default: the value, a new empty
  * list, or a new struct of its class. Written in Python, the same __init__ cost about 1 us for a struct of five
  * fields, several of which every answer makes per partition. */
 typedef struct {
@@ -502,6 +502,7 @@ typedef struct {
 #define MAX_INIT_FIELDS 64  /* a bit each in the mask of given fields */
 
 static PyObject *construct(PyObject *cls, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+static PyObject *InitName;  /* "__init__" */
 
 static PyObject *initializer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *cls, *seq, *new_marker;
@@ -544,7 +545,11 @@ static PyObject *initializer_new(PyTypeObject *type, PyObject *args, PyObject *k
         init->n_fields = i + 1;
     }
     Py_DECREF(items);
-    init->cls->tp_vectorcall = construct;  /* the class, called, fills its objects through this initializer */
+    if (PyObject_SetAttr(cls, InitName, (PyObject *)init) < 0) {
+        Py_DECREF(init);
+        return NULL;
+    }
+    init->cls->tp_vectorcall = construct;  /* after the __init__ is set: the class, called, fills its objects here */
     return (PyObject *)init;
 }
 
@@ -609,7 +614,6 @@ static PyObject *initializer_call(Initializer *init, PyObject *args, PyObject *k
 }
 
 static PyTypeObject InitializerType;
-static PyObject *InitName;  /* "__init__" */
 
 /* cls(**fields), the class's own vectorcall: the object made as object.__new__ makes it and filled by its
  * Initializer, without the keyword dict, argument tuple and method lookup of type.__call__. A class whose

@@ -178,7 +178,7 @@ def _generate_class(schema: StructSchema) -> type:
         "__repr__": ns["__repr__"], "__hash__": None, "_schema": schema,
         "__module__": __name__, "__qualname__": schema.name,
     })
-    cls.__init__ = _codec.Initializer(cls, [(f.name, *_default_kind(f)) for f in schema.fields], NEW)
+    _codec.Initializer(cls, [(f.name, *_default_kind(f)) for f in schema.fields], NEW)  # sets cls.__init__
     schema.cls = cls
     return cls
 

@@ -488,9 +488,10 @@ static PyObject *codec_repr(Codec *c) {
 /* ---- Initializers ------------------------------------------------------------------------------------------ */
 
 /* `Initializer(cls, fields, new)`: the keyword-only __init__ of a schema class, `fields` its (name, how, default)
- * in declaration order; made, it is set as the class's __init__ and its call (`construct`). A field not given (or given as the `new` marker) gets its default: the value, a new empty
- * list, or a new struct of its class. Written in Python, the same __init__ cost about 1 us for a struct of five
- * fields, several of which every answer makes per partition. */
+ * in declaration order; made, it is set as the class's __init__ and its call (`construct`). A field not given (or
+ * given as the `new` marker) gets its default: the value, a new empty list, or a new struct of its class. Written
+ * in Python and called through type.__call__, the same cost 0.55 us for a PartitionProduceResponse, one of the
+ * objects every answer makes per partition; this, 0.16 us. */
 typedef struct {
     PyObject_HEAD
     PyTypeObject *cls;

@@ -175,7 +175,8 @@ static PyObject *validate_batches(PyObject *module, PyObject *const *args, Py_ss
 static PyObject *rebased_header(PyObject *header, PyObject *base_offset, PyObject *epoch) {
     if (!PyTuple_Check(header) || PyTuple_GET_SIZE(header) != HEADER_FIELDS || !PyLong_Check(base_offset) ||
         (epoch != Py_None && !PyLong_Check(epoch))) {
-        PyErr_SetString(PyExc_TypeError, "(header: a BatchHeader, base_offset: int, partition_leader_epoch: int or None)");
+        PyErr_SetString(PyExc_TypeError, "(header: a BatchHeader, base_offset: int, partition_leader_epoch: int or "
+                                         "None)");
         return NULL;
     }
     PyTypeObject *cls = Py_TYPE(header);

@@ -309,6 +309,30 @@ fail:
     return NULL;
 }
 
+static PyTypeObject DecoderType, EncoderType;
+
+/* One value of `d`'s struct read from `buffer` at `pos`: (obj, pos after it). */
+static PyObject *decode_at(Codec *d, PyObject *buffer, Py_ssize_t pos) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Input in = {.buf = view.buf, .end = view.len, .source = buffer};
+    PyObject *result = NULL;
+    if (pos < 0 || pos > view.len) {
+        truncated();
+    } else {
+        PyObject *obj = decode_struct(d, &in, &pos);
+        if (obj != NULL) {
+            PyObject *end = PyLong_FromSsize_t(pos);
+            result = end == NULL ? NULL : PyTuple_Pack(2, obj, end);
+            Py_XDECREF(end);
+            Py_DECREF(obj);
+        }
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyObject *decoder_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
@@ -318,23 +342,100 @@ static PyObject *decoder_call(PyObject *self, PyObject *const *args, size_t narg
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
     if (pos == -1 && PyErr_Occurred())
         return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+    return decode_at((Codec *)self, args[0], pos);
+}
+
+/* A parse failure of untrusted bytes (ProtocolError, or a ValueError such as bad UTF-8) raised again as
+ * ProtocolError("malformed <what>: <reason>"); any other error is left as it is. */
+static PyObject *malformed(PyObject *what) {
+    if (!PyErr_ExceptionMatches(ProtocolError) && !PyErr_ExceptionMatches(PyExc_ValueError))
         return NULL;
-    Input in = {.buf = view.buf, .end = view.len, .source = args[0]};
-    PyObject *result = NULL;
-    if (pos < 0 || pos > view.len) {
-        truncated();
-    } else {
-        PyObject *obj = decode_struct((Codec *)self, &in, &pos);
-        if (obj != NULL) {
-            PyObject *end = PyLong_FromSsize_t(pos);
-            result = end == NULL ? NULL : PyTuple_Pack(2, obj, end);
-            Py_XDECREF(end);
-            Py_DECREF(obj);
-        }
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    PyObject *reason = PyObject_Str(value);
+    if (reason != NULL)
+        PyErr_Format(ProtocolError, "malformed %S: %U", what, reason);
+    Py_XDECREF(reason);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    return NULL;
+}
+
+/* decoder.run(buffer, pos, what): as a call, with every parse failure a ProtocolError naming `what`. */
+static PyObject *decoder_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "run(buffer, pos, what)");
+        return NULL;
     }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *result = decode_at((Codec *)self, args[0], pos);
+    return result != NULL ? result : malformed(args[2]);
+}
+
+static PyObject *RequestHeaderWhat;  /* "request header" */
+
+/* `obj` as a one-dimensional memoryview of bytes (frames._view's rule): itself if it is one, else one made or cast. */
+static PyObject *byte_view(PyObject *obj) {
+    if (!PyMemoryView_Check(obj))
+        return PyMemoryView_FromObject(obj);
+    Py_buffer *b = PyMemoryView_GET_BUFFER(obj);
+    if (b->ndim == 1 && (b->format == NULL || strcmp(b->format, "B") == 0))
+        return Py_NewRef(obj);
+    return PyObject_CallMethod(obj, "cast", "s", "B");
+}
+
+/* decode_request(frame, decodings) -> (header, body), or None for a (key, version) not in `decodings`. */
+static PyObject *decode_request(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_request(frame, decodings: dict)");
+        return NULL;
+    }
+    PyObject *frame = byte_view(args[0]);  /* records fields become slices of it: views, not copies */
+    if (frame == NULL)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(frame);
+        return NULL;
+    }
+    PyObject *result = NULL, *header = NULL, *body = NULL, *key = NULL;
+    Input in = {.buf = view.buf, .end = view.len, .source = frame};
+    if (view.len < 8) {
+        PyErr_Format(ProtocolError, "request frame of %zd bytes is shorter than a header", view.len);
+        goto done;
+    }
+    key = PyLong_FromUnsignedLong((unsigned long)big_endian(in.buf, 4));
+    PyObject *decoding = key == NULL ? NULL : PyDict_GetItemWithError(args[1], key);
+    if (decoding == NULL) {
+        if (!PyErr_Occurred())
+            result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *header_decoder, *body_decoder, *what;
+    if (!PyArg_ParseTuple(decoding, "O!O!U", &DecoderType, &header_decoder, &DecoderType, &body_decoder, &what))
+        goto done;
+    Py_ssize_t pos = 0;
+    header = decode_struct((Codec *)header_decoder, &in, &pos);
+    if (header == NULL) {
+        malformed(RequestHeaderWhat);
+        goto done;
+    }
+    body = decode_struct((Codec *)body_decoder, &in, &pos);
+    if (body == NULL) {
+        malformed(what);
+        goto done;
+    }
+    result = PyTuple_Pack(2, header, body);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(header);
+    Py_XDECREF(body);
     PyBuffer_Release(&view);
+    Py_DECREF(frame);
     return result;
 }
 
@@ -355,7 +456,6 @@ static int slot_offset(PyTypeObject *cls, PyObject *name, Py_ssize_t *offset) {
     return 0;
 }
 
-static PyTypeObject DecoderType, EncoderType;
 
 /* Whether (type, element) names a field type: any type, arrays of anything but arrays. */
 static int valid_type(int type, int element) {
@@ -1028,6 +1128,13 @@ static PyObject *encoder_answer(PyObject *self, PyObject *const *args, Py_ssize_
     return chunks;
 }
 
+static PyMethodDef decoder_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))decoder_run, METH_FASTCALL,
+     "run(buffer, pos, what) -> (obj, pos): the decoder's call on untrusted bytes, every parse failure (a\n"
+     "ProtocolError, or a ValueError such as bad UTF-8) raised as ProtocolError('malformed <what>: <reason>')."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef encoder_methods[] = {
     {"answer", (PyCFunction)(void (*)(void))encoder_answer, METH_FASTCALL,
      "answer(correlation_id, flexible_header, body) -> [chunks]: the response frame of `body`, size prefix and\n"
@@ -1035,7 +1142,7 @@ static PyMethodDef encoder_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* The two types differ in name, what a call does (codec_new sets it) and the encoder's `answer`. */
+/* The two types differ in name, what a call does (codec_new sets it) and their methods (`run`, `answer`). */
 #define CODEC_TYPE(name, doc, methods) {                                                                         \
     PyVarObject_HEAD_INIT(NULL, 0)                                                                                 \
     .tp_name = "odradek.protocol._codec." name, .tp_doc = doc, .tp_basicsize = sizeof(Codec),                      \
@@ -1047,14 +1154,22 @@ static PyMethodDef encoder_methods[] = {
 
 static PyTypeObject DecoderType = CODEC_TYPE(
     "Decoder", "Decoder(cls, version, flexible, absent, fields, tagged): dec(buffer, pos) -> (obj, pos) for one "
-    "struct at one version.", NULL);
+    "struct at one version.", decoder_methods);
 
 static PyTypeObject EncoderType = CODEC_TYPE(
     "Encoder", "Encoder(cls, version, flexible, absent, fields, tagged, encoded): enc(obj, chunks) appends the "
     "encoding of `obj` to the list `chunks`.", encoder_methods);
 
+static PyMethodDef module_methods[] = {
+    {"decode_request", (PyCFunction)(void (*)(void))decode_request, METH_FASTCALL,
+     "decode_request(frame, decodings) -> (header, body) of a request frame (no size prefix), or None when its\n"
+     "(api key, version), as one big-endian uint32, is not a key of `decodings`, whose values are (header decoder,\n"
+     "body decoder, what a failure names); every parse failure is a ProtocolError, as Decoder.run raises it."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "_codec",
+    PyModuleDef_HEAD_INIT, .m_name = "_codec", .m_methods = module_methods,
     .m_doc = "Decoders and encoders of the protocol's structs, one per version.",
     .m_size = -1,
 };
@@ -1077,8 +1192,9 @@ PyMODINIT_FUNC PyInit__codec(void) {
     FileRegionClass = imported("odradek.records.region", "FileRegion");
     BytesKeyword = Py_BuildValue("(s)", "bytes");
     InitName = PyUnicode_InternFromString("__init__");
+    RequestHeaderWhat = PyUnicode_FromString("request header");
     if (ProtocolError == NULL || UUIDClass == NULL || StructError == NULL || FileRegionClass == NULL ||
-        BytesKeyword == NULL || InitName == NULL)
+        BytesKeyword == NULL || InitName == NULL || RequestHeaderWhat == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

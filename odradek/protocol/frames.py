@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 
+from . import _codec
 from .codec import Encoded, decoder, encoder, run_decoder, struct_encoder
 from .errors import ProtocolError, UnsupportedVersion
 from .headers import RequestHeader, ResponseHeader
@@ -49,31 +50,18 @@ def decode_request(frame) -> tuple:
     Raises UnsupportedVersion(header) for a known API at a version we do not advertise: for ApiVersions answer
     with `encode_response(RequestHeader(api_key=18, api_version=0, correlation_id=...), ApiVersionsResponse(
     error_code=UNSUPPORTED_VERSION, api_keys=[...]))` (KIP-511); for anything else close the connection."""
-    mv = _view(frame)
-    if len(mv) < 8:
-        raise ProtocolError(f"request frame of {len(mv)} bytes is shorter than a header")
-    decoding = _REQUEST_DECODING.get(_KEY_AND_VERSION.unpack_from(mv, 0)[0])
-    if decoding is None:
-        decoding = _request_decoding(mv)
-    header_decoder, body_decoder, what = decoding
-    header, pos = run_decoder(header_decoder, mv, 0, "request header")
-    if body_decoder is None:
-        raise UnsupportedVersion(header)
-    body, _ = run_decoder(body_decoder, mv, pos, what)
-    return header, body
-
-
-def _request_decoding(mv: memoryview) -> tuple:
-    """(header decoder, body decoder or None for a version we do not serve, what a failure names) for the
-    request in `mv`; remembered for the versions we serve only, so no peer can grow the table."""
-    key, version = _KEY_VERSION.unpack_from(mv, 0)
+    decoded = _codec.decode_request(frame, _REQUEST_DECODING)  # in C for the (api, version)s seen before
+    if decoded is not None:
+        return decoded
+    key, version = _KEY_VERSION.unpack_from(frame, 0)  # the frame is long enough: decode_request checked
     a = _known_api(key)
     header_decoder = _REQUEST_HEADER_DECODERS[a.request_header_version(version)]
     if not a.min_version <= version <= a.max_version:
-        return header_decoder, None, None
-    decoding = header_decoder, a.codec("request_decoder", version), f"{a.name} v{version} request"
-    _REQUEST_DECODING[_KEY_AND_VERSION.unpack_from(mv, 0)[0]] = decoding
-    return decoding
+        raise UnsupportedVersion(run_decoder(header_decoder, frame, 0, "request header")[0])
+    # remembered for the versions we serve only, so no peer can grow the table
+    _REQUEST_DECODING[_KEY_AND_VERSION.unpack_from(frame, 0)[0]] = (
+        header_decoder, a.codec("request_decoder", version), f"{a.name} v{version} request")
+    return decode_request(frame)
 
 
 def _check_body(cls: type, version: int, body):

@@ -82,6 +82,22 @@ def test_records_decode_zero_copy():
     assert isinstance(records, memoryview) and records.obj is frame and records == b"\x01" * 70
 
 
+def test_a_request_decodes_alike_from_any_buffer_and_failures_name_what_failed():
+    frame = _frame(0, 9, _produce(9))
+    header, request = decode_request(frame)
+    for other in (bytearray(frame), memoryview(frame), memoryview(frame).cast("b")):  # "b": cast to bytes first
+        again_header, again = decode_request(other)
+        assert (again_header, again) == (header, request)
+        records = again.topic_data[0].partition_data[0].records
+        assert isinstance(records, memoryview) and records.format == "B"  # a view of the frame, never a copy
+    with pytest.raises(ProtocolError, match="^malformed request header: "):
+        decode_request(frame[:9])
+    with pytest.raises(ProtocolError, match="^malformed Produce v9 request: "):
+        decode_request(frame[:-3])
+    with pytest.raises(ProtocolError, match="shorter than a header"):
+        decode_request(frame[:7])
+
+
 @pytest.mark.parametrize("key,version,body", SAMPLES)
 def test_every_truncation_is_a_protocol_error(key, version, body):
     frame = _frame(key, version, body)

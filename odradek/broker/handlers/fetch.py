@@ -196,16 +196,18 @@ def handlers(broker) -> dict:
         """The answer; a consumer's records count against its consumer_byte_rate, a follower's against
         leader.replication.throttled.rate where the partition is throttled, as in Kafka."""
         session_id = session.session_id if session is not None else 0
-        sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion) else len(data.records or b"")
-                         for _, data in answers)
+        throttle_ms = 0
         if follower:
             record_throttled_replication(answers)
-        throttle_ms = 0 if follower else throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE,
-                                                             sent_bytes)
-        if throttle_ms and sent_bytes:
-            # Kafka's throttled fetch: an empty answer, its bytes not counted, the session told nothing
-            forget_usage(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
-            return FetchResponse(throttle_time_ms=throttle_ms, error_code=error, session_id=session_id, responses=[])
+        elif broker.quotas.configured():  # the bytes are summed only for a quota to count them against
+            sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion)
+                             else len(data.records or b"") for _, data in answers)
+            throttle_ms = throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
+            if throttle_ms and sent_bytes:
+                # Kafka's throttled fetch: an empty answer, its bytes not counted, the session told nothing
+                forget_usage(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)
+                return FetchResponse(throttle_time_ms=throttle_ms, error_code=error, session_id=session_id,
+                                     responses=[])
         by_topic: dict = {}
         for target, data in answers:
             target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)

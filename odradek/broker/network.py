@@ -316,7 +316,7 @@ class Connection:
                     wanted = 4  # the next frame's size alone: a large one is then received in place from its start
                 else:
                     break
-                if self.muted_until > time.monotonic():  # a throttled client's channel is muted
+                if self.muted_until and self.muted_until > time.monotonic():  # a throttled client's channel is muted
                     self._pause_reading()
                     while (left := self.muted_until - time.monotonic()) > 0:  # uvloop's timers round to whole ms:
                         await asyncio.sleep(left)                                # less than 0.5 ms sleeps about 0
@@ -482,8 +482,9 @@ class Connection:
         self.last_active = time.monotonic()
         if throttle_ms > 0:  # KIP-219: a throttled client's channel is muted once its answer has gone out
             self.mute(throttle_ms)
-        for header, started in written:
-            self._observe(header, started)
+        if self.server.observe_request is not None:
+            for header, started in written:
+                self._observe(header, started)
         if self.close_after_answer:
             log.info("closing connection from %s after its failed authentication", self.peer)
             self.task.cancel()

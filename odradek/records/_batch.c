@@ -9,6 +9,11 @@
  *
  * A refusal raises Refused(code, message): the Kafka error code and Kafka's wording, which batch.py turns into a
  * KafkaError. The messages are the ones the Python checks gave.
+ *
+ * Beside the checks: what the log stamps on an appended batch (`stamped`, `rebased`), and the hops over a segment's
+ * batch headers that reads make between its offset index entries (`hop_to_offset`, `hop_whole_batches`; the caller
+ * reads the file a chunk at a time and hops again where a chunk ends): per batch, a few loads here against an
+ * unpack and a dozen bytecodes in Python.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -229,10 +234,94 @@ static PyObject *stamped(PyObject *module, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(NN)", bytes, header);
 }
 
+/* ---- Hops over the batch headers of a log segment, within one chunk read from its file ------------------- */
+
+enum { HOP_AT = 0, HOP_NEEDS_BYTES = 1, HOP_NONE = 2 };
+
+/* The chunk's bytes, and the chunk-relative positions of the call: (chunk, at, end, ...). */
+static int hop_arguments(PyObject *const *args, Py_buffer *view, Py_ssize_t *at, Py_ssize_t *end) {
+    if (PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE) < 0)
+        return -1;
+    *at = PyLong_AsSsize_t(args[1]);
+    *end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *hop_result(Py_buffer *view, int code, Py_ssize_t at) {
+    PyBuffer_Release(view);
+    return Py_BuildValue("(in)", code, at);
+}
+
+/* hop_to_offset(chunk, at, end, offset): from the batch at `at`, the first whose last offset is >= `offset`. */
+static PyObject *hop_to_offset(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "hop_to_offset(chunk, at, end, offset)");
+        return NULL;
+    }
+    Py_buffer view;
+    Py_ssize_t at, end;
+    long long offset = PyLong_AsLongLong(args[3]);
+    if ((offset == -1 && PyErr_Occurred()) || hop_arguments(args, &view, &at, &end) < 0)
+        return NULL;
+    const uint8_t *chunk = view.buf;
+    while (at + BATCH_HEADER_SIZE <= end) {
+        if (at < 0 || at + BATCH_HEADER_SIZE > view.len)
+            return hop_result(&view, HOP_NEEDS_BYTES, at);
+        const uint8_t *p = chunk + at;
+        int64_t size = (int64_t)(int32_t)read_be(p + 8, 4) + LOG_OVERHEAD;
+        if (p[MAGIC_OFFSET] != 2 || size < BATCH_HEADER_SIZE || at + size > end)
+            return hop_result(&view, HOP_NONE, at);
+        if (read_be(p, 8) + (int64_t)(int32_t)read_be(p + 23, 4) >= offset)
+            return hop_result(&view, HOP_AT, at);
+        at += (Py_ssize_t)size;
+    }
+    return hop_result(&view, HOP_NONE, at);
+}
+
+/* hop_whole_batches(chunk, at, end, limit, max_offset or None): from the batch at `at`, past every whole batch
+ * that ends by `limit` and starts below `max_offset`; where that run ends. */
+static PyObject *hop_whole_batches(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "hop_whole_batches(chunk, at, end, limit, max_offset)");
+        return NULL;
+    }
+    Py_buffer view;
+    Py_ssize_t at, end;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
+    int bounded = args[4] != Py_None;
+    long long max_offset = bounded ? PyLong_AsLongLong(args[4]) : 0;
+    if (PyErr_Occurred() || hop_arguments(args, &view, &at, &end) < 0)
+        return NULL;
+    const uint8_t *chunk = view.buf;
+    while (at + LOG_OVERHEAD <= end) {
+        if (at < 0 || at + LOG_OVERHEAD > view.len)
+            return hop_result(&view, HOP_NEEDS_BYTES, at);
+        const uint8_t *p = chunk + at;
+        int64_t size = (int64_t)(int32_t)read_be(p + 8, 4) + LOG_OVERHEAD;
+        if ((bounded && read_be(p, 8) >= max_offset) || size < BATCH_HEADER_SIZE || at + size > limit)
+            break;
+        at += (Py_ssize_t)size;
+    }
+    return hop_result(&view, HOP_AT, at);
+}
+
 static PyMethodDef methods[] = {
     {"validate_batches", (PyCFunction)(void (*)(void))validate_batches, METH_FASTCALL,
      "validate_batches(data, from_leader, header_class) -> [header_class]: the headers of the v2 batches laid end\n"
      "to end in `data`, after the checks batch.validate_batches describes; Refused(code, message) if one fails."},
+    {"hop_to_offset", (PyCFunction)(void (*)(void))hop_to_offset, METH_FASTCALL,
+     "hop_to_offset(chunk, at, end, offset) -> (code, at): hopping from the batch at `at` of `chunk` (positions\n"
+     "relative to its start; `end`, the end of the file's data), HOP_AT the first batch whose last offset is >=\n"
+     "`offset`, HOP_NONE if none comes before `end` or a header is no plausible v2 batch, HOP_NEEDS_BYTES when\n"
+     "the header at `at` is not all in `chunk` (read more from there)."},
+    {"hop_whole_batches", (PyCFunction)(void (*)(void))hop_whole_batches, METH_FASTCALL,
+     "hop_whole_batches(chunk, at, end, limit, max_offset) -> (code, at): HOP_AT the end of the run of whole\n"
+     "batches from `at` that end by `limit` and start below `max_offset` (None: no bound), stopping at an\n"
+     "implausible length; HOP_NEEDS_BYTES when a header's first 12 bytes are not all in `chunk`."},
     {"rebased", (PyCFunction)(void (*)(void))rebased, METH_FASTCALL,
      "rebased(header, base_offset, partition_leader_epoch) -> header: a copy with that base offset and epoch (None:\n"
      "its own), as the log stamps them."},
@@ -261,7 +350,10 @@ PyMODINIT_FUNC PyInit__batch(void) {
         return NULL;
     Refused = PyErr_NewExceptionWithDoc("odradek.records._batch.Refused",
                                         "A batch refused: args are (Kafka error code, message).", NULL, NULL);
-    if (Refused == NULL || PyModule_AddObjectRef(m, "Refused", Refused) < 0) {
+    if (Refused == NULL || PyModule_AddObjectRef(m, "Refused", Refused) < 0 ||
+        PyModule_AddIntConstant(m, "HOP_AT", HOP_AT) < 0 ||
+        PyModule_AddIntConstant(m, "HOP_NEEDS_BYTES", HOP_NEEDS_BYTES) < 0 ||
+        PyModule_AddIntConstant(m, "HOP_NONE", HOP_NONE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

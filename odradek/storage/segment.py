@@ -28,7 +28,6 @@ import bisect
 import dataclasses
 import os
 import random
-import struct
 import threading
 import uuid
 from array import array
@@ -39,6 +38,7 @@ from odradek.config import LogConfig
 from odradek.records.batch import (
     BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, BatchHeader, batch_crc, decode_batch, parse_header,
 )
+from odradek.records import _batch
 from odradek.records.region import FileRegion
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.transaction_index import TransactionIndex
@@ -54,8 +54,6 @@ DELETED_DIR_SUFFIX = "-delete"  # a partition directory being removed: `<topic>-
 STRAY_DIR_SUFFIX = "-stray"  # a partition directory of no known topic, set aside: `<topic>-<partition>.<id>-stray`
 INT32_MAX = 2**31 - 1
 
-_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_HOP_FIELDS = struct.Struct(">qi4xb6xi")  # baseOffset, batchLength, magic, lastOffsetDelta: what a hop needs
 _SCAN_CHUNK_BYTES = 1 << 20
 HEADER_CHUNK_BYTES = 8192  # one pread while hopping over headers: ~50 small batches, two index intervals
 _CLOSED = -1
@@ -130,43 +128,28 @@ class _HeaderReader:
 
     def first_batch_reaching(self, position: int, offset: int) -> int | None:
         """From the batch boundary `position`, the position of the first batch whose last offset is >= `offset`;
-        None if there is none before the end or a header that is not a plausible v2 batch. Each hop decodes four
-        fields of the chunk in place."""
-        unpack = _HOP_FIELDS.unpack_from
-        chunk, chunk_start, end = self.chunk, self.chunk_start, self.end
-        while position + BATCH_HEADER_SIZE <= end:
-            at = position - chunk_start
-            if at < 0 or at + BATCH_HEADER_SIZE > len(chunk):
-                if not self._holds(position, BATCH_HEADER_SIZE):
-                    return None
-                chunk, chunk_start, at = self.chunk, position, 0
-            base_offset, batch_length, magic, last_offset_delta = unpack(chunk, at)
-            size = batch_length + LOG_OVERHEAD
-            if magic != MAGIC_V2 or size < BATCH_HEADER_SIZE or position + size > end:
-                return None
-            if base_offset + last_offset_delta >= offset:
+        None if there is none before the end or a header that is not a plausible v2 batch. The hops run over the
+        chunk in place (records._batch), and read the next chunk where one ends."""
+        while True:
+            chunk_start = self.chunk_start
+            code, at = _batch.hop_to_offset(self.chunk, position - chunk_start, self.end - chunk_start, offset)
+            position = chunk_start + at
+            if code == _batch.HOP_AT:
                 return position
-            position += size
-        return None
+            if code == _batch.HOP_NONE or not self._holds(position, BATCH_HEADER_SIZE):
+                return None
 
     def whole_batches_end(self, position: int, limit: int, max_offset: int | None) -> int:
         """From the batch boundary `position`, the end of the run of whole batches that ends by `limit` and holds
         no batch whose base offset is >= `max_offset` (None: no bound): `position` itself if none qualifies. The
-        hops work on the chunk in place (one unpack each); only leaving the chunk costs a pread."""
-        unpack = _OFFSET_AND_LENGTH.unpack_from
-        chunk, chunk_start = self.chunk, self.chunk_start
-        while position + LOG_OVERHEAD <= self.end:
-            at = position - chunk_start
-            if at < 0 or at + LOG_OVERHEAD > len(chunk):
-                if not self._holds(position, LOG_OVERHEAD):
-                    break
-                chunk, chunk_start, at = self.chunk, position, 0
-            base_offset, batch_length = unpack(chunk, at)
-            size = batch_length + LOG_OVERHEAD
-            if (max_offset is not None and base_offset >= max_offset) or position + size > limit:
-                break
-            position += size
-        return position
+        hops run over the chunk in place (records._batch); only leaving the chunk costs a pread."""
+        while True:
+            chunk_start = self.chunk_start
+            code, at = _batch.hop_whole_batches(self.chunk, position - chunk_start, self.end - chunk_start,
+                                                limit - chunk_start, max_offset)
+            position = chunk_start + at
+            if code == _batch.HOP_AT or not self._holds(position, LOG_OVERHEAD):
+                return position
 
     def _holds(self, position: int, length: int) -> bool:
         start = self.chunk_start

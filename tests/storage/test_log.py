@@ -91,6 +91,60 @@ def _headers(data: bytes):
     return out
 
 
+def _batches_on_disk(log: Log) -> list[list[tuple[bytes, object]]]:
+    """Each segment's batches as (bytes, header), read from its file in one go."""
+    segments = []
+    for segment in log.segments:
+        data = segment.log_path.read_bytes()[:segment.size]
+        batches, position = [], 0
+        while position < len(data):
+            header = parse_header(data, position)
+            batches.append((data[position:position + header.size], header))
+            position += header.size
+        segments.append(batches)
+    return segments
+
+
+def _expected_read(segments, offset: int, max_bytes: int, max_offset: int | None) -> bytes:
+    """Log.read's answer by its definition: from the first batch reaching `offset`, at least that batch, then whole
+    batches of the same segment while they fit in `max_bytes`, none starting at or past `max_offset`."""
+    for batches in segments:
+        reaching = [i for i, (_, header) in enumerate(batches) if header.last_offset >= offset]
+        if not reaching:
+            continue
+        first = reaching[0]
+        if max_offset is not None and batches[first][1].base_offset >= max_offset:
+            return b""
+        taken, total = [batches[first][0]], len(batches[first][0])
+        for data, header in batches[first + 1:]:
+            if total + len(data) > max_bytes or (max_offset is not None and header.base_offset >= max_offset):
+                break
+            taken.append(data)
+            total += len(data)
+        return b"".join(taken)
+    return b""
+
+
+def test_reads_between_index_entries_match_their_definition(tmp_path, clock):
+    """Reads outside the active segment's in-memory tail hop over the batch headers between index entries, a file
+    chunk (HEADER_CHUNK_BYTES) at a time: batches of scattered sizes, some larger than a chunk, read at every
+    offset with limits that end inside, between and across chunks."""
+    rng = random.Random(18)
+    log = open_log(tmp_path, clock, segment_bytes=60_000, index_interval_bytes=3000)
+    for index in range(160):
+        append(log, batch(rng.randint(1, 4), value_size=rng.choice([10, 150, 900, 4000, 11_000]), tag=index))
+    assert len(log.segments) >= 4
+    segments = _batches_on_disk(log)
+    for offset in range(log.log_end_offset):
+        whole = len(_expected_read(segments, offset, 10**9, None))
+        exact = len(_expected_read(segments, offset, rng.randint(1, whole), None))  # ends on a batch boundary
+        for max_bytes in (1, exact - 1, exact, exact + 1, rng.randint(100, 20_000), 10**6):
+            max_offset = rng.choice([None, offset + rng.randint(1, 40)])
+            region = log.read(offset, max_bytes, max_offset=max_offset)
+            got = region.read_bytes() if region is not None else b""
+            assert got == _expected_read(segments, offset, max_bytes, max_offset), (offset, max_bytes, max_offset)
+
+
 def test_roll_by_size_and_reads_across_segments(tmp_path, clock):
     log = open_log(tmp_path, clock, segment_bytes=1000, index_interval_bytes=100)
     for index in range(40):

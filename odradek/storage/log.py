@@ -242,7 +242,8 @@ class Log:
                     self.leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
             self._unflushed_messages += record_count
             flush_now = self._unflushed_messages >= config.flush_messages
-            result = AppendResult(first_offset, last_offset, append_time, self._log_start_offset)
+            # tuple.__new__: the NamedTuple's own __new__ is a Python function, a third of a microsecond per append
+            result = tuple.__new__(AppendResult, (first_offset, last_offset, append_time, self._log_start_offset))
         if flush_now:
             self.flush()
         return result

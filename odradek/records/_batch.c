@@ -275,7 +275,10 @@ static PyObject *hop_to_offset(PyObject *module, PyObject *const *args, Py_ssize
         int64_t size = (int64_t)(int32_t)read_be(p + 8, 4) + LOG_OVERHEAD;
         if (p[MAGIC_OFFSET] != 2 || size < BATCH_HEADER_SIZE || at + size > end)
             return hop_result(&view, HOP_NONE, at);
-        if (read_be(p, 8) + (int64_t)(int32_t)read_be(p + 23, 4) >= offset)
+        int64_t last_offset;  /* a damaged header's sum saturates instead of overflowing */
+        if (__builtin_add_overflow(read_be(p, 8), (int64_t)(int32_t)read_be(p + 23, 4), &last_offset))
+            last_offset = (int32_t)read_be(p + 23, 4) > 0 ? INT64_MAX : INT64_MIN;
+        if (last_offset >= offset)
             return hop_result(&view, HOP_AT, at);
         at += (Py_ssize_t)size;
     }

@@ -214,3 +214,25 @@ def test_stamped_makes_the_first_bytes_the_log_writes_and_the_header_after():
     for bad in ((header, 1 << 63, 0), (header, 0, 1 << 31), (tuple(header), "0", 0)):
         with pytest.raises((OverflowError, TypeError)):
             stamped(*bad)
+
+
+def test_header_hops_say_where_they_stopped_and_why():
+    from odradek.records import _batch
+    batches = [encode_batch([Record(offset_delta=i, timestamp=1, key=None, value=b"v" * 50) for i in range(n)],
+                            base_offset=base) for base, n in ((0, 2), (2, 1), (3, 3))]
+    chunk = b"".join(batches)
+    ends = [sum(map(len, batches[:i + 1])) for i in range(3)]
+    end = len(chunk)
+    assert _batch.hop_to_offset(chunk, 0, end, 3) == (_batch.HOP_AT, ends[1])
+    assert _batch.hop_to_offset(chunk, 0, end, 6) == (_batch.HOP_NONE, end)  # past the last offset
+    assert _batch.hop_to_offset(chunk[:ends[0] + 30], 0, end, 3) == (_batch.HOP_NEEDS_BYTES, ends[0])
+    assert _batch.hop_whole_batches(chunk, 0, end, ends[1] + 10, None) == (_batch.HOP_AT, ends[1])
+    assert _batch.hop_whole_batches(chunk, 0, end, end, 3) == (_batch.HOP_AT, ends[1])  # stops at base offset 3
+    assert _batch.hop_whole_batches(chunk[:ends[0] + 5], 0, end, end, None) == (_batch.HOP_NEEDS_BYTES, ends[0])
+    damaged = bytearray(chunk)
+    struct.pack_into(">i", damaged, ends[0] + 8, 3)  # a length shorter than a header
+    assert _batch.hop_to_offset(bytes(damaged), 0, end, 3) == (_batch.HOP_NONE, ends[0])
+    assert _batch.hop_whole_batches(bytes(damaged), 0, end, end, None) == (_batch.HOP_AT, ends[0])
+    extreme = bytearray(chunk[:ends[0]])
+    struct.pack_into(">q", extreme, 0, 2**63 - 1)  # base offset + last offset delta past int64: still reaches
+    assert _batch.hop_to_offset(bytes(extreme), 0, ends[0], 2**63 - 1) == (_batch.HOP_AT, 0)

@@ -18,8 +18,8 @@ place that turns everything into `ProtocolError`.
 from __future__ import annotations
 
 from . import _codec
-from .schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, NEW, RECORDS, STRING, UINT16, UUID, Array,
-                     Primitive, StructSchema)
+from .schema import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, UINT16, UUID, Array,
+                     Primitive, StructSchema, default_kind)
 
 _ENCODERS: dict = {}
 _DECODERS: dict = {}
@@ -48,16 +48,6 @@ def _typed(t, build, version: int, flexible: bool, *options) -> tuple:
     return _codec.STRUCT, 0, build(t._schema, version, flexible, *options)
 
 
-def _default(f, compared: bool) -> tuple:
-    """Field `f`'s default as a codec takes it, (how, value): a value, a new empty list, or a new struct of its
-    class; an encoder only compares (`compared`), so a struct's default comes as one instance to compare with."""
-    if f.default is not NEW:
-        return _codec.DEFAULT_VALUE, f.default
-    if isinstance(f.type, Array):
-        return _codec.DEFAULT_NEW_LIST, None
-    return (_codec.DEFAULT_VALUE, f.type()) if compared else (_codec.DEFAULT_NEW_STRUCT, f.type)
-
-
 def _layout(schema: StructSchema, version: int, flexible: bool, build, options: tuple, *, absent_kept,
             with_tagged: bool, compared: bool) -> tuple[list, list, list]:
     """A codec's three lists of fields at `version`: those it lacks (the ones `absent_kept(field)` keeps), those
@@ -77,7 +67,7 @@ def _layout(schema: StructSchema, version: int, flexible: bool, build, options: 
             which, compact, tag = 1, flexible and (f.flexible_versions is None or version in f.flexible_versions), 0
         code, element, sub = _typed(f.type, build, version, flexible, *options)
         lists[which].append((f.name, code, version in f.nullable_versions, compact, element, sub, tag,
-                             *_default(f, compared)))
+                             *default_kind(f, compared)))
     lists[2].sort(key=lambda entry: entry[6])
     return lists
 

@@ -178,18 +178,20 @@ def _generate_class(schema: StructSchema) -> type:
         "__repr__": ns["__repr__"], "__hash__": None, "_schema": schema,
         "__module__": __name__, "__qualname__": schema.name,
     })
-    _codec.Initializer(cls, [(f.name, *_default_kind(f)) for f in schema.fields], NEW)  # sets cls.__init__
+    _codec.Initializer(cls, [(f.name, *default_kind(f)) for f in schema.fields], NEW)  # sets cls.__init__
     schema.cls = cls
     return cls
 
 
-def _default_kind(f: Field) -> tuple:
-    """(how, value) of field `f`'s default as an Initializer takes it: a value, a new list, or a new struct."""
+def default_kind(f: Field, compared: bool = False) -> tuple:
+    """Field `f`'s default as the C initializers and codecs take it, (how, value): a value, a new empty list, or a
+    new struct of its class; an encoder only compares (`compared`), so a struct's default comes as one instance to
+    compare with."""
     if f.default is not NEW:
         return _codec.DEFAULT_VALUE, f.default
     if isinstance(f.type, Array):
         return _codec.DEFAULT_NEW_LIST, None
-    return _codec.DEFAULT_NEW_STRUCT, f.type
+    return (_codec.DEFAULT_VALUE, f.type()) if compared else (_codec.DEFAULT_NEW_STRUCT, f.type)
 
 
 def struct(name: str, fields: list[Field]) -> type:

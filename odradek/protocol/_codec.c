@@ -378,8 +378,9 @@ static PyObject *decoder_run(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 static PyObject *RequestHeaderWhat;  /* "request header" */
 
-/* `obj` as a one-dimensional memoryview of bytes (frames._view's rule): itself if it is one, else one made or cast. */
-static PyObject *byte_view(PyObject *obj) {
+/* `obj` as a one-dimensional memoryview of bytes: itself if it is one, else one made or cast (frames' rule for any
+ * frame, responses too: records fields become slices of it). */
+static PyObject *byte_view(PyObject *module, PyObject *obj) {
     if (!PyMemoryView_Check(obj))
         return PyMemoryView_FromObject(obj);
     Py_buffer *b = PyMemoryView_GET_BUFFER(obj);
@@ -394,7 +395,7 @@ static PyObject *decode_request(PyObject *module, PyObject *const *args, Py_ssiz
         PyErr_SetString(PyExc_TypeError, "decode_request(frame, decodings: dict)");
         return NULL;
     }
-    PyObject *frame = byte_view(args[0]);  /* records fields become slices of it: views, not copies */
+    PyObject *frame = byte_view(module, args[0]);
     if (frame == NULL)
         return NULL;
     Py_buffer view;
@@ -1161,6 +1162,9 @@ static PyTypeObject EncoderType = CODEC_TYPE(
     "encoding of `obj` to the list `chunks`.", encoder_methods);
 
 static PyMethodDef module_methods[] = {
+    {"byte_view", (PyCFunction)byte_view, METH_O,
+     "byte_view(frame) -> memoryview: `frame` as a one-dimensional view of bytes (itself if it is one), whose slices\n"
+     "decoded records fields are."},
     {"decode_request", (PyCFunction)(void (*)(void))decode_request, METH_FASTCALL,
      "decode_request(frame, decodings) -> (header, body) of a request frame (no size prefix), or None when its\n"
      "(api key, version), as one big-endian uint32, is not a key of `decodings`, whose values are (header decoder,\n"

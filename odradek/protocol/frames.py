@@ -30,13 +30,6 @@ _REQUEST_DECODING: dict[int, tuple] = {}  # (header decoder, body decoder, what 
 _RESPONSE_ENCODING: dict[tuple[int, int], tuple] = {}  # (response class, flexible header?, body encoder)
 
 
-def _view(frame) -> memoryview:
-    mv = frame if type(frame) is memoryview else memoryview(frame)
-    if mv.format != "B" or mv.ndim != 1:
-        mv = mv.cast("B")
-    return mv
-
-
 def _known_api(key: int) -> Api:
     a = API_BY_KEY.get(key)
     if a is None:
@@ -119,7 +112,7 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple:
     a = _known_api(api_key)
     if api_version not in a.response._schema.valid_versions:
         raise ProtocolError(f"{a.name} has no version {api_version}")
-    mv = _view(frame)
+    mv = _codec.byte_view(frame)
     header, pos = run_decoder(_RESPONSE_HEADER_DECODERS[a.response_header_version(api_version)], mv, 0,
                                "response header")
     body, _ = run_decoder(a.codec("response_decoder", api_version), mv, pos, f"{a.name} v{api_version} response")

@@ -23,6 +23,7 @@
 #define BATCH_HEADER_SIZE 61
 #define LOG_OVERHEAD 12      /* baseOffset + batchLength */
 #define MAGIC_OFFSET 16
+#define MAGIC_V2 2
 #define ATTRIBUTES_OFFSET 21
 #define HEADER_FIELDS 13
 #define STAMPED_BYTES 16   /* base offset, batch length, leader epoch */
@@ -99,7 +100,7 @@ static PyObject *checked_header(const uint8_t *p, Py_ssize_t pos, Py_ssize_t lef
     if (magic == 0 || magic == 1)
         return refuse(UNSUPPORTED_FOR_MESSAGE_FORMAT,
                       PyUnicode_FromFormat("Record batch magic %d where magic 2 is required", magic));
-    if (magic != 2)
+    if (magic != MAGIC_V2)
         return refuse(CORRUPT_MESSAGE, PyUnicode_FromFormat("Invalid record batch magic %d", magic));
     if (left < BATCH_HEADER_SIZE)
         return refuse(CORRUPT_MESSAGE, PyUnicode_FromFormat("Trailing partial batch of %zd bytes", left));
@@ -273,7 +274,7 @@ static PyObject *hop_to_offset(PyObject *module, PyObject *const *args, Py_ssize
             return hop_result(&view, HOP_NEEDS_BYTES, at);
         const uint8_t *p = chunk + at;
         int64_t size = (int64_t)(int32_t)read_be(p + 8, 4) + LOG_OVERHEAD;
-        if (p[MAGIC_OFFSET] != 2 || size < BATCH_HEADER_SIZE || at + size > end)
+        if (p[MAGIC_OFFSET] != MAGIC_V2 || size < BATCH_HEADER_SIZE || at + size > end)
             return hop_result(&view, HOP_NONE, at);
         int64_t last_offset;  /* a damaged header's sum saturates instead of overflowing */
         if (__builtin_add_overflow(read_be(p, 8), (int64_t)(int32_t)read_be(p + 23, 4), &last_offset))

@@ -35,10 +35,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from odradek.config import LogConfig
+from odradek.records import _batch
 from odradek.records.batch import (
     BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, BatchHeader, batch_crc, decode_batch, parse_header,
 )
-from odradek.records import _batch
 from odradek.records.region import FileRegion
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.transaction_index import TransactionIndex

@@ -465,6 +465,7 @@ class Broker:
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
             quotas=self._connection_quotas,
+            deferred_writes=self.logs.deferred_writes,
         )
         for listener, server_socket in zip(self.listeners, self._sockets):
             self.server.accept_on(server_socket, listener, *self._listener_security(listener))

@@ -9,7 +9,10 @@ Produce, a Fetch with data) are sent by the reader itself, those of one receive'
 writer task sends only what has to wait (a long poll, an acks=all append, what a full socket did not take): waking
 a task per answer cost each small request a task switch and an event's bookkeeping. The socket's readiness for
 reads is watched with one registration, taken at the reader's first wait and dropped only while it waits on
-something else, where the event loop's sock_recv registers and unregisters at every wait (six epoll_ctl). Closing
+something else, where the event loop's sock_recv registers and unregisters at every wait (six epoll_ctl). The
+appends of one receive's requests are written together (the log manager's DeferredWrites window, opened before each
+request is handed on and closed by `_send_queued`, before any answer leaves and before any wait): a pipelining
+producer's requests to a partition cost one pwritev instead of one each. Closing
 (a stopping broker) reads no new request and answers those read, up to a bound, before the connections close
 (`close`).
 
@@ -50,6 +53,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
 from odradek.records.region import FileRegion
 from odradek.security.sasl import SaslAuthenticationFailed
+from odradek.storage.log import DeferredWrites
 
 log = logging.getLogger("odradek.network")
 
@@ -266,7 +270,13 @@ class Connection:
             asyncio.get_running_loop().remove_reader(self.sock.fileno())
 
     def _abort(self) -> None:
-        """Drop whatever is still in flight and close the socket."""
+        """Drop whatever is still in flight and close the socket; a DeferredWrites window a failed request left open
+        is closed and written."""
+        if self.server.deferred_writes is not None:
+            try:
+                self._write_deferred()
+            except CloseConnection as exc:
+                log.error("connection from %s: %s", self.peer, exc)
         for item in self._pending:
             if isinstance(item[1], asyncio.Future):
                 item[1].cancel()
@@ -288,6 +298,7 @@ class Connection:
         connection holds no buffer at all, and a quiet one asks for SMALL_RECV_SIZE at a time."""
         loop = asyncio.get_running_loop()
         max_request = self.server.max_request_bytes
+        deferred = self.server.deferred_writes
         partial = bytearray()
         wanted = SMALL_RECV_SIZE
         while True:
@@ -323,6 +334,8 @@ class Connection:
                 if self.server.closing:  # no new work once the server closes: wait here until it ends this task
                     self._pause_reading()
                     await loop.create_future()
+                if deferred is not None:  # closed by `_send_queued`, which comes before any wait and any answer
+                    deferred.open()
                 self._dispatch(frame)
                 while len(self._pending) >= MAX_IN_FLIGHT:
                     self._slot_freed.clear()
@@ -427,9 +440,21 @@ class Connection:
 
     def _send_queued(self) -> None:
         """The answers the reader queued, sent now if the writer task is idle (it holds none, so none can go out
-        ahead of them); otherwise the writer sends them after what it holds."""
+        ahead of them); otherwise the writer sends them after what it holds. First the bytes the handlers' appends
+        deferred are written: nothing is acknowledged before it is in the file."""
+        if self.server.deferred_writes is not None:
+            self._write_deferred()
         if self._writer_idle and self._pending and self._unsent is None:
             self._write_ready()
+
+    def _write_deferred(self) -> None:
+        """Close the server's DeferredWrites window, writing what it holds. If that fails, the answers queued meanwhile
+        may acknowledge records that are not in the file: the connection closes without them (its client sends them
+        again), and the logs keep the bytes for their next operation to try again."""
+        try:
+            self.server.deferred_writes.write()
+        except OSError as exc:
+            raise CloseConnection(f"the records its requests appended could not be written: {exc}") from None
 
     def _write_ready(self) -> None:
         """Send the ready answers at the head of the queue without waiting (`_send_now`: one sendmsg, and sendfile
@@ -788,8 +813,10 @@ class NetworkServer:
     session factory (None where unused); the connection quotas count all of them together."""
 
     def __init__(self, handlers: dict[int, Handler], *, max_request_bytes: int, idle_ms: int,
-                 unsupported_version_answer: Callable[[RequestHeader], Any], quotas: ConnectionQuotas):
+                 unsupported_version_answer: Callable[[RequestHeader], Any], quotas: ConnectionQuotas,
+                 deferred_writes: DeferredWrites | None = None):
         self.quotas = quotas
+        self.deferred_writes = deferred_writes
         self._slot_freed = asyncio.Event()
         self.handlers = handlers
         self.max_request_bytes = max_request_bytes

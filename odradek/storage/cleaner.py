@@ -222,7 +222,7 @@ class Cleaner:
             self._check_running(log)
             segments = log.segments
             inactive = [segment for segment in segments[:-1] if segment.base_offset < target.first_uncleanable_offset]
-            producer_last_offsets, dirty_records = self._scan_headers(segments, target)
+            producer_last_offsets, dirty_records = self._scan_headers(log, segments, target)
             offset_map = OffsetMap.for_entries(dirty_records, self.map_memory_bytes)
             end_offset = self._build_offset_map(log, inactive, target, offset_map, stats)
             stats.end_offset = end_offset
@@ -248,7 +248,7 @@ class Cleaner:
         if log.is_deleted:
             raise CleaningAborted(f"{log.directory.name} was deleted")
 
-    def _scan_headers(self, segments: Sequence[Segment], target: CleanableLog) -> tuple[dict[int, int], int]:
+    def _scan_headers(self, log: Log, segments: Sequence[Segment], target: CleanableLog) -> tuple[dict[int, int], int]:
         """One pass over every batch header of the log: the last offset of the batch each producer id needs kept, if
         only empty, so that its state can be rebuilt from the log (Kafka's rule: the batch holding its last sequence,
         the last data batch of its latest epoch; with no data in that epoch, its last marker, which carries the
@@ -258,7 +258,7 @@ class Cleaner:
         first_dirty, first_uncleanable = target.first_dirty_offset, target.first_uncleanable_offset
         for segment in segments:
             counts_dirty = segment.next_offset > first_dirty and segment.base_offset < first_uncleanable
-            for _, header in segment.iter_headers(0):
+            for _, header in segment.iter_headers(0, log.written_size(segment)):  # the active one is being written
                 if header.producer_id >= 0:
                     epoch, last_data_offset, _ = producers.get(header.producer_id, (header.producer_epoch, -1, -1))
                     if header.producer_epoch != epoch:

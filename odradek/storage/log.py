@@ -3,7 +3,10 @@
 The segment list is copy-on-write: appends that roll, retention, DeleteRecords and truncation build a new tuple
 under `_lock` and swap the reference, while readers (`read`, timestamp lookups) take whatever tuple is current,
 binary-search it and never wait for a writer. Append state that readers look at (`size` of the active segment, the
-log end offset) is published after the bytes are in the file. There is no asyncio and no thread here: the broker's
+log end offset) is published after the bytes are in the file, or, for an append made inside a `DeferredWrites`
+window, with the bytes held by the log until the window closes: every other operation of the log (a read, a
+flush, a roll, a truncation, an append outside the window) writes them first, so none ever sees the file behind
+its state. There is no asyncio and no thread here: the broker's
 event loop calls `append`/`read`, and periodic work (`flush_if_due`, `apply_retention`, `delete_expired_files`)
 is driven by the caller, possibly from a worker thread, which is why mutations hold a `threading.Lock` and fsyncs
 run outside it.
@@ -24,6 +27,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from threading import get_ident
 from typing import NamedTuple
 from pathlib import Path
 
@@ -39,12 +43,57 @@ from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
     CLEANED_SUFFIX, DELETED_DIR_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX,
     TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, RecoveryCut, Segment,
-    fsync_path, segment_file_name, set_aside,
+    fsync_path, segment_file_name, set_aside, write_at,
 )
 
 _BASE_OFFSET_OF = operator.attrgetter("base_offset")
 
 log = logging.getLogger("odradek.storage")
+
+
+DEFERRED_PIECES_MAX = 512  # pieces one log holds unwritten at most: one pwritev takes up to IOV_MAX (1024)
+
+
+class DeferredWrites:
+    """A window in which appends leave their bytes for one write per log when it closes.
+
+    The network shell opens it before each request it hands to a handler and closes it (`write`) before any answer
+    goes out and before it waits for anything, so everything it covers is one synchronous run of handlers on one
+    thread: a pipelining producer's requests of one receive, whose appends to a partition then cost one pwritev
+    instead of one each (a sticky-partitioning client sends them to the same partition). Nothing is acknowledged
+    before the write, since answers leave only after it; a crash before it loses only what nobody was told was
+    written. Appends from any other thread, or while the window is closed (replication, the coordinators' tasks,
+    the cleaner), write at once as before."""
+
+    __slots__ = ("thread", "_logs")
+
+    def __init__(self):
+        self.thread: int | None = None  # the thread whose appends are deferred (its `get_ident`); None while closed
+        self._logs: dict[Log, None] = {}  # logs holding bytes this window deferred, in order
+
+    def open(self) -> None:
+        self.thread = get_ident()
+
+    def hold(self, log: "Log") -> None:
+        """`log` holds bytes this window deferred (said at each append; a log that still holds bytes a failed write
+        left is written at the window's close like the others)."""
+        self._logs[log] = None
+
+    def write(self) -> None:
+        """Close the window and write what its appends left: every log is tried, then the first OSError raised
+        (those logs keep their bytes, which their next operation tries again)."""
+        self.thread = None
+        if not self._logs:
+            return
+        logs, self._logs = self._logs, {}
+        failure = None
+        for held in logs:
+            try:
+                held.write_deferred()
+            except OSError as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
 
 class AppendResult(NamedTuple):  # a tuple: built once per produce request, cheaper than a frozen dataclass
@@ -56,8 +105,13 @@ class AppendResult(NamedTuple):  # a tuple: built once per produce request, chea
 
 class Log:
     def __init__(self, directory: Path, config: LogConfig, segments: list[Segment], log_start_offset: int,
-                 clock: Callable[[], int]):
+                 clock: Callable[[], int], deferred_writes: DeferredWrites | None = None):
         self.directory = directory
+        self._deferred_writes = deferred_writes
+        # Bytes appended in a DeferredWrites window and not written yet: pieces laid end to end from `_unwritten_at`
+        # in the active segment (a roll writes them first, so they never span two segments).
+        self._unwritten: list = []
+        self._unwritten_at = 0
         self._config = config
         self._clock = clock
         self._lock = threading.Lock()
@@ -84,7 +138,8 @@ class Log:
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, recovery_point: int = 0, clean_shutdown: bool,
-             log_start_offset: int | None = None, now_ms: Callable[[], int] = now_ms) -> "Log":
+             log_start_offset: int | None = None, now_ms: Callable[[], int] = now_ms,
+             deferred_writes: DeferredWrites | None = None) -> "Log":
         """Load the partition directory (creating it if needed); recover it unless it was shut down cleanly."""
         directory.mkdir(parents=True, exist_ok=True)
         now = now_ms()
@@ -120,7 +175,7 @@ class Log:
             segment.seal()
         segments[-1].activate()
         start = max(log_start_offset or 0, segments[0].base_offset)
-        log = cls(directory, config, segments, start, now_ms)
+        log = cls(directory, config, segments, start, now_ms, deferred_writes)
         if start > log.log_end_offset:
             log._truncate_fully_and_start_at(start)
         log.producer_state.load(log._segments, log.log_start_offset, log.log_end_offset)
@@ -209,7 +264,11 @@ class Log:
         self.check_sizes(data, headers)
         total = len(data)
         append_time = now if assign_offsets and config.log_append_time else -1
+        deferred = self._deferred_writes
+        defer = deferred is not None and deferred.thread == get_ident()
         with self._lock:
+            if self._unwritten and not defer:
+                self._write_unwritten()
             if not headers:
                 return AppendResult(self._log_end_offset, self._log_end_offset - 1, append_time,
                                     self._log_start_offset)
@@ -235,7 +294,20 @@ class Log:
                 max_timestamp = max(header.max_timestamp for header in headers)
                 record_count = sum(header.record_count for header in headers)
             segment = self._maybe_roll(total, first_offset, last_offset, max_timestamp, now)
-            segment.append(data, headers)
+            if defer:
+                unwritten = self._unwritten
+                if not unwritten:
+                    self._unwritten_at = segment.size
+                segment.extend(headers)
+                deferred.hold(self)
+                if type(data) is tuple:
+                    unwritten += data
+                else:
+                    unwritten.append(data)
+                if len(unwritten) >= DEFERRED_PIECES_MAX:
+                    self._write_unwritten()
+            else:
+                segment.append(data, headers)
             self._log_end_offset = last_offset + 1
             if headers[-1].partition_leader_epoch > self.leader_epochs.latest_epoch:
                 for header in headers:
@@ -247,6 +319,27 @@ class Log:
         if flush_now:
             self.flush()
         return result
+
+    def write_deferred(self) -> None:
+        """Write the bytes appends in a DeferredWrites window left (OSError, with them kept, if that fails)."""
+        if self._unwritten:
+            with self._lock:
+                self._write_unwritten()
+
+    def written_size(self, segment: Segment) -> int:
+        """How much of `segment` is in its file: its size, less what a DeferredWrites window holds for it. For readers
+        on other threads that read a segment without going through the log (the cleaner's scan of headers)."""
+        with self._lock:
+            if self._unwritten and segment is self._segments[-1]:
+                return self._unwritten_at
+            return segment.size
+
+    def _write_unwritten(self) -> None:
+        """Under `_lock`: the deferred bytes into the active segment, where its state already places them."""
+        unwritten = self._unwritten
+        if unwritten:
+            write_at(self._segments[-1].fd, tuple(unwritten), self._unwritten_at)
+            self._unwritten = []
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now: int) -> Segment:
         """The segment to append to, after rolling if Kafka would (LogSegment.shouldRoll)."""
@@ -269,6 +362,7 @@ class Log:
             self._roll(self._log_end_offset, self._clock())
 
     def _roll(self, base_offset: int, now: int) -> Segment:
+        self._write_unwritten()  # they belong to the segment about to be sealed
         active = self._segments[-1]
         if active.size == 0:
             if active.base_offset == base_offset:
@@ -290,6 +384,7 @@ class Log:
     def iter_batches(self) -> Iterator[tuple[BatchHeader, memoryview]]:
         """Header and bytes of every batch from the log start to the end, over a snapshot of the segments: how the
         coordinators load their internal topics at start. Not for fetches, which hand out FileRegions instead."""
+        self.write_deferred()
         start = self._log_start_offset
         for segment in self._segments:
             for header, batch in segment.iter_batches():
@@ -301,6 +396,8 @@ class Log:
         """Whole batches from the one holding `offset`: at least one (with `min_one_batch` False, none when it is
         larger than `max_bytes`), more while they fit in `max_bytes`, none whose base offset is >= `max_offset`.
         None at the log end. OFFSET_OUT_OF_RANGE outside the log."""
+        if self._unwritten:
+            self.write_deferred()
         segments = self._segments
         log_end = self._log_end_offset
         if offset < self._log_start_offset or offset > log_end:
@@ -327,6 +424,7 @@ class Log:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`, or None."""
+        self.write_deferred()
         log_start = self._log_start_offset
         for segment in self._segments:
             if segment.max_timestamp >= timestamp_ms and segment.next_offset > log_start:
@@ -337,6 +435,7 @@ class Log:
 
     def max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with the largest timestamp in the log, or None."""
+        self.write_deferred()
         best = None
         for segment in self._segments:
             if segment.max_timestamp > (best.max_timestamp if best else NO_TIMESTAMP):
@@ -365,6 +464,7 @@ class Log:
         """fsync the segments holding offsets below `offset` (None: all) outside the append lock."""
         with self._flush_lock:
             with self._lock:
+                self._write_unwritten()
                 target = self._log_end_offset if offset is None else offset
                 recovery_point = self._recovery_point
                 dirty = [segment for segment in self._segments
@@ -478,6 +578,7 @@ class Log:
         with self._lock:
             if offset >= self._log_end_offset:
                 return
+            self._write_unwritten()
             if self._segments[0].base_offset > offset:
                 self._truncate_fully_and_start_at(offset)
                 return
@@ -500,6 +601,7 @@ class Log:
             self._truncate_fully_and_start_at(offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
+        self._unwritten = []  # their records go with the rest
         removed = self._segments
         self._schedule_deletion(removed, self._clock())
         self._segments = (Segment.create(self.directory, offset, self._config, self._clock()),)
@@ -531,6 +633,7 @@ class Log:
         log manager removes leftover `-delete` directories at start."""
         self.is_deleted = True
         with self.cleaner_lock, self._lock:
+            self._unwritten = []
             for segment in self._segments:
                 segment.close()
             for _, segment in self._pending_deletes:

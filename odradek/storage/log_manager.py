@@ -33,7 +33,7 @@ from typing import Any
 from odradek.config import LogConfig
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.clock import now_ms
-from odradek.storage.log import Log
+from odradek.storage.log import DeferredWrites, Log
 from odradek.storage.segment import DELETED_DIR_SUFFIX, STRAY_DIR_SUFFIX, fsync_path, set_aside
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -89,6 +89,7 @@ class LogManager:
         self._clock = now_ms
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
+        self.deferred_writes = DeferredWrites()  # the network shell's window for appends written together
         marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         clean_shutdown = marker.exists()
         recovery_points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
@@ -109,7 +110,8 @@ class LogManager:
             self._logs[partition] = Log.open(path, self.default_config,
                                              recovery_point=recovery_points.get(partition, 0),
                                              clean_shutdown=clean_shutdown,
-                                             log_start_offset=log_start_offsets.get(partition), now_ms=now_ms)
+                                             log_start_offset=log_start_offsets.get(partition), now_ms=now_ms,
+                                             deferred_writes=self.deferred_writes)
         marker.unlink(missing_ok=True)
 
     def get(self, topic: str, partition: int) -> Log | None:
@@ -122,7 +124,8 @@ class LogManager:
             if log is not None:
                 log.update_config(config)
                 return log
-            log = Log.open(self.log_dir / f"{topic}-{partition}", config, clean_shutdown=True, now_ms=self._clock)
+            log = Log.open(self.log_dir / f"{topic}-{partition}", config, clean_shutdown=True, now_ms=self._clock,
+                           deferred_writes=self.deferred_writes)
             self._logs[(topic, partition)] = log
             return log
 

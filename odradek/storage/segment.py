@@ -10,7 +10,9 @@ only when the log deletes the files after `file.delete.delay.ms`.
 
 Everything here works per batch: appends index the batches they write, reads and lookups hop from batch header to
 batch header, and only timestamp lookups decode (one batch). `size` is the end of the last whole batch and is
-published after the bytes are written, so a reader that snapshots it never sees a partial batch.
+published after the bytes are written, so a reader that snapshots it never sees a partial batch; the one exception
+is the log's DeferredWrites window, where `extend` publishes it first and the log writes the bytes before anything
+reads through it (a reader on another thread asks `Log.written_size`).
 
 What a fetch costs in system calls is kept small in two ways. The batches after the last offset index entry (the
 "tail": under index.interval.bytes of them, the part consumers at the log end read) are known in memory, since the
@@ -160,7 +162,7 @@ class _HeaderReader:
         return True
 
 
-def _write_all(fd: int, data, position: int) -> None:
+def write_at(fd: int, data, position: int) -> None:
     """`data` (bytes-like, or a tuple of bytes-like pieces written in that order with one pwritev) at `position`."""
     if type(data) is tuple:
         written = os.pwritev(fd, data, position)
@@ -269,8 +271,13 @@ class Segment:
     def append(self, data, headers: list[BatchHeader]) -> None:
         """Write whole batches at the end with one pwrite (one pwritev for a tuple of pieces), then index them and
         publish the new size."""
+        write_at(self.fd, data, self.size)
+        self.extend(headers)
+
+    def extend(self, headers: list[BatchHeader]) -> None:
+        """Index whole batches laid at the end and publish the new size: after `append` wrote them, or for the
+        log, which holds a DeferredWrites window's bytes until it writes them (see Log)."""
         position = self.size
-        _write_all(self.fd, data, position)
         for header in headers:
             position = self._index_batch(position, header)
         self.size = position

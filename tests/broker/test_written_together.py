@@ -1,0 +1,139 @@
+"""A pipelining producer's requests of one receive are written together (the log's DeferredWrites window): what it
+is told was written is in the file, whatever comes next: a fetch behind them in the same send, segments rolling in
+between, kill -9, a disk that refuses the write."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.embedded import BrokerProcess
+from odradek.protocol import RequestHeader, api, decode_response, encode_request
+from odradek.records.batch import Record, decode_batch, encode_batch, whole_batches
+
+from .raw_client import RawClient, read_frame
+
+Produce = api("Produce")
+Fetch = api("Fetch")
+TS = 1_700_000_000_000
+
+
+@pytest.fixture
+def own_broker(tmp_path):
+    process = BrokerProcess(tmp_path / "data", settings={"log.segment.bytes": 16 * 1024})
+    process.start()
+    yield process
+    process.close()
+
+
+def create(broker, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+
+
+def produce_frame(correlation_id: int, topic: str, partition: int, value: bytes) -> bytes:
+    records = encode_batch([Record(0, TS, None, value)])
+    header = RequestHeader(api_key=Produce.key, api_version=9, correlation_id=correlation_id, client_id="raw-test")
+    return encode_request(header, Produce.request(
+        transactional_id=None, acks=1, timeout_ms=5000, topic_data=[Produce.request.TopicProduceData(
+            name=topic, partition_data=[Produce.request.PartitionProduceData(index=partition, records=records)])]))
+
+
+def fetch_frame(correlation_id: int, topic: str, partition: int, offset: int) -> bytes:
+    header = RequestHeader(api_key=Fetch.key, api_version=11, correlation_id=correlation_id, client_id="raw-test")
+    return encode_request(header, Fetch.request(
+        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, isolation_level=0, session_id=0,
+        session_epoch=-1, topics=[Fetch.request.FetchTopic(topic=topic, partitions=[Fetch.request.FetchPartition(
+            partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20)])],
+        forgotten_topics_data=[], rack_id=""))
+
+
+def read_back(broker, topic: str, partitions: int) -> dict[int, list[bytes]]:
+    """Every record's value, per partition, from the start to the end."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "unused",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+    at_end: set[int] = set()
+    try:
+        for _ in range(200):
+            for message in consumer.consume(1000, 0.2):
+                if message.error():
+                    assert message.error().code() == -191, message.error()  # _PARTITION_EOF
+                    at_end.add(message.partition())
+                else:
+                    values[message.partition()].append(message.value())
+            if len(at_end) == partitions:
+                break
+    finally:
+        consumer.close()
+    return values
+
+
+def test_pipelined_appends_a_fetch_behind_them_and_kill_9(own_broker):
+    """300 one-record Produce requests to two partitions (runs of 30 per partition, as a sticky partitioner sends
+    them), 300 bytes each so segments of 16 KiB roll inside one receive, and a Fetch of the last records right
+    behind them, all in one send: every append answered in order with dense offsets, the fetch gets those records
+    (its read writes what the window holds first), and after kill -9 right after the answers all of them are
+    there."""
+    create(own_broker, "together", 2)
+    values = [(index // 30 % 2, b"v%04d-" % index + b"x" * 290) for index in range(300)]
+    frames = [produce_frame(index + 1, "together", partition, value) for index, (partition, value) in enumerate(values)]
+    frames.append(fetch_frame(len(values) + 1, "together", 1, 145))  # the last 5 of partition 1's 150
+    client = RawClient(own_broker.port)
+    client.sock.sendall(b"".join(frames))
+    offsets = {0: [], 1: []}
+    for index, (partition, _) in enumerate(values):
+        correlation_id, answer = decode_response(Produce.key, 9, read_frame(client.sock))
+        assert correlation_id == index + 1
+        result = answer.responses[0].partition_responses[0]
+        assert result.error_code == 0
+        offsets[partition].append(result.base_offset)
+    correlation_id, fetched = decode_response(Fetch.key, 11, read_frame(client.sock))
+    assert correlation_id == len(values) + 1
+    records = bytes(fetched.responses[0].partitions[0].records)
+    fetched_values = [record.value for _, batch in whole_batches(records) for record in decode_batch(batch)[1]]
+    expected = {p: [value for partition, value in values if partition == p] for p in (0, 1)}
+    assert offsets == {p: list(range(len(expected[p]))) for p in (0, 1)}
+    assert fetched_values == expected[1][145:]
+    client.close()
+    own_broker.kill()
+    own_broker.start()
+    assert read_back(own_broker, "together", 2) == expected
+
+
+def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_broker):
+    """The broker's file size limit (RLIMIT_FSIZE, set with prlimit: the kernel refuses writes past it with
+    EFBIG) stops a pipelined receive's write part way. Whatever was answered as written must be in the log after
+    kill -9, taken while the limit still holds (bytes the broker still held in memory die with it)."""
+    create(own_broker, "refused", 1)
+    client = RawClient(own_broker.port)
+    first = client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        Produce.request.TopicProduceData(name="refused", partition_data=[Produce.request.PartitionProduceData(
+            index=0, records=encode_batch([Record(0, TS, None, b"first-" + b"f" * 8000)]))])])
+    assert first.responses[0].partition_responses[0].error_code == 0
+    segment = sorted((own_broker.data_dir / "refused-0").glob("*.log"))[-1]
+    limit = segment.stat().st_size + 2000
+    pid = own_broker.process.pid
+    subprocess.run(["prlimit", f"--pid={pid}", f"--fsize={limit}:"], check=True)
+    values = [b"refused-%03d-" % index + b"r" * 480 for index in range(30)]
+    client.sock.sendall(b"".join(produce_frame(index + 100, "refused", 0, value) for index, value in enumerate(values)))
+    acknowledged = []
+    try:
+        for value in values:
+            _, answer = decode_response(Produce.key, 9, read_frame(client.sock))
+            if answer.responses[0].partition_responses[0].error_code == 0:
+                acknowledged.append(value)
+    except (ConnectionError, OSError):
+        pass  # closed without the answers it could not stand behind
+    client.close()
+    assert len(acknowledged) < len(values)  # the limit did refuse some
+    own_broker.kill()
+    own_broker.start()
+    stored = read_back(own_broker, "refused", 1)[0]
+    assert stored[0].startswith(b"first-")
+    assert [value for value in stored[1:] if value in acknowledged] == acknowledged
+    assert set(acknowledged) <= set(stored)

@@ -2,19 +2,21 @@
 
 Built on raw non-blocking sockets driven by the event loop (uvloop where installed) rather than asyncio streams,
 because a fetch answer's records must go from the segment file to the socket with `os.sendfile`, and that needs the
-socket itself, with nothing buffered in front of it. Each connection has a reader that cuts frames and starts their
-handlers in arrival order, and the answers go out in that same order; many requests may be in flight on one
-connection (up to MAX_IN_FLIGHT), so pipelining producers never wait for a round trip. Answers ready at once (a
-Produce, a Fetch with data) are sent by the reader itself, those of one receive's requests with one sendmsg; a
-writer task sends only what has to wait (a long poll, an acks=all append, what a full socket did not take): waking
-a task per answer cost each small request a task switch and an event's bookkeeping. The socket's readiness for
-reads is watched with one registration, taken at the reader's first wait and dropped only while it waits on
-something else, where the event loop's sock_recv registers and unregisters at every wait (six epoll_ctl). The
-appends of one receive's requests are written together (the log manager's DeferredWrites window, opened before each
-request is handed on and closed by `_send_queued`, before any answer leaves and before any wait): a pipelining
-producer's requests to a partition cost one pwritev instead of one each. Closing
-(a stopping broker) reads no new request and answers those read, up to a bound, before the connections close
-(`close`).
+socket itself, with nothing buffered in front of it. Each connection's requests are read by the socket's read
+callback (`_on_data`, one registration with the event loop for the connection's life, where sock_recv registers
+and unregisters at every wait: six epoll_ctl): it receives once, cuts frames and starts their handlers in arrival
+order, all without a task switch and without a receive that finds nothing, which a reader task paid per wake-up
+(a turn of the loop, a failed recv's exception, a future). A reader task remains for what has to wait (a muted or
+closing connection, a full queue, the rest of a large frame) and hands reading back to the callback after it.
+The answers go out in arrival order; many requests may be in flight on one connection (up to MAX_IN_FLIGHT), so
+pipelining producers never wait for a round trip. Answers ready at once (a Produce, a Fetch with data) are sent
+from the reading itself, those of one receive's requests with one sendmsg; a writer task sends only what has to
+wait (a long poll, an acks=all append, what a full socket did not take): waking a task per answer cost each small
+request a task switch and an event's bookkeeping. The appends of one receive's requests are written together (the
+log manager's DeferredWrites window, opened before each request is handed on and closed by `_send_queued`, before
+any answer leaves and before any wait): a pipelining producer's requests to a partition cost one pwritev instead
+of one each. Closing (a stopping broker) reads no new request and answers those read, up to a bound, before the
+connections close (`close`).
 
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);
@@ -164,7 +166,8 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
 
 class Connection:
     __slots__ = ("server", "sock", "ip", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
-                 "_answer_ready", "_writer_idle", "_unsent", "_read_waiter", "_watching_reads", "fetch_sessions",
+                 "_answer_ready", "_writer_idle", "_unsent", "_read_waiter", "_watching_reads", "_reading", "_partial",
+                 "_wanted", "_ready_frame", "fetch_sessions",
                  "principal", "listener", "authenticating", "close_after_answer", "sasl", "session_expires_at",
                  "muted_until")
 
@@ -190,6 +193,10 @@ class Connection:
         self._unsent: tuple | None = None  # (chunks, written, throttle_ms) the reader left to the writer
         self._read_waiter: asyncio.Future | None = None  # the reader's wait for the socket to become readable
         self._watching_reads = False  # the socket's read registration with the event loop
+        self._reading: asyncio.Future | None = None  # the reader task's wait while `_on_data` takes what arrives
+        self._partial = bytearray()  # received bytes not yet cut into frames (a frame's start, or after a wait)
+        self._wanted = SMALL_RECV_SIZE  # what the next receive asks for
+        self._ready_frame: Any = None  # a frame cut (or received whole) but not handed on yet, kept over a wait
         self.fetch_sessions: dict = {}
         # who is asking, as Kafka's KafkaPrincipal text: "User:ANONYMOUS" until a certificate or SASL says otherwise
         self.principal = ANONYMOUS
@@ -225,13 +232,6 @@ class Connection:
                         self.peer, self.server.authentication_seconds)
             self.task.cancel()
 
-    async def _receive(self, loop, size: int) -> bytes:
-        """The next bytes the peer sent. After one turn of the loop (the writer and the other connections go
-        first), a pipelining client's next requests are usually there already, taken with a plain recv; only when
-        nothing is there does the reader wait for the socket."""
-        await asyncio.sleep(0)
-        return await self._received(loop, self.sock.recv, size)
-
     async def _receive_into(self, loop, view: memoryview) -> int:
         """More bytes of a large frame, received in place at the start of `view`; how many came (0: the peer
         closed)."""
@@ -247,10 +247,10 @@ class Connection:
                 await self._readable(loop)
 
     async def _readable(self, loop) -> None:
-        """Until the socket has something to read. The registration with the event loop stays for later waits
-        (one per connection, not the six epoll_ctl of a sock_recv's each time); since it is level-triggered, the
-        reader drops it before it waits on anything else (`_stop_watching_reads`), or a peer's unread bytes would
-        wake the loop on every turn."""
+        """Until the socket has something to read (a TLS connection's reader, a large frame's rest). The
+        registration with the event loop stays for later waits (not the six epoll_ctl of a sock_recv's each time);
+        since it is level-triggered, it is dropped before anything else is waited on (`_stop_watching_reads`), or a
+        peer's unread bytes would wake the loop on every turn."""
         if not self._watching_reads:
             loop.add_reader(self.sock.fileno(), self._on_readable)
             self._watching_reads = True
@@ -272,11 +272,7 @@ class Connection:
     def _abort(self) -> None:
         """Drop whatever is still in flight and close the socket; a DeferredWrites window a failed request left open
         is closed and written."""
-        if self.server.deferred_writes is not None:
-            try:
-                self._write_deferred()
-            except CloseConnection as exc:
-                log.error("connection from %s: %s", self.peer, exc)
+        self._write_deferred_or_log()
         for item in self._pending:
             if isinstance(item[1], asyncio.Future):
                 item[1].cancel()
@@ -292,73 +288,129 @@ class Connection:
                 pass
 
     async def _read_requests(self) -> None:
-        """Cut frames out of what each receive returns. A frame that arrived whole is handed on as a view of the
-        received bytes, without a copy; only a frame split across receives is assembled in `partial`, and a frame
-        larger than RECV_SIZE is received in place into a buffer of its own (see `_receive_large`). An idle
-        connection holds no buffer at all, and a quiet one asks for SMALL_RECV_SIZE at a time."""
+        """Requests are taken by `_on_data`, the socket's read callback, as bytes arrive, with no task switch and no
+        receive that finds nothing; this task only waits until the peer closes, or does what the callback cannot
+        (a wait `_take` needs), then hands reading back to the callback."""
         loop = asyncio.get_running_loop()
-        max_request = self.server.max_request_bytes
-        deferred = self.server.deferred_writes
-        partial = bytearray()
-        wanted = SMALL_RECV_SIZE
         while True:
-            data = await self._receive(loop, wanted)
-            if not data:
+            reading = self._reading = loop.create_future()
+            self._stop_watching_reads()  # a wait may have left `_readable`'s registration
+            loop.add_reader(self.sock.fileno(), self._on_data)
+            self._watching_reads = True
+            wait = await reading
+            if wait is None:
                 return
-            wanted = RECV_SIZE if len(data) >= wanted else SMALL_RECV_SIZE
+            await self._waited(wait)
+
+    def _on_data(self) -> None:
+        """The socket is readable: receive once and take what came. The peer's close, a failure, or a wait that
+        `_take` needs resolve the reader task's `_reading` (reads unwatched meanwhile)."""
+        reading = self._reading
+        try:
+            data = self.sock.recv(self._wanted)
+            if not data:
+                wait = None
+            else:
+                wait = self._take(data)
+                if wait is None:
+                    return
+        except BlockingIOError:
+            return
+        except Exception as exc:  # `_take` closed the DeferredWrites window before raising
+            self._stop_watching_reads()
+            if not reading.done():
+                reading.set_exception(exc)
+            return
+        self._stop_watching_reads()
+        if not reading.done():
+            reading.set_result(wait)
+
+    async def _waited(self, wait: Awaitable) -> None:
+        """Wait as `_take` asked, then take what it kept (a frame, bytes), as long as that asks for more waits."""
+        while wait is not None:
+            await wait
+            wait = self._take(b"")
+
+    def _take(self, data) -> Awaitable | None:
+        """Cut frames out of `data` (after the bytes kept from before) and hand each to its handler in order, as far
+        as that goes without waiting; None when all is taken or kept, else the wait it needs (a muted or closing
+        connection, a full queue, a large frame's rest), for the reader task, with what is left kept for the
+        `_take(b"")` after it. A frame that arrived whole is handed on as a view of the received bytes, without a
+        copy; only a frame split across receives is assembled in `_partial`, and a frame larger than RECV_SIZE is
+        received in place into a buffer of its own (see `_receive_large`). An idle connection holds no buffer at
+        all, and a quiet one asks for SMALL_RECV_SIZE at a time. The DeferredWrites window the handlers' appends
+        use is closed (`_send_queued`) before this returns, and reads are unwatched before a wait."""
+        if data:
+            self._wanted = RECV_SIZE if len(data) >= self._wanted else SMALL_RECV_SIZE
             self.last_active = time.monotonic()
-            if partial:  # frames cut from it are views, so it is replaced (never resized) once they exist
-                partial += data
-                data = partial
-            view = memoryview(data)
-            start, end = 0, len(data)
-            while end - start >= 4:
-                (size,) = _SIZE.unpack_from(data, start)
-                if size < 0 or size > max_request:
-                    raise CloseConnection(
-                        f"request size {size} is outside 0..{max_request} (socket.request.max.bytes)")
-                if end - start - 4 >= size:
-                    frame = view[start + 4:start + 4 + size]
-                    start += 4 + size
-                elif 4 + size > RECV_SIZE:
-                    self._send_queued()
-                    frame = await self._receive_large(loop, view[start + 4:end], size)
-                    start = end
-                    wanted = 4  # the next frame's size alone: a large one is then received in place from its start
-                else:
-                    break
+        partial = self._partial
+        if partial:  # frames cut from it are views, so it is replaced (never resized) once they exist
+            partial += data
+            data = partial
+        view = memoryview(data)
+        start, end = 0, len(data)
+        deferred = self.server.deferred_writes
+        wait = None
+        try:
+            while True:
+                frame = self._ready_frame
+                if frame is None:
+                    if end - start < 4:
+                        break
+                    (size,) = _SIZE.unpack_from(data, start)
+                    if size < 0 or size > self.server.max_request_bytes:
+                        raise CloseConnection(f"request size {size} is outside 0..{self.server.max_request_bytes} "
+                                              f"(socket.request.max.bytes)")
+                    if end - start - 4 >= size:
+                        frame = self._ready_frame = view[start + 4:start + 4 + size]
+                        start += 4 + size
+                    elif 4 + size > RECV_SIZE:
+                        wait = self._receive_large(view[start + 4:end], size)
+                        start = end
+                        break
+                    else:
+                        break
                 if self.muted_until and self.muted_until > time.monotonic():  # a throttled client's channel is muted
-                    self._pause_reading()
-                    while (left := self.muted_until - time.monotonic()) > 0:  # uvloop's timers round to whole ms:
-                        await asyncio.sleep(left)                                # less than 0.5 ms sleeps about 0
-                if self.server.closing:  # no new work once the server closes: wait here until it ends this task
-                    self._pause_reading()
-                    await loop.create_future()
-                if deferred is not None:  # closed by `_send_queued`, which comes before any wait and any answer
+                    wait = self._muted()
+                    break
+                if self.server.closing:  # no new work once the server closes: wait there until it ends this task
+                    wait = asyncio.get_running_loop().create_future()
+                    break
+                self._ready_frame = None
+                if deferred is not None:  # closed by `_send_queued` below, before any wait and any answer
                     deferred.open()
                 self._dispatch(frame)
-                while len(self._pending) >= MAX_IN_FLIGHT:
-                    self._slot_freed.clear()
-                    self._pause_reading()
-                    await self._slot_freed.wait()
-            self._send_queued()
-            if start == 0 and data is partial:  # nothing cut yet: keep collecting in the same bytearray
-                view.release()
-            else:
-                partial = bytearray(view[start:end])
-
-    def _pause_reading(self) -> None:
-        """The reader is about to wait on something other than the socket: the answers it queued go out first, and
-        the socket's read registration is dropped meanwhile."""
+                if len(self._pending) >= MAX_IN_FLIGHT:
+                    wait = self._slot_freed_wait()
+                    break
+        except BaseException:
+            self._write_deferred_or_log()
+            raise
         self._send_queued()
-        self._stop_watching_reads()
+        if wait is not None:
+            self._stop_watching_reads()
+        if start == 0 and data is partial:  # nothing cut yet: keep collecting in the same bytearray
+            view.release()
+        else:
+            self._partial = bytearray(view[start:end])
+        return wait
 
-    async def _receive_large(self, loop, received: memoryview, size: int) -> bytearray:
+    async def _muted(self) -> None:
+        while (left := self.muted_until - time.monotonic()) > 0:  # uvloop's timers round to whole ms:
+            await asyncio.sleep(left)                                # less than 0.5 ms sleeps about 0
+
+    async def _slot_freed_wait(self) -> None:
+        while len(self._pending) >= MAX_IN_FLIGHT:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+
+    async def _receive_large(self, received: memoryview, size: int) -> None:
         """A frame larger than one receive: its first bytes, then the rest received in place after them, in a
         buffer of the frame's size whose bytes are not zeroed first (broker/_frame_buffer.c). Memory follows what the
         client sent, not what it claimed: a buffer's pages become resident only as receives write them, so a header
         announcing 100 MB and then silence costs about what arrived. Against receiving piece by piece and joining the
         pieces, this saves a copy of every byte of the frame (8% of the broker's CPU under 1 MB produce batches)."""
+        loop = asyncio.get_running_loop()
         try:
             frame = frame_buffer(size)
         except MemoryError:
@@ -372,7 +424,8 @@ class Connection:
                     raise ConnectionError("connection closed inside a request")
                 got += count
         self.last_active = time.monotonic()
-        return frame
+        self._ready_frame = frame
+        self._wanted = 4  # the next frame's size alone: a large one is then received in place from its start
 
     def _dispatch(self, frame: bytes) -> None:
         """Decode one frame and start its handler; the answer (or its future) joins the ordered queue."""
@@ -455,6 +508,14 @@ class Connection:
             self.server.deferred_writes.write()
         except OSError as exc:
             raise CloseConnection(f"the records its requests appended could not be written: {exc}") from None
+
+    def _write_deferred_or_log(self) -> None:
+        """`_write_deferred` where the connection ends anyway: a failure is logged."""
+        if self.server.deferred_writes is not None:
+            try:
+                self._write_deferred()
+            except CloseConnection as exc:
+                log.error("connection from %s: %s", self.peer, exc)
 
     def _write_ready(self) -> None:
         """Send the ready answers at the head of the queue without waiting (`_send_now`: one sendmsg, and sendfile
@@ -682,6 +743,16 @@ class TlsConnection(Connection):
         """Answers are encrypted and sent by the writer task alone, so that TLS records leave in the order they
         were made (see `_flush`)."""
         self._answer_ready.set()
+
+    async def _read_requests(self) -> None:
+        """The same frames and handlers, but the bytes come decrypted from `_receive`, which this task awaits: a
+        TLS record's bytes are not read by a callback."""
+        loop = asyncio.get_running_loop()
+        while True:
+            data = await self._receive(loop, self._wanted)
+            if not data:
+                return
+            await self._waited(self._take(data))
 
     async def _feed(self, loop) -> bool:
         """Received bytes into the TLS state machine; False when the peer closed."""

@@ -28,6 +28,16 @@ def produced(count: int, value_size: int = 100) -> list[bytes]:
     return [batch(1, tag=index, value_size=value_size) for index in range(count)]
 
 
+def appended_in_window(path, clock, count: int, **config) -> tuple[DeferredWrites, Log]:
+    """A log with `count` one-record batches appended in a window still open."""
+    window = DeferredWrites()
+    log = open_log(path, clock, window, **config)
+    window.open()
+    for data in produced(count):
+        append(log, data)
+    return window, log
+
+
 def test_a_window_writes_its_appends_when_it_closes_and_the_file_is_what_direct_appends_write(tmp_path, clock):
     window = DeferredWrites()
     deferred = open_log(tmp_path / "deferred-0", clock, window)
@@ -50,11 +60,7 @@ def test_a_window_writes_its_appends_when_it_closes_and_the_file_is_what_direct_
 
 
 def test_a_read_in_the_window_writes_first(tmp_path, clock):
-    window = DeferredWrites()
-    log = open_log(tmp_path / "t-0", clock, window)
-    window.open()
-    for data in produced(3):
-        append(log, data)
+    window, log = appended_in_window(tmp_path / "t-0", clock, 3)
     region = log.read(0, 1 << 20)
     assert [h.base_offset for h in validate_batches(region.read_bytes())] == [0, 1, 2]
     append(log, batch(1))  # the window is still open: held again
@@ -64,11 +70,7 @@ def test_a_read_in_the_window_writes_first(tmp_path, clock):
 
 
 def test_a_roll_in_the_window_writes_the_segment_it_seals(tmp_path, clock):
-    window = DeferredWrites()
-    log = open_log(tmp_path / "t-0", clock, window, segment_bytes=4096)
-    window.open()
-    for data in produced(100):
-        append(log, data)
+    window, log = appended_in_window(tmp_path / "t-0", clock, 100, segment_bytes=4096)
     sealed = log.segments[:-1]
     assert len(sealed) >= 3
     for segment in sealed:  # whole on disk before the window closes
@@ -78,11 +80,7 @@ def test_a_roll_in_the_window_writes_the_segment_it_seals(tmp_path, clock):
 
 
 def test_a_flush_in_the_window_writes_then_syncs(tmp_path, clock):
-    window = DeferredWrites()
-    log = open_log(tmp_path / "t-0", clock, window)
-    window.open()
-    for data in produced(5):
-        append(log, data)
+    window, log = appended_in_window(tmp_path / "t-0", clock, 5)
     log.flush()
     assert log.recovery_point == 5
     assert file_size(log) == log.segments[-1].size

@@ -226,11 +226,17 @@ class Connection:
     async def _start(self) -> None:
         """What comes before the first request: nothing on plaintext, the handshake on TLS."""
 
+    def close_soon(self) -> None:
+        """End the connection: no request is read from now on (the read callback is unregistered at once), and its
+        task, cancelled, closes it."""
+        self._stop_watching_reads()
+        self.task.cancel()
+
     def _authentication_due(self) -> None:
         if self.authenticating is not None and not self.closed:
             log.warning("closing connection from %s: SASL authentication did not finish in %.1f s",
                         self.peer, self.server.authentication_seconds)
-            self.task.cancel()
+            self.close_soon()
 
     async def _receive_into(self, loop, view: memoryview) -> int:
         """More bytes of a large frame, received in place at the start of `view`; how many came (0: the peer
@@ -573,7 +579,7 @@ class Connection:
                 self._observe(header, started)
         if self.close_after_answer:
             log.info("closing connection from %s after its failed authentication", self.peer)
-            self.task.cancel()
+            self.close_soon()
 
     async def _write_answers(self) -> None:
         """The writer task: sends, in request order, what the reader could not send at once. An answer still being
@@ -600,7 +606,7 @@ class Connection:
                     chunks, written, throttle_ms = self._take_ready()
                 except CloseConnection as exc:
                     log.warning("closing connection from %s: %s", self.peer, exc)
-                    self.task.cancel()
+                    self.close_soon()
                     return
                 if not chunks:
                     continue
@@ -608,7 +614,7 @@ class Connection:
                 await self.send(chunks)
             except (ConnectionError, OSError) as exc:
                 log.debug("connection from %s lost while answering: %s", self.peer, exc)
-                self.task.cancel()
+                self.close_soon()
                 return
             self._answered(written, throttle_ms)
             if self.close_after_answer:
@@ -965,7 +971,7 @@ class NetworkServer:
             for connection in list(self.connections):
                 if connection.last_active < deadline and not connection._pending:
                     log.info("closing idle connection from %s (connections.max.idle.ms)", connection.peer)
-                    connection.task.cancel()
+                    connection.close_soon()
 
     async def close(self, drain_seconds: float = 0.0) -> None:
         """Stop accepting and reading requests, answer those already read (for up to `drain_seconds`: a stopping

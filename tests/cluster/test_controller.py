@@ -254,7 +254,8 @@ def test_a_topic_deleted_through_one_broker_goes_from_every_broker_and_zookeeper
     admin = AdminClient({"bootstrap.servers": cluster.brokers[1].bootstrap_servers, "log_level": 0})
     admin.delete_topics([topic])[topic].result(15)
     assert not zk.exists(f"/brokers/topics/{topic}") and not zk.exists(f"/config/topics/{topic}")
-    assert zk.get_children("/admin/delete_topics") == []
+    # the request's znode goes last, a moment after the topic's (Kafka's completeDeleteTopic order)
+    assert wait_until(lambda: zk.get_children("/admin/delete_topics") == [], timeout=10)
     for broker in cluster.brokers:
         assert wait_until(lambda: topic not in metadata_of(broker).topics, timeout=5), broker.node_id
     assert wait_until(lambda: not any(d.exists() for d in directories), timeout=5)

@@ -108,9 +108,14 @@ def test_pipelined_appends_a_fetch_behind_them_and_kill_9(own_broker):
 def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_broker):
     """The broker's file size limit (RLIMIT_FSIZE, set with prlimit: the kernel refuses writes past it with
     EFBIG) stops a pipelined receive's write part way. Whatever was answered as written must be in the log after
-    kill -9, taken while the limit still holds (bytes the broker still held in memory die with it)."""
-    create(own_broker, "refused", 1)
+    kill -9, taken while the limit still holds (bytes the broker still held in memory die with it). Meanwhile a
+    Fetch of that partition, whose read must first write what the log holds and cannot, answers KAFKA_STORAGE_ERROR
+    for it (the connection stays open), and the same Fetch's other partition its records."""
+    create(own_broker, "refused", 2)
     client = RawClient(own_broker.port)
+    client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        Produce.request.TopicProduceData(name="refused", partition_data=[Produce.request.PartitionProduceData(
+            index=1, records=encode_batch([Record(0, TS, None, b"other")]))])])
     first = client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
         Produce.request.TopicProduceData(name="refused", partition_data=[Produce.request.PartitionProduceData(
             index=0, records=encode_batch([Record(0, TS, None, b"first-" + b"f" * 8000)]))])])
@@ -131,6 +136,18 @@ def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_bro
         pass  # closed without the answers it could not stand behind
     client.close()
     assert len(acknowledged) < len(values)  # the limit did refuse some
+    reader = RawClient(own_broker.port)
+    fetched = reader.call("Fetch", 11, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=8 << 20,
+                          isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                          topics=[Fetch.request.FetchTopic(topic="refused", partitions=[
+                              Fetch.request.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
+                              for p in (0, 1)])])
+    answers = {answer.partition_index: answer for answer in fetched.responses[0].partitions}
+    assert answers[0].error_code == 56  # KAFKA_STORAGE_ERROR
+    assert answers[1].error_code == 0
+    assert [record.value for _, batch in whole_batches(bytes(answers[1].records))
+            for record in decode_batch(batch)[1]] == [b"other"]
+    reader.close()
     own_broker.kill()
     own_broker.start()
     stored = read_back(own_broker, "refused", 1)[0]

@@ -22,10 +22,15 @@ partitions that returned records move to the end of the session's order, as in K
 a partition with a long backlog cannot keep the limits to itself. librdkafka drops the
 connection ("Invalid response size") when an answer exceeds receive.message.max.bytes, which it sets just above
 fetch.max.bytes. (Kafka's v0-2 answers cut even that first batch short; we send it whole.)
+
+A partition whose log fails to read (an I/O error, or bytes a failed write left in memory that still cannot be
+written before the read) answers KAFKA_STORAGE_ERROR, as Kafka answers for a log directory gone offline; the other
+partitions of the request are answered as usual, and the client retries that one.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 from odradek.broker.append_waits import next_change
@@ -47,6 +52,8 @@ READ_COMMITTED = 1
 EMPTY_RECORDS = b""
 TOPIC_IDS_FROM_VERSION = 13
 CLIENT_RACK_FROM_VERSION = 11  # KIP-392: a consumer's fetch names its rack and may be served by a follower
+
+logger = logging.getLogger("odradek.fetch")  # `log` is the partition's log below
 
 
 def handlers(broker) -> dict:
@@ -161,6 +168,9 @@ def handlers(broker) -> dict:
                         total += region.length
             except KafkaError as exc:
                 code = exc.code
+            except OSError as exc:
+                logger.error("read of %s-%d failed: %s", target.topic, target.partition, exc)
+                code = ErrorCode.KAFKA_STORAGE_ERROR
             if code is not None:
                 answer_now = True
                 answers.append((target, _partition_error(target, code, high_watermark, last_stable, log_start)))

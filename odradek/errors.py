@@ -2,12 +2,14 @@
 
 The numbers are the wire contract (Kafka's `Errors` enum); clients decide whether to retry, refresh metadata or
 give up from them alone, so a layer that fails raises `KafkaError(ErrorCode.X)` and the handler that answers the
-request puts `.code` into the response unchanged.
+request puts `.code` into the response unchanged. A file operation of a partition's log that fails (OSError) is
+answered KAFKA_STORAGE_ERROR for that partition (`storage_error`).
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 
 
 class ErrorCode(enum.IntEnum):
@@ -163,3 +165,10 @@ class KafkaError(Exception):
         super().__init__(f"{code.name}: {message}" if message else code.name)
         self.code = code
         self.message = message
+
+
+def storage_error(exc: OSError, partition: str) -> KafkaError:
+    """KAFKA_STORAGE_ERROR for `partition` (topic-index), whose log failed a file operation, as Kafka answers for the
+    partitions of a log directory gone offline; logged as the ERROR an operator has to see. The client retries."""
+    logging.getLogger("odradek.storage").error("%s: a file operation of its log failed: %s", partition, exc)
+    return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))

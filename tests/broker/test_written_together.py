@@ -18,6 +18,7 @@ from .raw_client import RawClient, read_frame
 
 Produce = api("Produce")
 Fetch = api("Fetch")
+ListOffsets = api("ListOffsets")
 TS = 1_700_000_000_000
 
 
@@ -110,7 +111,8 @@ def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_bro
     EFBIG) stops a pipelined receive's write part way. Whatever was answered as written must be in the log after
     kill -9, taken while the limit still holds (bytes the broker still held in memory die with it). Meanwhile a
     Fetch of that partition, whose read must first write what the log holds and cannot, answers KAFKA_STORAGE_ERROR
-    for it (the connection stays open), and the same Fetch's other partition its records."""
+    for it (the connection stays open), and the same Fetch's other partition its records; so does a ListOffsets
+    search by timestamp."""
     create(own_broker, "refused", 2)
     client = RawClient(own_broker.port)
     client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
@@ -147,6 +149,10 @@ def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_bro
     assert answers[1].error_code == 0
     assert [record.value for _, batch in whole_batches(bytes(answers[1].records))
             for record in decode_batch(batch)[1]] == [b"other"]
+    listed = reader.call("ListOffsets", 7, replica_id=-1, isolation_level=0, topics=[
+        ListOffsets.request.ListOffsetsTopic(name="refused", partitions=[
+            ListOffsets.request.ListOffsetsPartition(partition_index=p, timestamp=TS) for p in (0, 1)])])
+    assert [(answer.error_code, answer.offset) for answer in listed.topics[0].partitions] == [(56, -1), (0, 0)]
     reader.close()
     own_broker.kill()
     own_broker.start()

@@ -30,7 +30,6 @@ partitions of the request are answered as usual, and the client retries that one
 
 from __future__ import annotations
 
-import logging
 import time
 
 from odradek.broker.append_waits import next_change
@@ -38,7 +37,7 @@ from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
 from odradek.broker.replication_quotas import LEADER_RATE, ReplicationQuota
 from odradek.clock import now_ms
 from odradek.cluster.replica_selector import NO_PREFERRED_REPLICA, FollowerView, preferred_read_replica
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, storage_error
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
@@ -52,8 +51,6 @@ READ_COMMITTED = 1
 EMPTY_RECORDS = b""
 TOPIC_IDS_FROM_VERSION = 13
 CLIENT_RACK_FROM_VERSION = 11  # KIP-392: a consumer's fetch names its rack and may be served by a follower
-
-logger = logging.getLogger("odradek.fetch")  # `log` is the partition's log below
 
 
 def handlers(broker) -> dict:
@@ -169,8 +166,7 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 code = exc.code
             except OSError as exc:
-                logger.error("read of %s-%d failed: %s", target.topic, target.partition, exc)
-                code = ErrorCode.KAFKA_STORAGE_ERROR
+                code = storage_error(exc, f"{target.topic}-{target.partition}").code
             if code is not None:
                 answer_now = True
                 answers.append((target, _partition_error(target, code, high_watermark, last_stable, log_start)))

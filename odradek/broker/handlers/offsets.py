@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, storage_error
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
 
@@ -91,6 +91,8 @@ def handlers(broker) -> dict:
                         answer.leader_epoch = partition.leader_epoch
                 except KafkaError as exc:
                     answer.error_code = exc.code
+                except OSError as exc:  # a search by timestamp reads the segments
+                    answer.error_code = storage_error(exc, f"{wanted.name}-{query.partition_index}").code
                 partitions.append(answer)
             topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=wanted.name, partitions=partitions))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
@@ -112,6 +114,8 @@ def handlers(broker) -> dict:
                     answer.low_watermark = partition.log.delete_records_before(offset)
                 except KafkaError as exc:
                     answer.error_code = exc.code
+                except OSError as exc:
+                    answer.error_code = storage_error(exc, f"{wanted.name}-{query.partition_index}").code
                 partitions.append(answer)
             topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=wanted.name, partitions=partitions))
         return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

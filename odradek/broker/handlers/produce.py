@@ -39,14 +39,13 @@ order once this broker leads; if another broker is elected it is refused then.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 
 from odradek.broker.append_waits import until_led, until_replicated
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, storage_error
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.records.batch import validate_batches
@@ -61,8 +60,6 @@ INLINE_RECORDS = 256 * 1024  # records of one request checked on the loop, at mo
 INLINE_DECOMPRESSED_BYTES = 4 << 20  # if their compressed batches decompress to no more than this
 VALIDATION_PROCESSES = 2
 ELECTION_WAIT_S = 5.0  # the longest a Produce waits at a replica for an election that may make it the leader
-
-log = logging.getLogger("odradek.produce")
 
 
 def handlers(broker) -> dict:
@@ -180,8 +177,7 @@ def handlers(broker) -> dict:
         if isinstance(outcome, BaseException):
             exc = outcome
             if isinstance(exc, OSError):
-                log.error("append to %s-%d failed: %s", topic, index, exc)
-                exc = KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+                exc = storage_error(exc, f"{topic}-{index}")
             record_errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=text)
                              for i, text in getattr(exc, "record_errors", ())]
             return ProduceResponse.PartitionProduceResponse(

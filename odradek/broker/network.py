@@ -15,8 +15,10 @@ wait (a long poll, an acks=all append, what a full socket did not take): waking 
 request a task switch and an event's bookkeeping. The appends of one receive's requests are written together (the
 log manager's DeferredWrites window, opened before each request is handed on and closed by `_send_queued`, before
 any answer leaves and before any wait): a pipelining producer's requests to a partition cost one pwritev instead
-of one each. Closing (a stopping broker) reads no new request and answers those read, up to a bound, before the
-connections close (`close`).
+of one each. A large window's writes go to the log manager's writer thread, and its answers wait in the queue
+behind a barrier that the writes settle (`_answers_wait_for`) while the loop goes on to other requests. Closing (a
+stopping broker) reads no new request and answers those read, up to a bound, before the connections close
+(`close`).
 
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);
@@ -46,6 +48,7 @@ import struct
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
 from types import CoroutineType
 from typing import Any
 
@@ -356,6 +359,7 @@ class Connection:
         view = memoryview(data)
         start, end = 0, len(data)
         deferred = self.server.deferred_writes
+        window_start = len(self._pending)  # where the answers of the window `_send_queued` closes begin
         wait = None
         try:
             while True:
@@ -392,7 +396,7 @@ class Connection:
         except BaseException:
             self._write_deferred_or_log()
             raise
-        self._send_queued()
+        self._send_queued(window_start)
         if wait is not None:
             self._stop_watching_reads()
         if start == 0 and data is partial:  # nothing cut yet: keep collecting in the same bytearray
@@ -497,23 +501,40 @@ class Connection:
         if isinstance(answer, asyncio.Future):
             self._answer_ready.set()
 
-    def _send_queued(self) -> None:
+    def _send_queued(self, window_start: int) -> None:
         """The answers the reader queued, sent now if the writer task is idle (it holds none, so none can go out
         ahead of them); otherwise the writer sends them after what it holds. First the bytes the handlers' appends
-        deferred are written: nothing is acknowledged before it is in the file."""
+        deferred are written, or handed to the writer thread with the window's answers (from `window_start` in the
+        queue) behind its writes: nothing is acknowledged before it is in the file."""
         if self.server.deferred_writes is not None:
-            self._write_deferred()
+            writes = self._write_deferred()
+            if writes:
+                self._answers_wait_for(writes, window_start)
         if self._writer_idle and self._pending and self._unsent is None:
             self._write_ready()
 
-    def _write_deferred(self) -> None:
-        """Close the server's DeferredWrites window, writing what it holds. If that fails, the answers queued meanwhile
-        may acknowledge records that are not in the file: the connection closes without them (its client sends them
-        again), and the logs keep the bytes for their next operation to try again."""
+    def _write_deferred(self) -> tuple[Future, ...]:
+        """Close the server's DeferredWrites window, writing what it holds (or handing it to the writer thread: the
+        futures of those writes). If a write fails, the answers queued meanwhile may acknowledge records that are not
+        in the file: the connection closes without them (its client sends them again), and the logs keep the bytes
+        for their next operation to try again."""
         try:
-            self.server.deferred_writes.write()
+            return self.server.deferred_writes.write()
         except OSError as exc:
             raise CloseConnection(f"the records its requests appended could not be written: {exc}") from None
+
+    def _answers_wait_for(self, writes: tuple[Future, ...], window_start: int) -> None:
+        """The window's answers, queued from `window_start` on, go out once the writer thread's `writes` are done:
+        a barrier for each goes in front of them, which the writer task waits for (`_take_ready` closes the
+        connection if one failed). A barrier is a future of its own, not one chained to the write: cancelling it
+        when the connection ends must not cancel the write."""
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        for write in writes:
+            barrier = loop.create_future()
+            write.add_done_callback(lambda done, barrier=barrier: _settle_from_thread(loop, barrier, done))
+            self._pending.insert(window_start, (None, barrier, started))
+        self._answer_ready.set()
 
     def _write_deferred_or_log(self) -> None:
         """`_write_deferred` where the connection ends anyway: a failure is logged."""
@@ -550,6 +571,12 @@ class Connection:
             if isinstance(answer, asyncio.Future):
                 if not answer.done():
                     break
+                if header is None:  # a barrier: the writer thread wrote the appends of the answers behind it
+                    pending.popleft()
+                    if answer.exception() is not None:
+                        raise CloseConnection(f"the records its requests appended could not be written: "
+                                              f"{answer.exception()}")
+                    continue
                 answer = _handler_answer(answer, header)
             pending.popleft()
             if answer is None:
@@ -861,6 +888,24 @@ def _region_bytes(region: FileRegion) -> bytes:
     if len(data) != region.length:
         raise ConnectionError("segment file shorter than the region handed out")
     return data
+
+
+def _settle_from_thread(loop: asyncio.AbstractEventLoop, barrier: asyncio.Future, done: Future) -> None:
+    """On the writer thread, once a write is done: its outcome to `barrier`, on the loop (a stopped loop has nobody
+    left to tell)."""
+    try:
+        loop.call_soon_threadsafe(_settle, barrier, done.exception())
+    except RuntimeError:
+        pass
+
+
+def _settle(barrier: asyncio.Future, error: BaseException | None) -> None:
+    if barrier.done():  # cancelled: its connection ended
+        return
+    if error is None:
+        barrier.set_result(None)
+    else:
+        barrier.set_exception(error)
 
 
 def _resolve(waiter: asyncio.Future) -> None:

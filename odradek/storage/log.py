@@ -6,10 +6,11 @@ binary-search it and never wait for a writer. Append state that readers look at 
 log end offset) is published after the bytes are in the file, or, for an append made inside a `DeferredWrites`
 window, with the bytes held by the log until the window closes: every other operation of the log (a read, a
 flush, a roll, a truncation, an append outside the window) writes them first, so none ever sees the file behind
-its state. There is no asyncio and no thread here: the broker's
-event loop calls `append`/`read`, and periodic work (`flush_if_due`, `apply_retention`, `delete_expired_files`)
-is driven by the caller, possibly from a worker thread, which is why mutations hold a `threading.Lock` and fsyncs
-run outside it.
+its state. A large window's bytes are written by the DeferredWrites' writer thread instead (one such write per log
+at a time), and then every operation but a deferred append waits for that write first. There is no asyncio here:
+the broker's event loop calls `append`/`read`, and periodic work (`flush_if_due`, `apply_retention`,
+`delete_expired_files`) is driven by the caller, possibly from a worker thread, which is why mutations hold a
+`threading.Lock` and fsyncs run outside it.
 
 Everything follows Kafka's log (UnifiedLog/LocalLog/LogSegment): offsets are assigned by rewriting batch headers in
 place, segments roll on size, age (by record timestamps, minus jitter), full indexes or relative-offset overflow,
@@ -27,6 +28,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from threading import get_ident
 from typing import NamedTuple
 from pathlib import Path
@@ -52,6 +54,7 @@ log = logging.getLogger("odradek.storage")
 
 
 DEFERRED_PIECES_MAX = 512  # pieces one log holds unwritten at most: one pwritev takes up to IOV_MAX (1024)
+WRITER_THREAD_MIN_BYTES = 256 * 1024  # a window holding this much is written by the writer thread
 
 
 class DeferredWrites:
@@ -63,29 +66,46 @@ class DeferredWrites:
     instead of one each (a sticky-partitioning client sends them to the same partition). Nothing is acknowledged
     before the write, since answers leave only after it; a crash before it loses only what nobody was told was
     written. Appends from any other thread, or while the window is closed (replication, the coordinators' tasks,
-    the cleaner), write at once as before."""
+    the cleaner), write at once as before.
 
-    __slots__ = ("thread", "_logs")
+    A window holding WRITER_THREAD_MIN_BYTES or more (a batching producer's large batches) is written by one writer
+    thread instead, whose pwritev lets go of the GIL: the copy into the page cache, the largest part of such a
+    produce's cost, then runs on another core while the event loop receives and checks the next requests. Its
+    answers wait for the writes (the futures `write` returns). Each log has at most one such write at a time, and
+    waits for it before anything else it does but a deferred append (see Log); a write that fails leaves its bytes
+    held by the log again, ahead of any held since, for the next write to try."""
+
+    __slots__ = ("thread", "_logs", "_held_bytes", "_writer")
 
     def __init__(self):
         self.thread: int | None = None  # the thread whose appends are deferred (its `get_ident`); None while closed
         self._logs: dict[Log, None] = {}  # logs holding bytes this window deferred, in order
+        self._held_bytes = 0  # what this window's appends deferred
+        self._writer: ThreadPoolExecutor | None = None  # started at the first large window
 
     def open(self) -> None:
         self.thread = get_ident()
 
-    def hold(self, log: "Log") -> None:
-        """`log` holds bytes this window deferred (said at each append; a log that still holds bytes a failed write
-        left is written at the window's close like the others)."""
+    def hold(self, log: "Log", size: int) -> None:
+        """`log` holds `size` more bytes this window deferred (said at each append; a log that still holds bytes a
+        failed write left is written at the window's close like the others)."""
         self._logs[log] = None
+        self._held_bytes += size
 
-    def write(self) -> None:
-        """Close the window and write what its appends left: every log is tried, then the first OSError raised
-        (those logs keep their bytes, which their next operation tries again)."""
+    def write(self) -> tuple[Future, ...]:
+        """Close the window and write what its appends left. A large window is handed to the writer thread: the
+        futures of its writes, which fail with the OSError of a failed one. Otherwise written here: every log is
+        tried, then the first OSError raised (those logs keep their bytes, which their next operation tries again),
+        and no futures."""
         self.thread = None
         if not self._logs:
-            return
+            return ()
         logs, self._logs = self._logs, {}
+        held, self._held_bytes = self._held_bytes, 0
+        if held >= WRITER_THREAD_MIN_BYTES:
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(1, thread_name_prefix="log-writer")
+            return tuple(future for held_by in logs if (future := held_by.hand_to_writer(self._writer)) is not None)
         failure = None
         for held in logs:
             try:
@@ -94,6 +114,20 @@ class DeferredWrites:
                 failure = failure or exc
         if failure is not None:
             raise failure
+        return ()
+
+    def close(self) -> None:
+        """Stop the writer thread (after the logs closed, which waited for their writes)."""
+        if self._writer is not None:
+            self._writer.shutdown()
+
+
+class _Writing(NamedTuple):
+    """A log's bytes handed to the writer thread: where they go, and the pieces, held again if the write fails."""
+
+    future: Future
+    at: int
+    pieces: tuple
 
 
 class AppendResult(NamedTuple):  # a tuple: built once per produce request, cheaper than a frozen dataclass
@@ -112,6 +146,7 @@ class Log:
         # in the active segment (a roll writes them first, so they never span two segments).
         self._unwritten: list = []
         self._unwritten_at = 0
+        self._writing: _Writing | None = None  # bytes before `_unwritten_at` the writer thread is writing
         self._config = config
         self._clock = clock
         self._lock = threading.Lock()
@@ -267,7 +302,7 @@ class Log:
         deferred = self._deferred_writes
         defer = deferred is not None and deferred.thread == get_ident()
         with self._lock:
-            if self._unwritten and not defer:
+            if (self._unwritten or self._writing is not None) and not defer:
                 self._write_unwritten()
             if not headers:
                 return AppendResult(self._log_end_offset, self._log_end_offset - 1, append_time,
@@ -299,7 +334,7 @@ class Log:
                 if not unwritten:
                     self._unwritten_at = segment.size
                 segment.extend(headers)
-                deferred.hold(self)
+                deferred.hold(self, total)
                 if type(data) is tuple:
                     unwritten += data
                 else:
@@ -322,24 +357,52 @@ class Log:
 
     def write_deferred(self) -> None:
         """Write the bytes appends in a DeferredWrites window left (OSError, with them kept, if that fails)."""
-        if self._unwritten:
+        if self._unwritten or self._writing is not None:
             with self._lock:
                 self._write_unwritten()
 
-    def written_size(self, segment: Segment) -> int:
-        """How much of `segment` is in its file: its size, less what a DeferredWrites window holds for it. For readers
-        on other threads that read a segment without going through the log (the cleaner's scan of headers)."""
+    def hand_to_writer(self, writer: ThreadPoolExecutor) -> Future | None:
+        """Hand the bytes a DeferredWrites window left to its writer thread, once this log's previous such write is
+        done: the future of the write (None if nothing is held)."""
         with self._lock:
-            if self._unwritten and segment is self._segments[-1]:
-                return self._unwritten_at
+            if self._writing is not None:
+                self._wait_for_writing()
+            if not self._unwritten:
+                return None
+            pieces, at = tuple(self._unwritten), self._unwritten_at
+            self._writing = _Writing(writer.submit(write_at, self._segments[-1].fd, pieces, at), at, pieces)
+            self._unwritten = []
+            return self._writing.future
+
+    def written_size(self, segment: Segment) -> int:
+        """How much of `segment` is in its file: its size, less what a DeferredWrites window holds for it or its
+        writer thread is writing. For readers on other threads that read a segment without going through the log
+        (the cleaner's scan of headers)."""
+        with self._lock:
+            if segment is self._segments[-1]:
+                if self._writing is not None:
+                    return self._writing.at
+                if self._unwritten:
+                    return self._unwritten_at
             return segment.size
 
     def _write_unwritten(self) -> None:
-        """Under `_lock`: the deferred bytes into the active segment, where its state already places them."""
+        """Under `_lock`: the deferred bytes into the active segment, where its state already places them (after
+        the writer thread's write of earlier ones)."""
+        if self._writing is not None:
+            self._wait_for_writing()
         unwritten = self._unwritten
         if unwritten:
             write_at(self._segments[-1].fd, tuple(unwritten), self._unwritten_at)
             self._unwritten = []
+
+    def _wait_for_writing(self) -> None:
+        """Under `_lock`: wait for the writer thread's write; if it failed (its connection was told so), its bytes
+        are held again, ahead of those deferred since, which follow them in the file."""
+        writing, self._writing = self._writing, None
+        if writing.future.exception() is not None:
+            self._unwritten[:0] = writing.pieces
+            self._unwritten_at = writing.at
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now: int) -> Segment:
         """The segment to append to, after rolling if Kafka would (LogSegment.shouldRoll)."""
@@ -396,7 +459,7 @@ class Log:
         """Whole batches from the one holding `offset`: at least one (with `min_one_batch` False, none when it is
         larger than `max_bytes`), more while they fit in `max_bytes`, none whose base offset is >= `max_offset`.
         None at the log end. OFFSET_OUT_OF_RANGE outside the log."""
-        if self._unwritten:
+        if self._unwritten or self._writing is not None:
             self.write_deferred()
         segments = self._segments
         log_end = self._log_end_offset
@@ -601,6 +664,8 @@ class Log:
             self._truncate_fully_and_start_at(offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
+        if self._writing is not None:  # into a segment this removes: done before its file is let go
+            self._wait_for_writing()
         self._unwritten = []  # their records go with the rest
         removed = self._segments
         self._schedule_deletion(removed, self._clock())
@@ -633,6 +698,8 @@ class Log:
         log manager removes leftover `-delete` directories at start."""
         self.is_deleted = True
         with self.cleaner_lock, self._lock:
+            if self._writing is not None:  # done before the file it writes is closed
+                self._wait_for_writing()
             self._unwritten = []
             for segment in self._segments:
                 segment.close()

@@ -171,6 +171,7 @@ class LogManager:
         """Flush and close every log, write every checkpoint file, then the clean-shutdown marker."""
         for _, log in self.logs():
             log.close()
+        self.deferred_writes.close()
         self.checkpoint(even_if_unchanged=True)
         high_watermarks = self._written_checkpoints.get(REPLICATION_OFFSET_CHECKPOINT)
         if high_watermarks is not None:

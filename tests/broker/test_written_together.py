@@ -30,9 +30,16 @@ def own_broker(tmp_path):
     process.close()
 
 
-def create(broker, name: str, partitions: int) -> None:
+def create(broker, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    admin.create_topics([NewTopic(name, partitions, 1, config=configs or {})])[name].result(10)
+
+
+# Large records: one Produce of one makes a window the log manager's writer thread writes (WRITER_THREAD_MIN_BYTES);
+# their topic has 1 MiB segments (rolling every third record, with writes in flight) and 4 KiB indexes (preallocated
+# below the file size limit the refusal test sets).
+LARGE_VALUE = 300_000
+LARGE_TOPIC = {"segment.bytes": str(1 << 20), "segment.index.bytes": "4096"}
 
 
 def produce_frame(correlation_id: int, topic: str, partition: int, value: bytes) -> bytes:
@@ -74,16 +81,22 @@ def read_back(broker, topic: str, partitions: int) -> dict[int, list[bytes]]:
     return values
 
 
-def test_pipelined_appends_a_fetch_behind_them_and_kill_9(own_broker):
-    """300 one-record Produce requests to two partitions (runs of 30 per partition, as a sticky partitioner sends
-    them), 300 bytes each so segments of 16 KiB roll inside one receive, and a Fetch of the last records right
-    behind them, all in one send: every append answered in order with dense offsets, the fetch gets those records
-    (its read writes what the window holds first), and after kill -9 right after the answers all of them are
-    there."""
-    create(own_broker, "together", 2)
-    values = [(index // 30 % 2, b"v%04d-" % index + b"x" * 290) for index in range(300)]
+@pytest.mark.parametrize("values, configs, fetch_from", [
+    pytest.param([(index // 30 % 2, b"v%04d-" % index + b"x" * 290) for index in range(300)], None, 145,
+                 id="300-bytes-in-16KiB-segments"),
+    pytest.param([(index // 2 % 2, b"v%04d-" % index + b"x" * LARGE_VALUE) for index in range(16)], LARGE_TOPIC, 6,
+                 id="300KB-by-the-writer-thread"),
+])
+def test_pipelined_appends_a_fetch_behind_them_and_kill_9(own_broker, values, configs, fetch_from):
+    """One-record Produce requests to two partitions in runs (as a sticky partitioner sends them), and a Fetch of
+    partition 1's last records right behind them, all in one send: 300 of 300 bytes, so that segments of 16 KiB
+    roll inside one receive, or 16 of 300 KB, each written by the writer thread while the next are received and
+    segments roll. Every append answered in order with dense offsets, the fetch gets those records (its read writes
+    what the log holds first, or waits for the writer thread), and after kill -9 right after the answers all of
+    them are there."""
+    create(own_broker, "together", 2, configs)
     frames = [produce_frame(index + 1, "together", partition, value) for index, (partition, value) in enumerate(values)]
-    frames.append(fetch_frame(len(values) + 1, "together", 1, 145))  # the last 5 of partition 1's 150
+    frames.append(fetch_frame(len(values) + 1, "together", 1, fetch_from))
     client = RawClient(own_broker.port)
     client.sock.sendall(b"".join(frames))
     offsets = {0: [], 1: []}
@@ -99,21 +112,27 @@ def test_pipelined_appends_a_fetch_behind_them_and_kill_9(own_broker):
     fetched_values = [record.value for _, batch in whole_batches(records) for record in decode_batch(batch)[1]]
     expected = {p: [value for partition, value in values if partition == p] for p in (0, 1)}
     assert offsets == {p: list(range(len(expected[p]))) for p in (0, 1)}
-    assert fetched_values == expected[1][145:]
+    assert fetched_values == expected[1][fetch_from:]
     client.close()
     own_broker.kill()
     own_broker.start()
     assert read_back(own_broker, "together", 2) == expected
 
 
-def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_broker):
+@pytest.mark.parametrize("values, configs, room", [
+    pytest.param([b"refused-%03d-" % index + b"r" * 480 for index in range(30)], None, 2000, id="500-bytes"),
+    pytest.param([b"refused-%03d-" % index + b"r" * LARGE_VALUE for index in range(8)], LARGE_TOPIC,
+                 LARGE_VALUE * 5 // 2, id="300KB-by-the-writer-thread"),
+])
+def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_broker, values, configs, room):
     """The broker's file size limit (RLIMIT_FSIZE, set with prlimit: the kernel refuses writes past it with
-    EFBIG) stops a pipelined receive's write part way. Whatever was answered as written must be in the log after
+    EFBIG) stops pipelined requests' writes part way: one receive's of 30 small records, or the writer thread's of
+    8 large ones. Whatever was answered as written must be in the log after
     kill -9, taken while the limit still holds (bytes the broker still held in memory die with it). Meanwhile a
     Fetch of that partition, whose read must first write what the log holds and cannot, answers KAFKA_STORAGE_ERROR
     for it (the connection stays open), and the same Fetch's other partition its records; so does a ListOffsets
     search by timestamp."""
-    create(own_broker, "refused", 2)
+    create(own_broker, "refused", 2, configs)
     client = RawClient(own_broker.port)
     client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
         Produce.request.TopicProduceData(name="refused", partition_data=[Produce.request.PartitionProduceData(
@@ -123,10 +142,9 @@ def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_bro
             index=0, records=encode_batch([Record(0, TS, None, b"first-" + b"f" * 8000)]))])])
     assert first.responses[0].partition_responses[0].error_code == 0
     segment = sorted((own_broker.data_dir / "refused-0").glob("*.log"))[-1]
-    limit = segment.stat().st_size + 2000
+    limit = segment.stat().st_size + room
     pid = own_broker.process.pid
     subprocess.run(["prlimit", f"--pid={pid}", f"--fsize={limit}:"], check=True)
-    values = [b"refused-%03d-" % index + b"r" * 480 for index in range(30)]
     client.sock.sendall(b"".join(produce_frame(index + 100, "refused", 0, value) for index, value in enumerate(values)))
     acknowledged = []
     try:

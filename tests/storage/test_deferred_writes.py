@@ -136,3 +136,96 @@ def test_a_failed_write_keeps_the_bytes_until_a_later_operation_writes_them(tmp_
     log.close()
     reopened = Log.open(tmp_path / "t-0", LogConfig(), clean_shutdown=False, now_ms=clock)
     assert [offset for offset, _ in read_all(reopened)] == list(range(22))
+
+
+# -- large windows, written by the writer thread ---------------------------------------------------------------
+
+LARGE = 100_000  # three batches of it make a window the writer thread writes (WRITER_THREAD_MIN_BYTES)
+
+
+def written_batches(log: Log) -> list[int]:
+    """Base offsets of the batches in the active segment's file, as it is on disk."""
+    with open(log.segments[-1].log_path, "rb") as file:
+        return [header.base_offset for header in validate_batches(file.read())]
+
+
+def appended_large(window: DeferredWrites, log: Log, count: int = 3, first_tag: int = 0) -> None:
+    window.open()
+    for index in range(count):
+        append(log, batch(1, tag=first_tag + index, value_size=LARGE))
+
+
+def busy_writer(window: DeferredWrites) -> threading.Event:
+    """Keep the window's writer thread busy until the returned event is set (a job of our own queued before the
+    writes to come, so that they are still in flight when the test looks)."""
+    gate = threading.Event()
+    window._writer.submit(gate.wait)
+    return gate
+
+
+def test_a_large_window_goes_to_the_writer_thread_and_its_future_says_when_it_is_written(tmp_path, clock):
+    window = DeferredWrites()
+    log = open_log(tmp_path / "t-0", clock, window)
+    appended_large(window, log)
+    [write] = window.write()
+    write.result(10)
+    assert file_size(log) == log.segments[-1].size and written_batches(log) == [0, 1, 2]
+    appended_large(window, log, first_tag=3)
+    gate = busy_writer(window)
+    [write] = window.write()
+    assert not write.done()
+    assert log.written_size(log.segments[-1]) == file_size(log) < log.segments[-1].size  # the cleaner's bound
+    gate.set()
+    write.result(10)
+    assert written_batches(log) == list(range(6))
+    log.close()
+
+
+def test_every_operation_but_a_deferred_append_waits_for_the_writer_threads_write(tmp_path, clock):
+    window = DeferredWrites()
+    log = open_log(tmp_path / "t-0", clock, window)
+    appended_large(window, log)
+    window.write()[0].result(10)
+    appended_large(window, log, first_tag=3)
+    gate = busy_writer(window)
+    [write] = window.write()
+    window.open()
+    append(log, batch(1, tag=6))  # held behind the write in flight, without waiting for it
+    assert not write.done()
+    threading.Timer(0.3, gate.set).start()
+    region = log.read(5, 1 << 20)  # waits for the write in flight, then writes what the window holds
+    assert write.done()
+    assert [h.base_offset for h in validate_batches(region.read_bytes())] == [5, 6]
+    assert window.write() == ()  # nothing left to write
+    assert written_batches(log) == list(range(7))
+    gate = busy_writer(window)
+    appended_large(window, log, first_tag=7)
+    [write] = window.write()
+    threading.Timer(0.3, gate.set).start()
+    log.truncate_to(8)  # the write in flight lands first, then the cut: nothing of it after the new end
+    assert write.done()
+    assert written_batches(log) == list(range(8)) and file_size(log) == log.segments[-1].size
+    log.close()
+
+
+def test_a_failed_write_of_the_writer_thread_is_held_again_and_the_next_write_tries_it(tmp_path, clock,
+                                                                                      file_size_limit):
+    window = DeferredWrites()
+    log = open_log(tmp_path / "t-0", clock, window, segment_index_bytes=4096)  # indexes preallocated below the limit
+    append(log, batch(1, value_size=8192))
+    file_size_limit(file_size(log) + LARGE + LARGE // 2)  # room for one large batch and half of the next
+    appended_large(window, log, first_tag=1)
+    [write] = window.write()
+    with pytest.raises(OSError):
+        write.result(10)
+    window.open()
+    append(log, batch(1, tag=4))  # held after the failed bytes, which are held again before it
+    with pytest.raises(OSError):
+        window.write()
+    assert log.log_end_offset == 5
+    file_size_limit(resource.RLIM_INFINITY)
+    append(log, batch(1, tag=5))  # outside a window: everything held, in order, then its own
+    assert written_batches(log) == list(range(6))
+    log.close()
+    reopened = Log.open(tmp_path / "t-0", LogConfig(), clean_shutdown=False, now_ms=clock)
+    assert [offset for offset, _ in read_all(reopened)] == list(range(6))

@@ -2,7 +2,8 @@
 
 A handler takes (connection, request header, decoded request) and returns the response body, None when the request
 gets no answer (Produce with acks=0), or a coroutine when it has to wait (Fetch long polls). Handlers turn
-KafkaError into per-partition or per-resource error codes; anything else they raise closes that connection.
+KafkaError into per-partition or per-resource error codes, and a failed file operation of a partition's log into
+KAFKA_STORAGE_ERROR for that partition (`errors.storage_error`); anything else they raise closes that connection.
 ApiVersions advertises exactly the APIs that have a handler here. Every handler but ApiVersions' counts its time
 against the client's request_percentage quota (odradek/security/quotas.py).
 """

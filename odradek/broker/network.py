@@ -521,13 +521,13 @@ class Connection:
         try:
             return self.server.deferred_writes.write()
         except OSError as exc:
-            raise CloseConnection(f"the records its requests appended could not be written: {exc}") from None
+            raise _unwritten(exc) from None
 
     def _answers_wait_for(self, writes: tuple[Future, ...], window_start: int) -> None:
         """The window's answers, queued from `window_start` on, go out once the writer thread's `writes` are done:
-        a barrier for each goes in front of them, which the writer task waits for (`_take_ready` closes the
-        connection if one failed). A barrier is a future of its own, not one chained to the write: cancelling it
-        when the connection ends must not cancel the write."""
+        a barrier for each goes in front of them, which the writer task waits for like a handler's answer that has
+        nothing to send (or, if the write failed, a CloseConnection). A barrier is a future of its own, not one
+        chained to the write: cancelling it when the connection ends must not cancel the write."""
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         for write in writes:
@@ -571,12 +571,6 @@ class Connection:
             if isinstance(answer, asyncio.Future):
                 if not answer.done():
                     break
-                if header is None:  # a barrier: the writer thread wrote the appends of the answers behind it
-                    pending.popleft()
-                    if answer.exception() is not None:
-                        raise CloseConnection(f"the records its requests appended could not be written: "
-                                              f"{answer.exception()}")
-                    continue
                 answer = _handler_answer(answer, header)
             pending.popleft()
             if answer is None:
@@ -899,13 +893,18 @@ def _settle_from_thread(loop: asyncio.AbstractEventLoop, barrier: asyncio.Future
         pass
 
 
-def _settle(barrier: asyncio.Future, error: BaseException | None) -> None:
+def _settle(barrier: asyncio.Future, error: OSError | None) -> None:
     if barrier.done():  # cancelled: its connection ended
         return
     if error is None:
         barrier.set_result(None)
     else:
-        barrier.set_exception(error)
+        barrier.set_exception(_unwritten(error))
+
+
+def _unwritten(error: OSError) -> CloseConnection:
+    """Why a connection closes without the answers to appends whose bytes could not be written."""
+    return CloseConnection(f"the records its requests appended could not be written: {error}")
 
 
 def _resolve(waiter: asyncio.Future) -> None:

@@ -73,6 +73,7 @@ ANONYMOUS = "User:ANONYMOUS"
 REAUTHENTICATION_KEYS = frozenset({17, 36})  # SaslHandshake, SaslAuthenticate: what an expired session may send
 TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
 INLINE_REGION_BYTES = 16384  # file regions up to this size are copied into the answer's write, not sendfile'd
+SEND_BUFFERS_MAX = os.sysconf("SC_IOV_MAX")  # buffers one sendmsg takes (Linux: 1024; more is EMSGSIZE)
 DRAIN_POLL_SECONDS = 0.01  # how often a closing server looks whether every connection has answered
 AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
 
@@ -668,10 +669,11 @@ class Connection:
             chunks = self._send_now(chunks)
 
     def _send_now(self, chunks: list) -> list:
-        """Send `chunks` in order, without waiting, as far as the socket takes them: bytes with sendmsg, a file region
-        of at most INLINE_REGION_BYTES read into the same sendmsg as the bytes around it (for a few KB a copy costs
-        less than two more system calls on the socket), a larger one with sendfile. What is left to send (empty
-        once all went out)."""
+        """Send `chunks` in order, without waiting, as far as the socket takes them: bytes with sendmsg (at most
+        SEND_BUFFERS_MAX at a time: a Fetch of 1,000 partitions answers over 2,000 chunks), a file region of at most
+        INLINE_REGION_BYTES read into the same sendmsg as the bytes around it (for a few KB a copy costs less than
+        two more system calls on the socket), a larger one with sendfile. What is left to send (empty once all went
+        out)."""
         while chunks:
             head = chunks[0]
             if isinstance(head, FileRegion) and head.length > INLINE_REGION_BYTES:
@@ -687,6 +689,8 @@ class Connection:
                         break
                     chunk = _region_bytes(chunk)
                 buffers.append(memoryview(chunk))
+                if len(buffers) == SEND_BUFFERS_MAX:
+                    break
             try:
                 sent = self.sock.sendmsg(buffers)
             except BlockingIOError:

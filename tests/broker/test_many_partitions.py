@@ -1,6 +1,7 @@
 """A broker with many partitions holds open files only for the partitions in use: segment files are opened at their
-first append or read, so 500 idle partitions cost no descriptors (with one each, 50,000 partitions exceed the
-usual RLIMIT_NOFILE), after creation, after a clean restart and after a kill -9 alike."""
+first append or read, so 600 idle partitions cost no descriptors (with one each, 50,000 partitions exceed the
+usual RLIMIT_NOFILE), after creation, after a clean restart and after a kill -9 alike; and one Fetch of all of
+them is answered whole."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from odradek.records.batch import Record, encode_batch
 
 from .raw_client import RawClient
 
-TOPICS, PARTITIONS_PER_TOPIC = 5, 100
+TOPICS, PARTITIONS_PER_TOPIC = 6, 100
 WRITTEN = [("many-0", index) for index in range(PARTITIONS_PER_TOPIC)]
 BASELINE_FDS = 50  # what an idle broker holds (15 here: sockets, its log, the directory lock); partitions none
 CreateTopics = api("CreateTopics").request
@@ -53,12 +54,12 @@ def many(tmp_path_factory):
 
 
 def test_idle_partitions_hold_no_files_after_creation_and_restarts(many):
-    assert open_fds(many) < BASELINE_FDS  # one descriptor per partition before: over 500
+    assert open_fds(many) < BASELINE_FDS  # one descriptor per partition before: over 600
     many.stop()
     many.start()
     assert open_fds(many) < BASELINE_FDS
     many.kill()
-    many.start()  # recovery of the 500 logs, all empty
+    many.start()  # recovery of the 600 logs, all empty
     assert open_fds(many) < BASELINE_FDS
 
 
@@ -80,4 +81,32 @@ def test_written_partitions_open_their_files_and_keep_their_data_across_restarts
     assert fetch_values(client, WRITTEN + unwritten) == {**dict.fromkeys(WRITTEN, len(batch)),
                                                        **dict.fromkeys(unwritten, 0)}
     assert open_fds(many) < BASELINE_FDS + len(WRITTEN)
+    client.close()
+
+
+def test_one_fetch_answers_every_one_of_600_partitions_holding_records(many):
+    """A consumer assigned every partition asks for all of them in one Fetch: its answer (over a thousand pieces,
+    more than one sendmsg takes) arrives whole, each partition with the batch written to it."""
+    everything = [(f"many-{topic}", index) for topic in range(TOPICS) for index in range(PARTITIONS_PER_TOPIC)]
+    batch = encode_batch([Record(0, 1_700_000_000_000, None, b"w" * 100)])
+    client = RawClient(many.port)
+    answer = client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        Produce.TopicProduceData(name=topic, partition_data=[
+            Produce.PartitionProduceData(index=index, records=batch) for index in range(PARTITIONS_PER_TOPIC)])
+        for topic in sorted({topic for topic, _ in everything})])
+    written_at = {(topic.name, p.index): p.base_offset for topic in answer.responses for p in topic.partition_responses
+                  if p.error_code == 0}
+    assert len(written_at) == len(everything)
+    answer = client.call("Fetch", 11, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=16 << 20,
+                         isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                             Fetch.FetchTopic(topic=topic, partitions=[
+                                 Fetch.FetchPartition(partition=index, fetch_offset=written_at[topic, index],
+                                                      partition_max_bytes=1 << 16)
+                                 for index in range(PARTITIONS_PER_TOPIC)])
+                             for topic in sorted({topic for topic, _ in everything})],
+                         forgotten_topics_data=[], rack_id="")
+    records = {(topic.topic, partition.partition_index): bytes(partition.records or b"")
+               for topic in answer.responses for partition in topic.partitions}
+    assert len(records) == len(everything)
+    assert {len(data) for data in records.values()} == {len(batch)}
     client.close()

@@ -1,4 +1,5 @@
-"""Waiting on the event loop for a partition to change: its next append, high watermark move or new assignment.
+"""Waiting on the event loop for a partition to change: its next append, high watermark move or new assignment,
+or (for a Fetch) the end of a write of the writer thread that holds records it wants.
 
 Partitions only call back (Partition.on_next_append, run once at the next append, high watermark advance or
 assignment from the catalogue); what a wake-up means for a coroutine is decided here, once, for those that wait: a
@@ -10,14 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 
 from odradek.errors import ErrorCode, KafkaError
+from odradek.storage.log import call_when_written
 
 
-async def next_change(partitions, timeout_s: float) -> bool:
-    """Wait until one of `partitions` appends or advances its high watermark; False when `timeout_s` ran out."""
-    woken = asyncio.get_running_loop().create_future()
+async def next_change(partitions, timeout_s: float, writes: Iterable[Future] = ()) -> bool:
+    """Wait until one of `partitions` appends or advances its high watermark, or one of the writer thread's
+    `writes` (records appended before, not in the file yet) is done; False when `timeout_s` ran out."""
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
 
     def wake():
         if not woken.done():
@@ -25,6 +30,8 @@ async def next_change(partitions, timeout_s: float) -> bool:
 
     for partition in partitions:
         partition.on_next_append(wake)
+    for write in writes:
+        call_when_written(write, loop, lambda _error: wake())
     try:
         await asyncio.wait_for(woken, max(0.0, timeout_s))
         return True
@@ -62,3 +69,20 @@ async def until_led(partition, deadline: float) -> None:
     while not partition.is_leader and partition.leader_epoch == epoch:
         if not await next_change([partition], deadline - time.monotonic()):
             return
+
+
+async def written(writes: Iterable[Future]) -> None:
+    """Wait until each of the writer thread's `writes` is done, whatever its outcome (a failed write's bytes are
+    held by the log again, and the next read tries them)."""
+    loop = asyncio.get_running_loop()
+    for write in writes:
+        if not write.done():
+            done = loop.create_future()
+            call_when_written(write, loop, lambda _error, done=done: resolve(done))
+            await done
+
+
+def resolve(waiter: asyncio.Future) -> None:
+    """A waiter's wake-up, unless it is done already (or cancelled: its task has gone)."""
+    if not waiter.done():
+        waiter.set_result(None)

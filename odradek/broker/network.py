@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import math
 import os
@@ -53,12 +54,13 @@ from types import CoroutineType
 from typing import Any
 
 from odradek.broker._frame_buffer import frame_buffer
+from odradek.broker.append_waits import resolve
 from odradek.config import Listener
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
 from odradek.records.region import FileRegion
 from odradek.security.sasl import SaslAuthenticationFailed
-from odradek.storage.log import DeferredWrites
+from odradek.storage.log import DeferredWrites, call_when_written
 
 log = logging.getLogger("odradek.network")
 
@@ -533,7 +535,7 @@ class Connection:
         started = time.perf_counter()
         for write in writes:
             barrier = loop.create_future()
-            write.add_done_callback(lambda done, barrier=barrier: _settle_from_thread(loop, barrier, done))
+            call_when_written(write, loop, functools.partial(_settle, barrier))
             self._pending.insert(window_start, (None, barrier, started))
         self._answer_ready.set()
 
@@ -728,7 +730,7 @@ class Connection:
         if fd < 0:
             raise ConnectionError("socket closed")
         waiter = loop.create_future()
-        loop.add_writer(fd, _resolve, waiter)
+        loop.add_writer(fd, resolve, waiter)
         try:
             await waiter
         finally:
@@ -888,15 +890,6 @@ def _region_bytes(region: FileRegion) -> bytes:
     return data
 
 
-def _settle_from_thread(loop: asyncio.AbstractEventLoop, barrier: asyncio.Future, done: Future) -> None:
-    """On the writer thread, once a write is done: its outcome to `barrier`, on the loop (a stopped loop has nobody
-    left to tell)."""
-    try:
-        loop.call_soon_threadsafe(_settle, barrier, done.exception())
-    except RuntimeError:
-        pass
-
-
 def _settle(barrier: asyncio.Future, error: OSError | None) -> None:
     if barrier.done():  # cancelled: its connection ended
         return
@@ -909,11 +902,6 @@ def _settle(barrier: asyncio.Future, error: OSError | None) -> None:
 def _unwritten(error: OSError) -> CloseConnection:
     """Why a connection closes without the answers to appends whose bytes could not be written."""
     return CloseConnection(f"the records its requests appended could not be written: {error}")
-
-
-def _resolve(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def listen(host: str, port: int) -> socket.socket:

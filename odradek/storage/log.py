@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from threading import get_ident
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from pathlib import Path
 
 from odradek.clock import now_ms
@@ -120,6 +120,19 @@ class DeferredWrites:
         """Stop the writer thread (after the logs closed, which waited for their writes)."""
         if self._writer is not None:
             self._writer.shutdown()
+
+
+def call_when_written(write: Future, loop, callback: Callable[[BaseException | None], Any]) -> None:
+    """Once the writer thread's `write` is done, `callback(its exception or None)` on the event loop `loop`
+    (nothing if the loop has stopped: nobody is left to tell). Never a future chained to the write: cancelling what
+    waits for it (a connection closing) must not cancel a write still queued."""
+    def done(_write: Future) -> None:
+        try:
+            loop.call_soon_threadsafe(callback, write.exception())
+        except RuntimeError:
+            pass
+
+    write.add_done_callback(done)
 
 
 class _Writing(NamedTuple):
@@ -455,11 +468,17 @@ class Log:
                     yield header, batch
 
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one_batch: bool = True) -> FileRegion | None:
+             min_one_batch: bool = True, written_only: bool = False) -> FileRegion | None:
         """Whole batches from the one holding `offset`: at least one (with `min_one_batch` False, none when it is
         larger than `max_bytes`), more while they fit in `max_bytes`, none whose base offset is >= `max_offset`.
-        None at the log end. OFFSET_OUT_OF_RANGE outside the log."""
-        if self._unwritten or self._writing is not None:
+        None at the log end. OFFSET_OUT_OF_RANGE outside the log. With `written_only` (on the event loop) a write
+        the writer thread has in flight is not waited for: the read stops where that write starts, None if nothing
+        before it is wanted (`write_in_flight` is what to wait for then)."""
+        written_end = None
+        writing = self._writing
+        if written_only and writing is not None and not self._unwritten and not writing.future.done():
+            written_end = writing.at  # of the active segment: a roll waits for the write first
+        elif self._unwritten or writing is not None:
             self.write_deferred()
         segments = self._segments
         log_end = self._log_end_offset
@@ -469,11 +488,18 @@ class Log:
         if offset == log_end:
             return None
         first = max(0, bisect.bisect_right(segments, offset, key=_BASE_OFFSET_OF) - 1)
+        active = segments[-1]
         for segment in segments[first:]:
-            region = segment.read(offset, max_bytes, max_offset, min_one_batch)
+            region = segment.read(offset, max_bytes, max_offset, min_one_batch,
+                                  written_end if segment is active else None)
             if region is not None:
                 return region if region.length else None
         return None
+
+    def write_in_flight(self) -> Future | None:
+        """The writer thread's write of this log while it is not done (what a `written_only` read stops before)."""
+        writing = self._writing
+        return writing.future if writing is not None and not writing.future.done() else None
 
     def aborted_transactions(self, start_offset: int, end_offset: int) -> list[AbortedTransaction]:
         """Aborted transactions that overlap [start_offset, end_offset): from the `.txnindex` of the segment holding

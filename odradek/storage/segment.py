@@ -384,13 +384,14 @@ class Segment:
         return None if position is None else (position, reader.header(position))
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None,
-             min_one_batch: bool = True) -> FileRegion | None:
+             min_one_batch: bool = True, end: int | None = None) -> FileRegion | None:
         """Whole batches from the one holding `offset`, at least one, then more while they fit in `max_bytes`;
-        none whose base offset is >= `max_offset`. With `min_one_batch` False a first batch larger than `max_bytes`
-        gives an empty region (the data is here, it just does not fit). In the tail the in-memory columns answer;
-        elsewhere the offset index skips to the last indexed batch that fits, so only the headers after it (under
-        index.interval.bytes of them) are hopped over, a chunk at a time."""
-        end_of_data = self.size
+        none whose base offset is >= `max_offset`, none past byte `end` (a batch boundary; default: the size).
+        With `min_one_batch` False a first batch larger than `max_bytes` gives an empty region (the data is here, it
+        just does not fit). In the tail the in-memory columns answer; elsewhere the offset index skips to the last
+        indexed batch that fits, so only the headers after it (under index.interval.bytes of them) are hopped over,
+        a chunk at a time."""
+        end_of_data = self.size if end is None else end
         ends = self._tail_ends
         published = bisect.bisect_right(ends, end_of_data)
         if published and ends[published - 1] == end_of_data and offset >= self._tail_bases[0]:
@@ -404,10 +405,10 @@ class Segment:
             return None
         if not min_one_batch and header.size > max_bytes:
             return FileRegion(self.fd, start, 0)
-        end = max(start + header.size,
-                  self.offset_index.floor_position(min(start + max_bytes, end_of_data), max_offset))
-        end = reader.whole_batches_end(end, start + max_bytes, max_offset)
-        return FileRegion(self.fd, start, end - start)
+        region_end = max(start + header.size,
+                         self.offset_index.floor_position(min(start + max_bytes, end_of_data), max_offset))
+        region_end = reader.whole_batches_end(region_end, start + max_bytes, max_offset)
+        return FileRegion(self.fd, start, region_end - start)
 
     def _read_tail(self, offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool,
                    published: int) -> FileRegion | None:

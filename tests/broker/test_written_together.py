@@ -5,6 +5,7 @@ between, kill -9, a disk that refuses the write."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -50,10 +51,11 @@ def produce_frame(correlation_id: int, topic: str, partition: int, value: bytes)
             name=topic, partition_data=[Produce.request.PartitionProduceData(index=partition, records=records)])]))
 
 
-def fetch_frame(correlation_id: int, topic: str, partition: int, offset: int) -> bytes:
+def fetch_frame(correlation_id: int, topic: str, partition: int, offset: int, max_wait_ms: int = 0,
+                min_bytes: int = 0) -> bytes:
     header = RequestHeader(api_key=Fetch.key, api_version=11, correlation_id=correlation_id, client_id="raw-test")
     return encode_request(header, Fetch.request(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, isolation_level=0, session_id=0,
+        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=8 << 20, isolation_level=0, session_id=0,
         session_epoch=-1, topics=[Fetch.request.FetchTopic(topic=topic, partitions=[Fetch.request.FetchPartition(
             partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20)])],
         forgotten_topics_data=[], rack_id=""))
@@ -117,6 +119,28 @@ def test_pipelined_appends_a_fetch_behind_them_and_kill_9(own_broker, values, co
     own_broker.kill()
     own_broker.start()
     assert read_back(own_broker, "together", 2) == expected
+
+
+def test_a_consumer_waiting_at_the_log_end_gets_records_once_the_writer_thread_has_written_them(own_broker):
+    """A consumer's long poll at the log end is woken by a producer's 900 KB record, which the writer thread writes
+    while the event loop goes on: the Fetch reads what is in the file without waiting for the write, and is answered
+    as soon as the write is done, not at the end of its max_wait_ms."""
+    create(own_broker, "tailed", 1, {"segment.bytes": str(8 << 20)})
+    producer, consumer = RawClient(own_broker.port), RawClient(own_broker.port)
+    for offset in range(8):
+        value = b"t%02d-" % offset + b"x" * 900_000
+        consumer.sock.sendall(fetch_frame(offset + 1, "tailed", 0, offset, max_wait_ms=20_000, min_bytes=1))
+        time.sleep(0.1)  # the fetch waits at the log end
+        started = time.monotonic()
+        producer.sock.sendall(produce_frame(offset + 1, "tailed", 0, value))
+        _, produced = decode_response(Produce.key, 9, read_frame(producer.sock))
+        assert produced.responses[0].partition_responses[0].base_offset == offset
+        correlation_id, fetched = decode_response(Fetch.key, 11, read_frame(consumer.sock))
+        assert time.monotonic() - started < 5
+        records = bytes(fetched.responses[0].partitions[0].records)
+        assert [record.value for _, batch in whole_batches(records) for record in decode_batch(batch)[1]] == [value]
+    producer.close()
+    consumer.close()
 
 
 @pytest.mark.parametrize("values, configs, room", [

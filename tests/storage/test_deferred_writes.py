@@ -208,6 +208,41 @@ def test_every_operation_but_a_deferred_append_waits_for_the_writer_threads_writ
     log.close()
 
 
+def test_a_written_only_read_takes_what_is_in_the_file_and_names_the_write_it_stopped_before(tmp_path, clock):
+    window = DeferredWrites()
+    log = open_log(tmp_path / "t-0", clock, window)
+    appended_large(window, log)
+    window.write()[0].result(10)
+    window.open()
+    for data in produced(5):  # small batches, written on the loop: the segment's in-memory tail
+        append(log, data)
+    assert window.write() == ()
+    gate = busy_writer(window)
+    window.open()
+    append(log, batch(1, tag=8, value_size=3 * LARGE))  # one batch: the tail's columns hold it after the small ones
+    [write] = window.write()
+
+    def batches_read(offset: int) -> list[int] | None:
+        region = log.read(offset, 1 << 30, written_only=True)
+        if region is None:
+            return None
+        data = region.read_bytes()
+        assert len(data) == region.length  # nothing of it past what is in the file
+        return [h.base_offset for h in validate_batches(data)]
+
+    try:
+        assert batches_read(5) == [5, 6, 7]  # from the tail's columns
+        assert batches_read(1) == list(range(1, 8))  # through the index and the file's headers
+        assert batches_read(8) is None
+        assert log.write_in_flight() is write and not write.done()  # no read waited for it
+    finally:
+        gate.set()
+    write.result(10)
+    assert log.write_in_flight() is None
+    assert batches_read(8) == [8]
+    log.close()
+
+
 def test_a_failed_write_of_the_writer_thread_is_held_again_and_the_next_write_tries_it(tmp_path, clock,
                                                                                       file_size_limit):
     window = DeferredWrites()

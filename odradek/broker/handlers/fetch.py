@@ -23,6 +23,12 @@ a partition with a long backlog cannot keep the limits to itself. librdkafka dro
 connection ("Invalid response size") when an answer exceeds receive.message.max.bytes, which it sets just above
 fetch.max.bytes. (Kafka's v0-2 answers cut even that first batch short; we send it whole.)
 
+Records a large produce window handed to the log manager's writer thread (storage/log.py, DeferredWrites) are not
+in the file until that write is done. A read stops where such a write starts rather than blocking the event loop
+until it ends (every other connection would wait with it: a tailing consumer or a follower meets one at nearly
+every fetch under batching producers), and the Fetch then waits for the write off the loop and reads again: its
+answer holds every record appended before it arrived, max_wait_ms 0 included, as if the write had been done.
+
 A partition whose log fails to read (an I/O error, or bytes a failed write left in memory that still cannot be
 written before the read) answers KAFKA_STORAGE_ERROR, as Kafka answers for a log directory gone offline; the other
 partitions of the request are answered as usual, and the client retries that one.
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 import time
 
-from odradek.broker.append_waits import next_change
+from odradek.broker.append_waits import next_change, written
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
 from odradek.broker.replication_quotas import LEADER_RATE, ReplicationQuota
 from odradek.clock import now_ms
@@ -112,7 +118,8 @@ def handlers(broker) -> dict:
     def read(targets: list[FetchTarget], max_bytes: int, isolation_level: int, incremental: bool,
              denied: frozenset, replica_id: int = -1, client_rack: str | None = None):
         """One pass over the targets: (partition answers by target, bytes of records gathered, whether to answer
-        now without waiting: an error, or a consumer sent to another replica). A follower's fetch (replica_id >= 0)
+        now without waiting: an error, or a consumer sent to another replica, the writer thread's writes in flight
+        whose records a partition's read stopped short of). A follower's fetch (replica_id >= 0)
         reads up to the log end and tells the partition how far that follower has the log. A consumer's fetch that
         names its rack (`client_rack`, not None) may read from a follower here, or be told by the leader to read
         from a follower (preferred_read_replica, no records). Topics in `denied` (no READ for this principal)
@@ -120,6 +127,7 @@ def handlers(broker) -> dict:
         answers = []
         total = 0
         answer_now = False
+        writes = []
         racks: dict = {}
         for target in targets:
             if target.topic in denied:  # checked first: says nothing of the topic to whoever may not read it
@@ -158,11 +166,14 @@ def handlers(broker) -> dict:
                         bound = target.fetch_offset  # no records for now: leader.replication.throttled.rate
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
                     # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
-                    region = log.read(target.fetch_offset, min(target.max_bytes, remaining), max_offset=bound,
-                                      min_one_batch=total == 0)
+                    wanted = min(target.max_bytes, remaining)
+                    region = log.read(target.fetch_offset, wanted, max_offset=bound, min_one_batch=total == 0,
+                                      written_only=True)
                     if region is not None:
                         records = region
                         total += region.length
+                    if (region is None or region.length < wanted) and (write := log.write_in_flight()) is not None:
+                        writes.append(write)
             except KafkaError as exc:
                 code = exc.code
             except OSError as exc:
@@ -184,7 +195,7 @@ def handlers(broker) -> dict:
                 partition_index=target.partition, error_code=ErrorCode.NONE, high_watermark=high_watermark,
                 last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=aborted,
                 preferred_read_replica=preferred, records=records)))
-        return answers, total, answer_now
+        return answers, total, answer_now, writes
 
     def record_throttled_replication(answers) -> None:
         """The bytes a follower's answer carries of partitions throttled here as leader count against
@@ -256,24 +267,28 @@ def handlers(broker) -> dict:
         else:
             denied = frozenset(target.topic for target in targets
                                if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
-        answers, total, answer_now = read(targets, max_bytes, isolation, incremental, denied, replica_id,
-                                          client_rack)
-        if total >= request.min_bytes or request.max_wait_ms <= 0 or answer_now or unknown:
+        answers, total, answer_now, writes = read(targets, max_bytes, isolation, incremental, denied, replica_id,
+                                                  client_rack)
+        if not writes and (total >= request.min_bytes or request.max_wait_ms <= 0 or answer_now or unknown):
             return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
         return long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
-                         denied, replica_id, client_rack)
+                         denied, replica_id, client_rack, writes)
 
     async def long_poll(connection, header, targets, request, session, max_bytes, isolation, incremental, unknown,
-                        denied, replica_id, client_rack):
+                        denied, replica_id, client_rack, writes):
+        """The answer once `min_bytes` are there or `max_wait_ms` ran out; but first, records appended before this
+        fetch that the writer thread is still writing (`writes`) are waited for, without blocking the loop: the
+        answer holds them as it would have if they were in the file, max_wait_ms 0 included."""
         deadline = time.monotonic() + request.max_wait_ms / 1000
         watched = [broker.partitions[key] for key in {(t.topic, t.partition) for t in targets}
                    if key in broker.partitions]
+        await written(writes)
         while True:  # read before waiting: an append after answer_fetch's read, before this task ran, woke no one
-            answers, total, answer_now = read(targets, max_bytes, isolation, incremental, denied, replica_id,
-                                              client_rack)
+            answers, total, answer_now, writes = read(targets, max_bytes, isolation, incremental, denied,
+                                                      replica_id, client_rack)
             if total >= request.min_bytes or answer_now or broker.stopping or time.monotonic() >= deadline:
                 return respond(connection, header, answers, session, unknown, follower=replica_id >= 0)
-            await next_change(watched, deadline - time.monotonic())
+            await next_change(watched, deadline - time.monotonic(), writes)
 
     return {FETCH.key: answer_fetch}
 

@@ -98,12 +98,8 @@ def produce(bootstrap: str, topic: str, records: int, *, processes: int = 1, siz
             config: dict[str, object] | None = None, wire_partitions: int = 0) -> Run:
     """`processes` producers sending records // processes records each (the remainder to the first); with
     `wire_partitions` (the topic's partition count) the wire producers, which send no keys."""
-    shares = [records // processes + (records % processes if i == 0 else 0) for i in range(processes)]
-    program = [str(WIRE_PRODUCER), "--partitions", str(wire_partitions)] if wire_partitions else [str(PRODUCER)]
-    if wire_partitions and keys:
-        raise ValueError("the wire producer sends no keys")
-    return run_processes([[*program, "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
-                           "--size", str(size), "--keys", str(keys), *settings(config or {})] for share in shares])
+    return run_processes(producer_commands(bootstrap, topic, records, processes, size, keys, config,
+                                           wire_partitions))
 
 
 def consume(bootstrap: str, topic: str, partition_records: tuple[int, ...], *, processes: int = 1,
@@ -111,11 +107,44 @@ def consume(bootstrap: str, topic: str, partition_records: tuple[int, ...], *, p
     """`processes` consumers (`wire`: the wire consumers) sharing the topic's partitions (p % processes), each
     reading its partitions from the start until it has the records `partition_records` says they hold (a produce
     Run's). Raises unless every partition gave exactly those records."""
+    return read_exactly(topic, partition_records,
+                        run_processes(consumer_commands(bootstrap, topic, partition_records, processes, config, wire)))
+
+
+def produce_while_consumed(bootstrap: str, topic: str, records: int, partition_records: tuple[int, ...], *,
+                           producers: int, consumers: int, config: dict[str, object] | None = None,
+                           wire_partitions: int) -> tuple[Run, Run]:
+    """The wire producers and the wire consumers of `produce` and `consume` started together on a new topic: the
+    consumers tail it while it fills, until they have what `partition_records` says the same producers write (a
+    Run of theirs before). (produced, consumed)."""
+    sending = producer_commands(bootstrap, topic, records, producers, 100, 0, config, wire_partitions)
+    reading = consumer_commands(bootstrap, topic, partition_records, consumers, None, True)
+    reports = reports_of(sending + reading)
+    produced = Run.of(reports[:len(sending)])
+    if produced.partition_records != tuple(partition_records):
+        raise RuntimeError(f"{topic}: producers wrote {produced.partition_records}, expected {partition_records}")
+    return produced, read_exactly(topic, partition_records, Run.of(reports[len(sending):]))
+
+
+def producer_commands(bootstrap: str, topic: str, records: int, processes: int, size: int, keys: int,
+                      config: dict[str, object] | None, wire_partitions: int) -> list[list[str]]:
+    shares = [records // processes + (records % processes if i == 0 else 0) for i in range(processes)]
+    program = [str(WIRE_PRODUCER), "--partitions", str(wire_partitions)] if wire_partitions else [str(PRODUCER)]
+    if wire_partitions and keys:
+        raise ValueError("the wire producer sends no keys")
+    return [[*program, "--bootstrap", bootstrap, "--topic", topic, "--records", str(share), "--size", str(size),
+             "--keys", str(keys), *settings(config or {})] for share in shares]
+
+
+def consumer_commands(bootstrap: str, topic: str, partition_records: tuple[int, ...], processes: int,
+                      config: dict[str, object] | None, wire: bool) -> list[list[str]]:
     shares = [sum(partition_records[i::processes]) for i in range(processes)]
     program = [str(WIRE_CONSUMER), "--partitions", str(len(partition_records))] if wire else [str(CONSUMER)]
-    done = run_processes([[*program, "--bootstrap", bootstrap, "--topic", topic, "--records", str(share),
-                           "--member", str(i), "--members", str(processes), *settings(config or {})]
-                          for i, share in enumerate(shares) if share])
+    return [[*program, "--bootstrap", bootstrap, "--topic", topic, "--records", str(share), "--member", str(i),
+             "--members", str(processes), *settings(config or {})] for i, share in enumerate(shares) if share]
+
+
+def read_exactly(topic: str, partition_records: tuple[int, ...], done: Run) -> Run:
     if done.partition_records != tuple(partition_records):
         raise RuntimeError(f"{topic}: read {done.partition_records} records per partition, "
                            f"expected {tuple(partition_records)}")

@@ -12,7 +12,10 @@ below what it could use. Every round starts a fresh broker; rounds interleave ac
 Each round runs twice, into two topics: with the programs over librdkafka (what a C client sees: librdkafka's cost
 per record is above the brokers', so its processes are what saturates the 2 cores), then with the wire programs
 (the same records, batch size and acks, encoded once and sent again and again: the broker saturates), which get
-WIRE_RECORDS_FACTOR times the records, since they are done that much sooner.
+WIRE_RECORDS_FACTOR times the records, since they are done that much sooner. Then the wire programs once more, into
+a third topic, producers and consumers started together: the consumers tail the partitions as they fill, as a
+pipeline's do, so every fetch meets the newest batches (for Odradek, often still being written by its writer
+thread), and the broker's CPU per record covers both sides.
 """
 
 from __future__ import annotations
@@ -51,6 +54,27 @@ def one_round(results: Results, broker: peers.Broker, topic: str, records: int, 
                                    config=client.CONSUMER, wire=wire)
         add_run(results, WORKLOAD, consume_metric, broker.name, consumed, broker.cpu_seconds() - before)
     except Exception as exc:  # one failed round is a recorded error, not the end of the suite
+        results.error(WORKLOAD, produce_metric, broker.name, repr(exc), unit="records/s")
+        return
+    if wire:
+        tailed_round(results, broker, f"{topic}-tailed", records, produced.partition_records)
+
+
+def tailed_round(results: Results, broker: peers.Broker, topic: str, records: int,
+                 partition_records: tuple[int, ...]) -> None:
+    """The wire round's producers and consumers at once: the produce rate, the consumers' (first start to last
+    record) and the broker's CPU per record produced, which pays for writing and for serving each record once."""
+    produce_metric = f"produce, {PARTITIONS} partitions, acks=1, {PRODUCERS} wire producers, {CONSUMERS} tailing"
+    consume_metric = f"consume while produced, {PARTITIONS} partitions, {CONSUMERS} wire consumers tailing"
+    try:
+        client.create_topic(broker.bootstrap, topic, PARTITIONS)
+        before = broker.cpu_seconds()
+        produced, consumed = loadgen.produce_while_consumed(
+            broker.bootstrap, topic, records, partition_records, producers=PRODUCERS, consumers=CONSUMERS,
+            config=PRODUCER, wire_partitions=PARTITIONS)
+        add_run(results, WORKLOAD, produce_metric, broker.name, produced, broker.cpu_seconds() - before)
+        results.add(WORKLOAD, consume_metric, broker.name, consumed.records_per_s, unit="records/s")
+    except Exception as exc:
         results.error(WORKLOAD, produce_metric, broker.name, repr(exc), unit="records/s")
 
 

@@ -105,6 +105,23 @@ def test_the_wire_programs_records_are_what_a_kafka_consumer_reads_and_they_read
         assert (consumed.records, consumed.partition_records) == (3001, produced.partition_records)
 
 
+def test_wire_consumers_tailing_while_the_wire_producers_write_read_every_record(metered, topic_name):
+    """The loadgen workload's tailed round: producers and consumers started together, the consumers reading each
+    partition as it fills (from offset 0, before anything is there) until they have what the same producers wrote
+    in a run before, and not a record more or less."""
+    bootstrap = metered.bootstrap_servers
+    config = {"acks": "1", "batch.size": 61 + 116 * 500}
+    client.create_topic(bootstrap, topic_name, 3)
+    before = loadgen.produce(bootstrap, topic_name, 30_001, processes=2, config=config, wire_partitions=3)
+    client.create_topic(bootstrap, f"{topic_name}-tailed", 3)
+    produced, consumed = loadgen.produce_while_consumed(
+        bootstrap, f"{topic_name}-tailed", 30_001, before.partition_records, producers=2, consumers=2,
+        config=config, wire_partitions=3)
+    assert produced.records == consumed.records == 30_001
+    assert consumed.partition_records == before.partition_records
+    assert consumed.seconds > 0
+
+
 def test_a_wire_producer_refused_by_the_broker_fails_the_run_with_the_error_code(metered, topic_name):
     with pytest.raises(RuntimeError, match="error code 3 for partition 0"):  # UNKNOWN_TOPIC_OR_PARTITION
         loadgen.produce(metered.bootstrap_servers, topic_name, 10, config={"acks": "1"}, wire_partitions=1)

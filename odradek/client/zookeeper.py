@@ -10,8 +10,9 @@ partitions it gives up and claims its new ones. It reads brokers and topics with
 
 Fetching stays with librdkafka (the connector assigns it the owned partitions), so this module only decides who
 reads what and where the offsets live. kazoo calls watches on its own threads; they only wake the member's rebalance
-thread, so rebalances run one at a time, in order, and a burst of changes costs one rebalance. Imported only when a
-client is given zk.connect / zookeeper.connect.
+thread, so rebalances run one at a time, in order, and a burst of changes costs one rebalance. A new session (the
+old one expired, taking the registration and owner nodes with it) registers again before its first rebalance.
+Imported only when a client is given zk.connect / zookeeper.connect.
 """
 
 from __future__ import annotations
@@ -190,7 +191,8 @@ class ZooKeeperClusterView:
 class ZooKeeperGroupMember:
     """One consumer of a group (see the module docstring). `release(partitions)` is called before their owner
     nodes are deleted (commit there what was consumed) and `acquire(partitions)` after the new ones are claimed;
-    both run on the member's rebalance thread."""
+    both run on the member's rebalance thread. A failed acquire is called again by the next rebalance; a failed
+    release is not (the partitions' next owner reads them again from their last commit)."""
 
     def __init__(self, client: KazooClient, group: str, registration: Registration, *,
                  release: Callable[[set[Partition]], None], acquire: Callable[[set[Partition]], None],
@@ -201,13 +203,13 @@ class ZooKeeperGroupMember:
         self.consumer_id = consumer_id or new_consumer_id()
         self._release = release
         self._acquire = acquire
-        self.owned: frozenset[Partition] = frozenset()
+        self.owned: frozenset[Partition] = frozenset()  # those whose owner nodes this consumer holds
+        self._acquired: frozenset[Partition] = frozenset()  # of those, the ones `acquire` took
         self.rebalances = 0  # completed, for callers waiting on the group to settle
         self.settled = settled or threading.Event()  # set after each completed rebalance
         self._changed = threading.Event()
         self._stopping = threading.Event()
-        self._session_lost = False
-        self._session_renewed = threading.Event()
+        self._registered_in: tuple[int, bytes] | None = None  # the session (kazoo's client_id) of the registration
         self._watched_topics: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="odradek-zk-rebalance", daemon=True)
 
@@ -220,6 +222,7 @@ class ZooKeeperGroupMember:
         self._thread.start()
 
     def _register(self) -> None:
+        session = self.client.client_id  # read first: a session renewed meanwhile registers once more
         self.client.ensure_path(ids_path(self.group))
         try:
             self.client.create(f"{ids_path(self.group)}/{self.consumer_id}",
@@ -227,15 +230,12 @@ class ZooKeeperGroupMember:
                                                    int(time.time() * 1000)), ephemeral=True)
         except NodeExistsError:  # ours: a create retried after a lost answer
             pass
+        self._registered_in = session
 
     def _on_session_state(self, state: str) -> None:
-        """On kazoo's connection thread (must not block). An expired session took the registration and the owner
-        nodes with it: once a new session is up, the rebalance thread registers again and starts over."""
-        if state == KazooState.LOST:
-            self._session_lost = True
-        elif state == KazooState.CONNECTED and self._session_lost:
-            self._session_lost = False
-            self._session_renewed.set()
+        """On kazoo's connection thread (must not block): a connection is up again, maybe in a new session, so
+        wake the rebalance thread (it waits while disconnected, and registers again first in a new session)."""
+        if state == KazooState.CONNECTED:
             self._changed.set()
 
     def _on_change(self, children) -> bool:
@@ -247,9 +247,11 @@ class ZooKeeperGroupMember:
             if not self._changed.wait(0.2):
                 continue
             self._changed.clear()
+            session = self.client.client_id
+            if session is None:  # disconnected: _on_session_state wakes us when connected again
+                continue
             try:
-                if self._session_renewed.is_set():
-                    self._session_renewed.clear()
+                if session != self._registered_in:
                     self._rejoin()
                 if self._rebalance():
                     self.rebalances += 1
@@ -260,12 +262,10 @@ class ZooKeeperGroupMember:
                 self._changed.set()
 
     def _rejoin(self) -> None:
-        """After a new session: stop reading what the old one owned (others may own it now), register again."""
+        """In a new session: give up what the old one owned (others may own it now), register again."""
         log.warning("consumer %s of group %s: ZooKeeper session expired; registering again", self.consumer_id,
                     self.group)
-        if self.owned:
-            self._release(set(self.owned))
-            self.owned = frozenset()
+        self._give_up(set(self.owned))
         self._register()
 
     def wanted(self) -> set[Partition]:
@@ -290,15 +290,7 @@ class ZooKeeperGroupMember:
         """Release what leaves this consumer, then claim what comes, retrying while a previous owner still holds
         a partition. A newer change interrupts the claiming (False): the next run starts from the new view."""
         wanted = self.wanted()
-        leaving = set(self.owned) - wanted
-        if leaving:
-            self._release(leaving)
-            for topic, index in sorted(leaving):
-                try:
-                    self.client.delete(owner_path(self.group, topic, index))
-                except NoNodeError:
-                    pass
-            self.owned = frozenset(self.owned - leaving)
+        self._give_up(set(self.owned) - wanted)
         claiming = wanted - set(self.owned)
         claimed: set[Partition] = set()
         while claiming - claimed:
@@ -308,11 +300,29 @@ class ZooKeeperGroupMember:
             if claiming - claimed:
                 if self._changed.is_set() or self._stopping.wait(CLAIM_RETRY_S):
                     break
-        if claimed:
-            self.owned = frozenset(self.owned | claimed)
-            self._acquire(claimed)
+        self.owned = frozenset(self.owned | claimed)
+        acquiring = set(self.owned - self._acquired)  # claimed now, or by an earlier run whose acquire failed
+        if acquiring:
+            self._acquire(acquiring)
+            self._acquired = self._acquired | acquiring
         log.info("consumer %s of group %s owns %d partition(s)", self.consumer_id, self.group, len(self.owned))
         return not (claiming - claimed)
+
+    def _give_up(self, partitions: set[Partition]) -> None:
+        """Release what `acquire` took of them (once, even if the release fails), then delete their owner nodes
+        that are still this consumer's (after an expired session others may have claimed them)."""
+        releasing = partitions & self._acquired
+        self._acquired = self._acquired - partitions
+        if releasing:
+            self._release(releasing)
+        for topic, index in sorted(partitions):
+            path = owner_path(self.group, topic, index)
+            try:
+                if self.client.get(path)[0].decode() == self.consumer_id:
+                    self.client.delete(path)
+            except NoNodeError:
+                pass
+        self.owned = self.owned - partitions
 
     def _claim(self, topic: str, index: int) -> bool:
         path = owner_path(self.group, topic, index)

@@ -293,9 +293,17 @@ def test_kazoo_is_imported_only_with_zookeeper_connect():
     assert (run.returncode, run.stdout.strip()) == (0, "False"), run.stderr[-2000:]
 
 
-def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(cluster, zk, topic):  # noqa: F811
+def expire_session(cluster, client) -> None:
+    """As ZooKeeper does after a long pause: another client on the same session closes it."""
     from kazoo.client import KazooClient
 
+    impostor = KazooClient(hosts=cluster.zookeeper_connect.split("/")[0], client_id=client.client_id)
+    impostor.start(timeout=15)
+    impostor.stop()
+    impostor.close()
+
+
+def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(cluster, zk, topic):  # noqa: F811
     from odradek.client import ConsumerConnector
 
     group = f"expiring-{uuid.uuid4().hex[:6]}"
@@ -307,11 +315,7 @@ def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(
         assert wait_until(lambda: len(live_consumers(zk, group)) == 2 and settled_as_the_seed_says(zk, group, topic),
                           30)
         victim = connectors[0]
-        # expire its session as ZooKeeper does after a long pause: another client on the same session closes it
-        impostor = KazooClient(hosts=cluster.zookeeper_connect.split("/")[0], client_id=victim._zookeeper.client_id)
-        impostor.start(timeout=15)
-        impostor.stop()
-        impostor.close()
+        expire_session(cluster, victim._zookeeper)
         assert wait_until(lambda: victim._member.consumer_id not in live_consumers(zk, group), 10)
         assert wait_until(lambda: len(live_consumers(zk, group)) == 2 and settled_as_the_seed_says(zk, group, topic),
                           30), owners(zk, group, [topic])
@@ -320,6 +324,49 @@ def test_a_consumer_whose_session_expired_registers_again_and_the_group_settles(
     finally:
         for connector in connectors:
             connector.shutdown()
+
+
+def test_a_failed_acquire_or_release_is_not_a_member_left_unregistered_or_not_reading(cluster, zk, topic):  # noqa: F811
+    """What a loaded machine did once: the session expired while the member's acquire was reading offsets (it
+    failed), and its release then failed too. The acquire is called again; a new session still registers."""
+    from kazoo.exceptions import ConnectionLoss
+
+    from odradek.client.zookeeper import Registration, ZooKeeperGroupMember, connect
+
+    reading: set = set()  # what the fake librdkafka fetches: it refuses to assign twice or unassign what it lacks
+    failures = {"acquire": 1, "release": 1}
+
+    def acquire(partitions):
+        assert not partitions & reading, partitions & reading
+        if failures["acquire"]:
+            failures["acquire"] -= 1
+            raise ConnectionLoss()
+        reading.update(partitions)
+
+    def release(partitions):
+        assert partitions <= reading, partitions - reading
+        reading.difference_update(partitions)
+        if failures["release"]:  # after unassigning, as a failed commit of what was consumed
+            failures["release"] -= 1
+            raise ConnectionLoss()
+
+    group = f"failing-{uuid.uuid4().hex[:6]}"
+    client = connect(cluster.zookeeper_connect)
+    member = ZooKeeperGroupMember(client, group, Registration({topic: 1}, "static"), release=release,
+                                  acquire=acquire)
+    try:
+        member.start()
+        everything = {(topic, p) for p in range(PARTITIONS)}
+        assert wait_until(lambda: reading == member.owned == everything, 10), (reading, member.owned)
+        expire_session(cluster, client)
+        assert wait_until(lambda: member.consumer_id not in live_consumers(zk, group), 10)
+        assert wait_until(lambda: live_consumers(zk, group) == [member.consumer_id] and reading == everything
+                          and settled_as_the_seed_says(zk, group, topic), 30), (reading, owners(zk, group, [topic]))
+        assert failures == {"acquire": 0, "release": 0}
+    finally:
+        member.stop()
+        client.stop()
+        client.close()
 
 
 def test_zk_producer_and_group_follow_added_partitions_and_auto_commit_reaches_zookeeper(cluster, zk):  # noqa: F811

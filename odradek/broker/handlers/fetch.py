@@ -167,12 +167,15 @@ def handlers(broker) -> dict:
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
                     # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
                     wanted = min(target.max_bytes, remaining)
+                    # looked at before the read: a write that ends between the two was either waited for by the
+                    # read, or is waited for here (a done one costs a read again), never missed
+                    write = log.write_in_flight()
                     region = log.read(target.fetch_offset, wanted, max_offset=bound, min_one_batch=total == 0,
                                       written_only=True)
                     if region is not None:
                         records = region
                         total += region.length
-                    if (region is None or region.length < wanted) and (write := log.write_in_flight()) is not None:
+                    if write is not None and (region is None or region.length < wanted):
                         writes.append(write)
             except KafkaError as exc:
                 code = exc.code

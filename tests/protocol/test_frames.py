@@ -248,6 +248,20 @@ def test_requests_refuse_fields_their_version_lacks_responses_drop_them():
     assert (partition.log_start_offset, partition.current_leader.leader_id) == (-1, -1)
 
 
+def test_a_tagged_struct_goes_on_the_wire_when_any_of_its_fields_is_away_from_its_default():
+    # Produce v10's current_leader is a tagged struct: written only when it differs from LeaderIdAndEpoch()
+    Leader = ProduceResponse.LeaderIdAndEpoch
+    sizes = {}
+    for leader in (Leader(), Leader(leader_id=2), Leader(leader_epoch=5), Leader(leader_id=2, leader_epoch=5)):
+        response = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=[
+            ProduceResponse.PartitionProduceResponse(index=0, current_leader=leader)])])
+        frame = b"".join(encode_response(RequestHeader(api_key=0, api_version=10, correlation_id=1), response))
+        decoded = decode_response(0, 10, frame[4:])[1].responses[0].partition_responses[0].current_leader
+        assert (decoded.leader_id, decoded.leader_epoch) == (leader.leader_id, leader.leader_epoch)
+        sizes[leader.leader_id, leader.leader_epoch] = len(frame)
+    assert sizes[-1, -1] < min(sizes[2, -1], sizes[-1, 5], sizes[2, 5])  # the default's tag is left out
+
+
 def test_registry_ranges():
     expected = {0: 12, 1: 17, 2: 10, 3: 13, 8: 9, 9: 9, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 6, 16: 5, 17: 1,
                 18: 4, 19: 7, 20: 6, 21: 2, 22: 5, 23: 4, 24: 5, 25: 4, 26: 5, 27: 1, 28: 5, 29: 3, 30: 3, 31: 3,

@@ -587,7 +587,9 @@ class Connection:
                 raise CloseConnection(f"cannot encode the answer to api key {header.api_key} v{header.api_version}: "
                                       f"{exc!r}") from None
             written.append((header, started))
-            throttle_ms = max(throttle_ms, getattr(answer, "throttle_time_ms", 0))
+            answer_throttle_ms = getattr(answer, "throttle_time_ms", 0)
+            if answer_throttle_ms > throttle_ms:
+                throttle_ms = answer_throttle_ms
         if len(pending) < queued:
             self._slot_freed.set()
         return chunks, written, throttle_ms

@@ -238,7 +238,9 @@ class Partition:
     def last_stable_offset(self) -> int:
         """Below this offset no transaction is open: the first offset of the earliest open one, at most the high
         watermark."""
-        return min(self.log.producer_state.first_unstable_offset(default=self.high_watermark), self.high_watermark)
+        high_watermark = self.high_watermark
+        first_unstable = self.log.producer_state.first_unstable_offset(default=high_watermark)
+        return first_unstable if first_unstable < high_watermark else high_watermark
 
     def append(self, data, headers, origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
         """Append as leader; returns the log's AppendResult (a retried batch's original offsets, nothing written)

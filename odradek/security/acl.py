@@ -255,6 +255,13 @@ class RequestAuthorizer:
                                                                       resource_type, name)
         return decision
 
+    def denied(self, operation: AclOperation, resource_type: ResourceType, names) -> frozenset:
+        """Which of `names` this principal may not `operation` (a request's topics, checked once each); with no
+        authorizer none, without a call per name: a consumer's Fetch asks this every time."""
+        if self.authorizer is None:
+            return _NONE_DENIED
+        return frozenset(name for name in names if not self.allows(operation, resource_type, name))
+
     def require(self, operation: AclOperation, resource_type: ResourceType, name: str) -> None:
         """KafkaError with Kafka's *_AUTHORIZATION_FAILED code for the resource type unless allowed."""
         if not self.allows(operation, resource_type, name):
@@ -279,4 +286,5 @@ class RequestAuthorizer:
                                                                           resource_type, name))
 
 
+_NONE_DENIED: frozenset = frozenset()
 UNRESTRICTED = RequestAuthorizer(None, None, None)  # every request's, with no authorizer configured

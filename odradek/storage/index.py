@@ -161,7 +161,7 @@ class OffsetIndex(_IndexFile):
         offset, so a read can jump there instead of hopping over every header."""
         slot = bisect.bisect_right(self._positions, max_position)
         if below_offset is not None:
-            slot = min(slot, bisect.bisect_left(self._keys, below_offset - self.base_offset))
+            slot = bisect.bisect_left(self._keys, below_offset - self.base_offset, 0, slot)
         return self._positions[slot - 1] if slot > 0 else 0
 
     def last_position(self) -> int:

@@ -197,7 +197,8 @@ class ProducerStateManager:
 
     def first_unstable_offset(self, default: int) -> int:
         """First offset of the earliest open transaction, else `default`."""
-        return min(self._open_transactions.values(), default=default)
+        open_transactions = self._open_transactions
+        return min(open_transactions.values()) if open_transactions else default
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """producer.id.expiration.ms: forget producers idle that long with no open transaction; how many went."""

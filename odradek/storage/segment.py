@@ -405,8 +405,9 @@ class Segment:
             return None
         if not min_one_batch and header.size > max_bytes:
             return FileRegion(self.fd, start, 0)
-        region_end = max(start + header.size,
-                         self.offset_index.floor_position(min(start + max_bytes, end_of_data), max_offset))
+        limit = start + max_bytes if start + max_bytes < end_of_data else end_of_data
+        indexed_end = self.offset_index.floor_position(limit, max_offset)
+        region_end = indexed_end if indexed_end > start + header.size else start + header.size
         region_end = reader.whole_batches_end(region_end, start + max_bytes, max_offset)
         return FileRegion(self.fd, start, region_end - start)
 
@@ -424,8 +425,8 @@ class Segment:
             return FileRegion(self.fd, start, 0)
         stop = bisect.bisect_right(ends, start + max_bytes, first, published)  # batches before it fit
         if max_offset is not None:
-            stop = min(stop, bisect.bisect_left(bases, max_offset, first, published))
-        return FileRegion(self.fd, start, ends[max(stop, first + 1) - 1] - start)
+            stop = bisect.bisect_left(bases, max_offset, first, stop)
+        return FileRegion(self.fd, start, ends[(stop if stop > first else first + 1) - 1] - start)
 
     def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `min_offset` whose timestamp is >= `timestamp`."""

@@ -36,6 +36,7 @@ partitions of the request are answered as usual, and the client retries that one
 
 from __future__ import annotations
 
+import operator
 import time
 
 from odradek.broker.append_waits import next_change, written
@@ -52,6 +53,11 @@ from odradek.security.quotas import CONSUMER_BYTE_RATE, forget_usage, throttle_c
 
 FETCH = api("Fetch")
 FetchResponse = FETCH.response
+
+# Looked up once: on Python 3.11 EnumType has a __getattr__, which makes every lookup of an enum member a slow one
+# (0.15 us, against 0.01 for a global), and these are looked up for every partition of every request.
+_NO_ERROR, _READ, _TOPIC = ErrorCode.NONE, AclOperation.READ, ResourceType.TOPIC
+_TOPIC_OF = operator.attrgetter("topic")
 
 READ_COMMITTED = 1
 EMPTY_RECORDS = b""
@@ -166,7 +172,7 @@ def handlers(broker) -> dict:
                         bound = target.fetch_offset  # no records for now: leader.replication.throttled.rate
                 if target.fetch_offset < bound and (remaining > 0 or total == 0):
                     # Kafka's minOneMessage: only while nothing has been gathered may a batch exceed the limits
-                    wanted = min(target.max_bytes, remaining)
+                    wanted = target.max_bytes if target.max_bytes < remaining else remaining
                     # looked at before the read: a write that ends between the two was either waited for by the
                     # read, or is waited for here (a done one costs a read again), never missed
                     write = log.write_in_flight()
@@ -195,7 +201,7 @@ def handlers(broker) -> dict:
                            for entry in log.aborted_transactions(target.fetch_offset, bound)
                            ] if records is not EMPTY_RECORDS else []
             answers.append((target, FetchResponse.PartitionData(
-                partition_index=target.partition, error_code=ErrorCode.NONE, high_watermark=high_watermark,
+                partition_index=target.partition, error_code=_NO_ERROR, high_watermark=high_watermark,
                 last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=aborted,
                 preferred_read_replica=preferred, records=records)))
         return answers, total, answer_now, writes
@@ -268,8 +274,7 @@ def handlers(broker) -> dict:
             denied = frozenset() if access.allows_cluster(AclOperation.CLUSTER_ACTION) else \
                 frozenset(target.topic for target in targets)
         else:
-            denied = frozenset(target.topic for target in targets
-                               if not access.allows(AclOperation.READ, ResourceType.TOPIC, target.topic))
+            denied = access.denied(_READ, _TOPIC, map(_TOPIC_OF, targets))  # (a generator costs 0.5 us)
         answers, total, answer_now, writes = read(targets, max_bytes, isolation, incremental, denied, replica_id,
                                                   client_rack)
         if not writes and (total >= request.min_bytes or request.max_wait_ms <= 0 or answer_now or unknown):

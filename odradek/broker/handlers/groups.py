@@ -193,8 +193,7 @@ def handlers(broker) -> dict:
                    p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
                   for topic in request.topics for p in topic.partitions]
         access = broker.access(connection)
-        denied = {topic.name for topic in request.topics
-                  if not access.allows(AclOperation.READ, ResourceType.TOPIC, topic.name)}
+        denied = access.denied(AclOperation.READ, ResourceType.TOPIC, (topic.name for topic in request.topics))
         try:
             access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
             codes = coordinator().commit_offsets(
@@ -205,7 +204,7 @@ def handlers(broker) -> dict:
                 retention_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
                 offsets=[offset for offset in wanted if offset[0] not in denied])
         except KafkaError as exc:  # a group-level error covers every partition
-            codes, denied = [exc.code] * len(wanted), set()
+            codes, denied = [exc.code] * len(wanted), frozenset()
         return commit_answer(Response, Response.OffsetCommitResponseTopic, Response.OffsetCommitResponsePartition, request.topics, denied, codes)
 
     # ---------------------------------------------------------------------------------------- OffsetFetch
@@ -437,7 +436,7 @@ async def _await(future: asyncio.Future, respond, respond_error):
 
 
 
-def commit_answer(Response, Topic, Partition, topics, denied: set[str], codes):
+def commit_answer(Response, Topic, Partition, topics, denied: frozenset[str], codes):
     """An OffsetCommit or TxnOffsetCommit response (the classes given) for the request's `topics`: a topic of
     `denied` TOPIC_AUTHORIZATION_FAILED, the others `codes` in order; at once for a list of codes, or once the
     commit's awaitable of them gives them (its write waiting for the in-sync replicas,

@@ -56,6 +56,10 @@ from odradek.security.quotas import PRODUCER_BYTE_RATE, throttle_connection
 
 PRODUCE = api("Produce")
 ProduceResponse = PRODUCE.response
+
+# looked up once, not per partition: an enum member is slow to look up on Python 3.11 (see handlers/fetch.py)
+_NO_ERROR, _WRITE, _TOPIC = ErrorCode.NONE, AclOperation.WRITE, ResourceType.TOPIC
+
 INLINE_RECORDS = 256 * 1024  # records of one request checked on the loop, at most
 INLINE_DECOMPRESSED_BYTES = 4 << 20  # if their compressed batches decompress to no more than this
 VALIDATION_PROCESSES = 2
@@ -184,7 +188,7 @@ def handlers(broker) -> dict:
                 index=index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
                 error_message=exc.message, record_errors=record_errors)
         return ProduceResponse.PartitionProduceResponse(
-            index=index, error_code=ErrorCode.NONE, base_offset=outcome.first_offset,
+            index=index, error_code=_NO_ERROR, base_offset=outcome.first_offset,
             log_append_time_ms=outcome.log_append_time_ms, log_start_offset=outcome.log_start_offset)
 
     def response(acks: int, outcomes: list, throttle_ms: int):
@@ -250,7 +254,7 @@ def handlers(broker) -> dict:
                 try:
                     if refusal is not None:
                         raise refusal
-                    access.require(AclOperation.WRITE, ResourceType.TOPIC, name)
+                    access.require(_WRITE, _TOPIC, name)
                     if acks not in (0, 1, -1):
                         raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
                     outcome = start_append(name, data.index, data.records, version, acks, request.timeout_ms,

@@ -136,8 +136,7 @@ def handlers(broker) -> dict:
                        verify_only: bool = False):
         """[(topic, [(partition, code)])] for one transaction of AddPartitionsToTxn."""
         asked = [(topic.name, index) for topic in topics for index in topic.partitions]
-        denied = {topic.name for topic in topics if not access.allows(AclOperation.WRITE, ResourceType.TOPIC,
-                                                                       topic.name)}
+        denied = access.denied(AclOperation.WRITE, ResourceType.TOPIC, (topic.name for topic in topics))
         unknown = {key for key in asked if not broker.has_partition(*key)}
         if not access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             codes = dict.fromkeys(asked, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -251,8 +250,7 @@ def handlers(broker) -> dict:
                    p.committed_leader_epoch if version >= 2 else -1, p.committed_metadata)
                   for topic in request.topics for p in topic.partitions]
         access = broker.access(connection)
-        denied = {topic.name for topic in request.topics
-                  if not access.allows(AclOperation.READ, ResourceType.TOPIC, topic.name)}
+        denied = access.denied(AclOperation.READ, ResourceType.TOPIC, (topic.name for topic in request.topics))
         try:
             access.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
             access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
@@ -263,7 +261,7 @@ def handlers(broker) -> dict:
                 generation=request.generation_id if version >= 3 else -1,
                 offsets=[offset for offset in wanted if offset[0] not in denied])
         except KafkaError as exc:  # a request-level error covers every partition
-            codes, denied = [_code_for(exc, version, 3)] * len(wanted), set()
+            codes, denied = [_code_for(exc, version, 3)] * len(wanted), frozenset()
         return commit_answer(Response, Response.TxnOffsetCommitResponseTopic, Response.TxnOffsetCommitResponsePartition, request.topics, denied, codes)
 
     def answer_describe_producers(connection, header, request):

@@ -23,7 +23,9 @@ request is far less disturbed by a shared, loaded machine than a rate; each case
 
 `python -m bench.request_cost [label=path ...] [--requests N] [--rounds R]` prints one line per tree and case:
 each source tree named (default: this one) gets its own broker, and the trees are measured round by round in turn,
-so that a change can be compared with the code before it in the same run. To see where the time goes, run it with
+so that a change can be compared with the code before it in the same run; with several trees, each later one is
+also given as a ratio to the first, the median of the rounds' ratios (this machine has minutes-long phases in which
+everything costs up to twice as much, which a ratio taken round by round cancels out). To see where the time goes, run it with
 --hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
 """
 
@@ -231,6 +233,13 @@ def main() -> None:
                     rate = statistics.median(total / r[1] for r in rounds)
                     print(f"{label} {case}: {cpu_us:.1f} us broker CPU per request, {rate:,.0f} requests/s "
                           f"({args.clients} clients x {args.window} in flight, median of {len(rounds)})")
+            for label, _tree in trees[1:]:  # paired by round: a phase of a noisy machine hits both trees alike
+                first = trees[0][0]
+                for case in frames:
+                    ratios = [later[0] / earlier[0]
+                              for earlier, later in zip(results[first, case], results[label, case])]
+                    print(f"{label} / {first} {case}: {statistics.median(ratios):.3f} of the broker CPU per request "
+                          f"(median of the rounds' ratios, {min(ratios):.3f}-{max(ratios):.3f})")
         finally:
             for broker in brokers.values():
                 broker.stop()

@@ -63,6 +63,12 @@ static inline WalkStatus read_varint(const uint8_t *data, Py_ssize_t *position, 
         *position = at + 1;
         return WALK_OK;
     }
+    if (at + 1 < limit && data[at + 1] < 0x80) { /* two bytes: a 100-byte record's length and value length */
+        uint32_t raw = (uint32_t)(data[at] & 0x7F) | ((uint32_t)data[at + 1] << 7);
+        *value = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+        *position = at + 2;
+        return WALK_OK;
+    }
     uint64_t raw = 0;
     for (int index = 0; index < max_bytes; index++) {
         if (at >= limit)
@@ -100,9 +106,11 @@ static inline WalkStatus read_field(const uint8_t *data, Py_ssize_t *position, P
 }
 
 /* The record at *position (before `end`, the end of the batch's records) into `record`, and its headers appended
- * to `headers` unless NULL; *position moves past the record. */
-static WalkStatus next_record(const uint8_t *data, Py_ssize_t *position, Py_ssize_t end, Record *record,
-                              Headers *headers) {
+ * to `headers` unless NULL; *position moves past the record. Inlined into both loops, so that `record` lives in
+ * registers (a call per record was a tenth of the walk). */
+static inline __attribute__((always_inline)) WalkStatus next_record(const uint8_t *data, Py_ssize_t *position,
+                                                                    Py_ssize_t end, Record *record,
+                                                                    Headers *headers) {
     int64_t length;
     WalkStatus status = read_varint(data, position, end, 5, &length);
     if (status == WALK_FIELD_OVERRUN)

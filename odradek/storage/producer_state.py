@@ -51,6 +51,9 @@ class AppendOrigin(enum.Enum):
     COORDINATOR = "coordinator"  # our own coordinators' writes: epoch only
 
 
+_CLIENT = AppendOrigin.CLIENT  # looked up once, not per batch: an enum member is slow to look up on Python 3.11
+
+
 class BatchRange(NamedTuple):
     first_sequence: int
     last_sequence: int
@@ -118,12 +121,12 @@ class ProducerStateManager:
         if entry is None:
             return None
         epoch = header.producer_epoch
-        if origin is AppendOrigin.CLIENT:
+        if origin is _CLIENT:
             duplicate = entry.find_duplicate(epoch, header.base_sequence, last_sequence_of(header))
             if duplicate is not None:
                 return duplicate
         self._check_epoch(entry, epoch)
-        if origin is AppendOrigin.CLIENT:
+        if origin is _CLIENT:
             if epoch != entry.epoch:
                 if header.base_sequence != 0 and entry.epoch != NO_EPOCH:
                     raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,

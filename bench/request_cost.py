@@ -25,8 +25,8 @@ request is far less disturbed by a shared, loaded machine than a rate; each case
 each source tree named (default: this one) gets its own broker, and the trees are measured round by round in turn,
 so that a change can be compared with the code before it in the same run; with several trees, each later one is
 also given as a ratio to the first, the median of the rounds' ratios (this machine has minutes-long phases in which
-everything costs up to twice as much, which a ratio taken round by round cancels out). To see where the time goes, run it with
---hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
+everything costs up to twice as much, which a ratio taken round by round cancels out). To see where the time goes,
+run it with --hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
 """
 
 from __future__ import annotations

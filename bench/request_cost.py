@@ -27,18 +27,28 @@ so that a change can be compared with the code before it in the same run; with s
 also given as a ratio to the first, the median of the rounds' ratios (this machine has minutes-long phases in which
 everything costs up to twice as much, which a ratio taken round by round cancels out). To see where the time goes,
 run it with --hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
+
+With --instructions each broker runs under valgrind's callgrind instead, which counts the instructions the broker
+executes in user space while the clients run (the kernel's part, under 5% of a small request's CPU, is not
+counted): the same count to a tenth of a percent run after run, whatever else the machine is doing, where CPU time
+moves by half. It runs about 50 times slower, so one round of a few thousand requests is enough; this is the figure
+to compare two trees by when a change is worth a few percent.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import os
+import re
 import socket
 import statistics
 import struct
+import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 from odradek.client import Admin
 from odradek.embedded import BrokerProcess
@@ -157,27 +167,60 @@ def _receive(sock: socket.socket, size: int) -> bytes:
     return data
 
 
-def start_broker(data_dir: str, tree: str) -> BrokerProcess:
+class CallgrindBroker(BrokerProcess):
+    """The broker under callgrind, counting nothing until `count_instructions` switches counting on around the
+    clients' run."""
+
+    def command(self) -> list[str]:
+        self.dump_path = self.data_dir.parent / f"{self.data_dir.name}.callgrind"
+        return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={self.dump_path}",
+                *super().command()]
+
+    def count_instructions(self, frames: list[bytes], count: int, window: int) -> tuple[float, float]:
+        """`run_clients` with instructions counted: (instructions per request, seconds)."""
+        pid = str(self.process.pid)
+        subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
+        _, elapsed = run_clients(self, frames, count, window)
+        subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
+        dumped = set(self.dump_path.parent.glob(f"{self.dump_path.name}.*"))
+        subprocess.run(["callgrind_control", "--dump", pid], check=True, capture_output=True)  # also zeroes them
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for path in set(self.dump_path.parent.glob(f"{self.dump_path.name}.*")) - dumped:
+                totals = re.search(r"^totals: (\d+)$", path.read_text(), re.MULTILINE)
+                if totals:
+                    path.unlink()
+                    return int(totals[1]) / (count * len(frames)), elapsed
+            time.sleep(0.2)
+        raise RuntimeError(f"callgrind wrote no dump beside {self.dump_path}")
+
+
+def start_broker(data_dir: str, tree: str, instructions: bool = False) -> BrokerProcess:
     """A broker running the code of source tree `tree` (PYTHONPATH and working directory: `python -m` puts the
-    working directory first on the path)."""
+    working directory first on the path), under callgrind if `instructions`."""
     os.environ["PYTHONPATH"] = tree
     here = os.getcwd()
     os.chdir(tree)
     try:
+        if instructions:
+            return CallgrindBroker(data_dir).start(timeout=300)
         return BrokerProcess(data_dir).start()
     finally:
         os.chdir(here)
 
 
 def measure_round(broker: BrokerProcess, frames: dict[str, list[bytes]], args) -> dict[str, tuple]:
-    """One round of every case on one broker: {case: (CPU per request in us, seconds[, round trip in ms])}."""
+    """One round of every case on one broker: {case: (CPU per request in us, or instructions with --instructions,
+    seconds[, round trip in ms])}."""
+    measure = broker.count_instructions if isinstance(broker, CallgrindBroker) else functools.partial(
+        run_clients, broker)
     figures = {}
     for case, case_frames in frames.items():
         if case == "metadata":
-            cpu_us, elapsed = run_clients(broker, case_frames, args.metadata_requests, 1)
-            figures[case] = (cpu_us, elapsed, metadata_latency(broker.port, case_frames[0], args.metadata_requests))
+            cost, elapsed = measure(case_frames, args.metadata_requests, 1)
+            figures[case] = (cost, elapsed, metadata_latency(broker.port, case_frames[0], args.metadata_requests))
         else:
-            figures[case] = run_clients(broker, case_frames, args.requests, args.window)
+            figures[case] = measure(case_frames, args.requests, args.window)
     return figures
 
 
@@ -191,6 +234,8 @@ def main() -> None:
     parser.add_argument("--metadata-requests", type=int, default=200)
     parser.add_argument("--cases", default="produce,fetch,fetch-tail,metadata")
     parser.add_argument("--hold", action="store_true", help="print each broker's pid and wait 5 s before measuring")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count each broker's instructions under callgrind instead of its CPU time")
     args = parser.parse_args()
     trees = [(label, os.path.abspath(path)) for label, path in (tree.split("=", 1) for tree in args.trees)]
     frames = {"produce": [produce_frame("small", index) for index in range(args.clients)],
@@ -203,8 +248,8 @@ def main() -> None:
         brokers = {}
         try:
             for label, tree in trees:
-                broker = brokers[label] = start_broker(os.path.join(data_dir, label), tree)
-                admin = Admin(broker.bootstrap_servers, timeout=120)  # 1000 partitions take a while to create
+                broker = brokers[label] = start_broker(os.path.join(data_dir, label), tree, args.instructions)
+                admin = Admin(broker.bootstrap_servers, timeout=600 if args.instructions else 120)  # 1000 partitions take a while to create
                 admin.create_topic("small", args.clients, 1)
                 if "metadata" in frames:
                     admin.create_topic("wide", METADATA_PARTITIONS, 1)
@@ -222,9 +267,12 @@ def main() -> None:
                 for label, _tree in trees:
                     for case, figures in measure_round(brokers[label], frames, args).items():
                         results.setdefault((label, case), []).append(figures)
+            cost = "instructions" if args.instructions else "broker CPU"
             for (label, case), rounds in results.items():
                 cpu_us = statistics.median(r[0] for r in rounds)
-                if case == "metadata":
+                if args.instructions:  # rates and round trips under callgrind say nothing
+                    print(f"{label} {case}: {cpu_us:,.0f} instructions per request (median of {len(rounds)})")
+                elif case == "metadata":
                     latency = statistics.median(r[2] for r in rounds)
                     print(f"{label} metadata ({METADATA_PARTITIONS} partitions): {cpu_us / 1000:.3f} ms broker CPU "
                           f"per request, {latency:.3f} ms round trip (median of {len(rounds)})")
@@ -238,7 +286,7 @@ def main() -> None:
                 for case in frames:
                     ratios = [later[0] / earlier[0]
                               for earlier, later in zip(results[first, case], results[label, case])]
-                    print(f"{label} / {first} {case}: {statistics.median(ratios):.3f} of the broker CPU per request "
+                    print(f"{label} / {first} {case}: {statistics.median(ratios):.3f} of the {cost} per request "
                           f"(median of the rounds' ratios, {min(ratios):.3f}-{max(ratios):.3f})")
         finally:
             for broker in brokers.values():

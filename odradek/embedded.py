@@ -109,13 +109,17 @@ class BrokerProcess(_ChildProcess, _LocalBroker):
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"{self.data_dir.name}.broker.log"
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+    def command(self) -> list[str]:
+        """The `odradek serve` command line this runner starts (a subclass may run it under a tool)."""
         command = [sys.executable, "-m", "odradek", "serve", "--data-dir", str(self.data_dir),
                    "--host", self.host, "--port", str(self.port)]
         for key, value in self.settings.items():
             command += ["--set", f"{key}={value}"]
+        return command
+
+    def start(self, timeout: float = 30.0) -> "BrokerProcess":
         log_file = open(self.log_path, "ab")
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log_file, text=True)
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=log_file, text=True)
         log_file.close()
         ready: list[str] = []
         reader = threading.Thread(target=lambda: ready.append(self.process.stdout.readline()), daemon=True)

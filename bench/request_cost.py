@@ -48,7 +48,6 @@ import struct
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 from odradek.client import Admin
 from odradek.embedded import BrokerProcess

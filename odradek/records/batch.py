@@ -74,14 +74,9 @@ class BatchHeader(NamedTuple):
     base_sequence: int
     record_count: int
 
-    @property
-    def size(self) -> int:
-        """Bytes the batch occupies in a log or request, header included."""
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
+    # read about ten times for each produced batch: sums in C (records/_batch.c), a third of a property's cost
+    size = _batch.FieldSum(1, -1, LOG_OVERHEAD)  # bytes the batch occupies in a log or request, header included
+    last_offset = _batch.FieldSum(0, 6, 0)  # base_offset + last_offset_delta
 
     @property
     def compression(self) -> int:

@@ -5,7 +5,8 @@
  * DefaultRecord.readFrom does; two loops drive it over a batch: `check_records` adds what Kafka's LogValidator
  * checks at produce time (offset deltas, keys, timestamps) and keeps nothing per record, `record_fields` writes
  * where every field lies into int64 columns for columnar reads. Neither makes a Python object per record, and both
- * release the GIL while they read the bytes: the buffers they read are pinned, what they write is theirs.
+ * release the GIL while they read the bytes (check_records only for a body of GIL_FREE_BYTES or more): the buffers
+ * they read are pinned, what they write is theirs.
  *
  * Record layout (after its length varint): attributes int8 | timestampDelta varlong | offsetDelta varint |
  * keyLength varint | key | valueLength varint | value | headerCount varint | (keyLength, key, valueLength, value)*
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #define MIN_RECORD_BYTES 7 /* length, attributes, timestamp delta, offset delta, key length, value length, headers */
+#define GIL_FREE_BYTES 65536 /* check_records releases the GIL for bodies this large (as records._batch's CRCs) */
 #define RECORD_COLUMNS 7
 #define HEADER_COLUMNS 4
 
@@ -255,12 +257,30 @@ done:
     return answer;
 }
 
-static PyObject *check_records(PyObject *module, PyObject *args) {
+/* The integer arguments of a fast call, from args[first] on (-1 and an exception if one is not an int). */
+static int long_long_arguments(PyObject *const *args, int first, int n, long long *values[]) {
+    for (int i = 0; i < n; i++) {
+        *values[i] = PyLong_AsLongLong(args[first + i]);
+        if (*values[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *check_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    /* arguments taken by hand, not with PyArg_ParseTuple, and the GIL released only for a body of at least
+     * GIL_FREE_BYTES: for a small produce each cost more than walking its records */
     Py_buffer body;
     long long count, base_timestamp, earliest, latest, max_errors;
-    int keys_required, timed;
-    if (!PyArg_ParseTuple(args, "y*LLppLLL:check_records", &body, &count, &base_timestamp, &keys_required, &timed,
-                          &earliest, &latest, &max_errors))
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "check_records takes 8 arguments, not %zd", nargs);
+        return NULL;
+    }
+    int keys_required = PyObject_IsTrue(args[3]), timed = PyObject_IsTrue(args[4]);
+    if (keys_required < 0 || timed < 0 ||
+        long_long_arguments(args, 1, 2, (long long *[]){&count, &base_timestamp}) < 0 ||
+        long_long_arguments(args, 5, 3, (long long *[]){&earliest, &latest, &max_errors}) < 0 ||
+        PyObject_GetBuffer(args[0], &body, PyBUF_SIMPLE) < 0)
         return NULL;
     if (refuse_impossible_count(count, body.len) < 0) {
         PyBuffer_Release(&body);
@@ -271,7 +291,7 @@ static PyObject *check_records(PyObject *module, PyObject *args) {
     WalkError error = {WALK_OK, 0, 0};
     const uint8_t *data = body.buf;
     Py_ssize_t end = body.len, position = 0;
-    Py_BEGIN_ALLOW_THREADS
+    PyThreadState *released = end >= GIL_FREE_BYTES ? PyEval_SaveThread() : NULL;
     Record record = {0};
     for (int64_t index = 0; index < count; index++) {
         error.status = next_record(data, &position, end, &record, NULL);
@@ -310,7 +330,8 @@ static PyObject *check_records(PyObject *module, PyObject *args) {
         error.status = WALK_BYTES_REMAINING;
         error.record = count;
     }
-    Py_END_ALLOW_THREADS
+    if (released != NULL)
+        PyEval_RestoreThread(released);
     PyBuffer_Release(&body);
     if (error.status != WALK_OK)
         answer = raise_walk_error(error, count, end);
@@ -409,7 +430,7 @@ done:
 }
 
 static PyMethodDef walk_methods[] = {
-    {"check_records", check_records, METH_VARARGS,
+    {"check_records", (PyCFunction)(void (*)(void))check_records, METH_FASTCALL,
      "check_records(body, count, base_timestamp, keys_required, timed, earliest, latest, max_errors)\n--\n\n"
      "Walk the `count` records of one batch (`body`: its decompressed record bytes) with Kafka's produce-time\n"
      "checks: None if they pass, else (keyless total, first max_errors keyless indexes, first max_errors\n"

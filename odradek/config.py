@@ -460,18 +460,16 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     leader_replication_throttled_replicas: tuple[str, ...] = ()
     follower_replication_throttled_replicas: tuple[str, ...] = ()
+    # derived from the settings above once, not at each read: every produced partition asks them (a property is a
+    # Python call each time)
+    compact: bool = dataclasses.field(init=False, repr=False, compare=False)
+    delete: bool = dataclasses.field(init=False, repr=False, compare=False)
+    log_append_time: bool = dataclasses.field(init=False, repr=False, compare=False)
 
-    @property
-    def compact(self) -> bool:
-        return "compact" in self.cleanup_policy
-
-    @property
-    def delete(self) -> bool:
-        return "delete" in self.cleanup_policy
-
-    @property
-    def log_append_time(self) -> bool:
-        return self.message_timestamp_type == "LogAppendTime"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "compact", "compact" in self.cleanup_policy)
+        object.__setattr__(self, "delete", "delete" in self.cleanup_policy)
+        object.__setattr__(self, "log_append_time", self.message_timestamp_type == "LogAppendTime")
 
     def create_time_range(self, now_ms: int) -> tuple[int, int]:
         """The CreateTime timestamps accepted at `now_ms` (message.timestamp.{before,after}.max.ms), inside int64."""
@@ -500,7 +498,7 @@ class LogConfig:
         return cls(**values)
 
 
-_LOG_CONFIG_FIELDS = frozenset(field.name for field in dataclasses.fields(LogConfig))
+_LOG_CONFIG_FIELDS = frozenset(field.name for field in dataclasses.fields(LogConfig) if field.init)
 
 
 # Older or alternative broker key names, read when the main name is absent.

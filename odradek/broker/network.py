@@ -365,6 +365,8 @@ class Connection:
         window_start = len(self._pending)  # where the answers of the window `_send_queued` closes begin
         wait = None
         try:
+            if deferred is not None:  # closed by `_send_queued` below, before any wait and any answer
+                deferred.open()
             while True:
                 frame = self._ready_frame
                 if frame is None:
@@ -390,8 +392,6 @@ class Connection:
                     wait = asyncio.get_running_loop().create_future()
                     break
                 self._ready_frame = None
-                if deferred is not None:  # closed by `_send_queued` below, before any wait and any answer
-                    deferred.open()
                 self._dispatch(frame)
                 if len(self._pending) >= MAX_IN_FLIGHT:
                     wait = self._slot_freed_wait()
@@ -886,7 +886,7 @@ def _handler_answer(future: asyncio.Future, header: RequestHeader):
 
 
 def _region_bytes(region: FileRegion) -> bytes:
-    data = region.read_bytes()
+    data = os.pread(region.fd, region.length, region.position)  # FileRegion.read_bytes, a call less per Fetch
     if len(data) != region.length:
         raise ConnectionError("segment file shorter than the region handed out")
     return data

@@ -404,12 +404,12 @@ class Segment:
         if max_offset is not None and header.base_offset >= max_offset:
             return None
         if not min_one_batch and header.size > max_bytes:
-            return FileRegion(self.fd, start, 0)
+            return FileRegion(reader.fd, start, 0)
         limit = start + max_bytes if start + max_bytes < end_of_data else end_of_data
         indexed_end = self.offset_index.floor_position(limit, max_offset)
         region_end = indexed_end if indexed_end > start + header.size else start + header.size
         region_end = reader.whole_batches_end(region_end, start + max_bytes, max_offset)
-        return FileRegion(self.fd, start, region_end - start)
+        return FileRegion(reader.fd, start, region_end - start)  # its fd: a property call less
 
     def _read_tail(self, offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool,
                    published: int) -> FileRegion | None:

@@ -108,11 +108,11 @@ def handlers(broker) -> dict:
                 return partition
         return broker.partition(target.topic, target.partition)
 
-    def preferred_replica(partition, client_rack: str | None, fetch_offset: int, racks: dict) -> int:
+    def preferred_replica(partition, client_rack: str, fetch_offset: int, racks: dict) -> int:
         """As leader, the follower a consumer in `client_rack` should read from (replica.selector.class), or
         NO_PREFERRED_REPLICA. `racks` is filled with the live brokers' racks on first use, once per request."""
         selector = broker.config["replica.selector.class"]
-        if client_rack is None or not selector or not partition.is_leader:
+        if not selector or not partition.is_leader:
             return NO_PREFERRED_REPLICA
         if not racks:
             racks.update((b.node_id, b.rack) for b in broker.membership.live_brokers())
@@ -159,7 +159,8 @@ def handlers(broker) -> dict:
                 partition.check_leader_epoch(target.current_leader_epoch)
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
-                preferred = preferred_replica(partition, client_rack, target.fetch_offset, racks)
+                if client_rack is not None:  # a consumer that names no rack is never sent elsewhere
+                    preferred = preferred_replica(partition, client_rack, target.fetch_offset, racks)
                 if preferred != NO_PREFERRED_REPLICA:
                     answer_now = True  # as Kafka: the consumer is sent on at once, with no records
                     bound = target.fetch_offset

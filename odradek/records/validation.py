@@ -30,12 +30,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import BATCH_HEADER_SIZE, BatchHeader, MalformedRecords
+from odradek.records.batch import (BATCH_HEADER_SIZE, COMPRESSION_MASK, TIMESTAMP_TYPE_BIT, BatchHeader,
+                                   MalformedRecords)
 from odradek.records.compression import MAX_DECOMPRESSED_BYTES, decompress
 from odradek.records.walk import Faults, check_records
 
 MAX_RECORD_ERRORS = 10_000  # listed in an answer; more keyless records are failed as the rest of their batch
-LOG_APPEND_TIME = 1  # a batch header's timestamp type
 INVALID_TIMESTAMP_MESSAGE = "One or more records have been rejected due to invalid timestamp"
 
 
@@ -57,13 +57,14 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
     view = memoryview(data)
     position = 0
     for header in headers:
-        if header.timestamp_type == LOG_APPEND_TIME:
+        attributes = header.attributes  # its bits tested here: `timestamp_type` and `compression` are a call each
+        if attributes & TIMESTAMP_TYPE_BIT:  # LogAppendTime
             raise RecordsRefused(ErrorCode.INVALID_TIMESTAMP, INVALID_TIMESTAMP_MESSAGE, [
                 (index, "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.")
                 for index in range(min(header.record_count, MAX_RECORD_ERRORS))])
         end = position + header.size
         payload = view[position + BATCH_HEADER_SIZE:end]
-        compression = header.compression
+        compression = attributes & COMPRESSION_MASK
         body = decompress(compression, payload, decompressed_limit) if compression else payload
         try:
             faults = check_records(body, header.record_count, header.base_timestamp, keys_required=keys_required,

@@ -87,7 +87,7 @@ class Broker:
             self.logs = LogManager(self.log_dir, self.props, is_known=self._in_catalogue)
             self.cleaner = LogCleaner(self.logs, self.config)
             self.authorizer = make_authorizer(self.config, lambda: self.metadata.acls)
-            self.quotas = ClientQuotas(lambda: self.metadata.client_quotas, self.config["quota.window.num"],
+            self.quotas = ClientQuotas(self.metadata, self.config["quota.window.num"],
                                        self.config["quota.window.size.seconds"] * 1000)
             self.partitions: dict[tuple[str, int], Partition] = {}
             for topic in self.metadata.topics.values():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from typing import Any
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.security.acl import principal_of
@@ -93,10 +93,11 @@ class Rate:
 
 @dataclasses.dataclass
 class ClientQuotas:
-    """The configured quotas (entity -> {key: value}: `configured()` gives the catalogue's current ones, which a
-    ZooKeeper cluster's catalogue replaces whole from a watch) and each matched entity's usage."""
+    """The configured quotas and each matched entity's usage. The quotas are `catalogue.client_quotas` (entity ->
+    {key: value}), read where they are needed: a ZooKeeper cluster's catalogue replaces that dict whole from a watch.
+    Every request asks whether there are any, so that is an attribute read, not a call."""
 
-    configured: Callable[[], dict[Entity, dict[str, float]]]
+    catalogue: Any  # anything with a `client_quotas` attribute
     samples: int
     window_ms: int
     clock: object = time.monotonic
@@ -106,7 +107,7 @@ class ClientQuotas:
 
     def applying(self, key: str, user: str, client_id: str) -> tuple[Entity, float] | None:
         """(the entity whose quota applies, the quota), or None when no level sets this key."""
-        configured = self.configured()
+        configured = self.catalogue.client_quotas
         if not configured:  # the common case: no quotas at all, nothing to look up per request
             return None
         for entity in _levels(user, client_id):
@@ -141,7 +142,7 @@ def _user_of(connection) -> str:
 def throttle_connection(quotas: ClientQuotas, connection, header, key: str, value: float) -> int:
     """Record one request's use against its connection's quota; the throttle time it earns, for the answer's
     throttle_time_ms (the network shell mutes the connection for that long once the answer has gone out)."""
-    if not quotas.configured():
+    if not quotas.catalogue.client_quotas:
         return 0
     return quotas.record(key, _user_of(connection), header.client_id or "", value)
 
@@ -157,7 +158,7 @@ def with_request_quota(quotas: ClientQuotas, handler):
     the answer's throttle_time_ms, as the larger of it and a byte-rate throttle, and mutes the connection. Only the
     handler's own running time counts, not a long poll's wait."""
     def answer(connection, header, request):
-        if not quotas.configured():  # no quota anywhere: nothing to time or count (the common case)
+        if not quotas.catalogue.client_quotas:  # no quota anywhere: nothing to time or count (the common case)
             return handler(connection, header, request)
         started = time.perf_counter()
         response = handler(connection, header, request)

@@ -3,6 +3,8 @@ and the throttle time that brings the rate back to the quota."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from odradek.errors import KafkaError
@@ -13,7 +15,7 @@ def test_the_most_specific_level_applies_and_its_users_share_one_rate():
     configured = {entity_of([("user", "alice")]): {"producer_byte_rate": 100.0},
                   entity_of([("user", "alice"), ("client-id", "app")]): {"producer_byte_rate": 200.0},
                   entity_of([("client-id", None)]): {"producer_byte_rate": 300.0}}
-    quotas = ClientQuotas(lambda: configured, 11, 1000)
+    quotas = ClientQuotas(SimpleNamespace(client_quotas=configured), 11, 1000)
     assert quotas.applying("producer_byte_rate", "alice", "app")[1] == 200.0
     assert quotas.applying("producer_byte_rate", "alice", "other")[1] == 100.0
     assert quotas.applying("producer_byte_rate", "bob", "other")[1] == 300.0
@@ -31,7 +33,8 @@ def test_rate_counts_at_least_num_minus_one_windows():
 
 def test_throttle_brings_the_rate_back_to_the_quota():
     now = [0.0]
-    quotas = ClientQuotas(lambda: {entity_of([("client-id", "c")]): {"producer_byte_rate": 1000.0}}, 3, 1000,
+    quotas = ClientQuotas(SimpleNamespace(client_quotas={entity_of([("client-id", "c")]): {"producer_byte_rate": 1000.0}}),
+                          3, 1000,
                           clock=lambda: now[0])
     assert quotas.record("producer_byte_rate", "u", "c", 1500) == 0  # within the first two padded seconds' worth
     throttle = quotas.record("producer_byte_rate", "u", "c", 1500)  # 3000 B over 2 s: 1500 B/s
@@ -47,12 +50,12 @@ def test_entities_kafka_refuses():
 
 def test_without_quotas_requests_are_neither_timed_nor_counted(monkeypatch):
     """No quota anywhere (the common case): a request's handler runs bare and its bytes are not recorded; the
-    check once compared the `configured` function itself, which is always true, so every Produce and Fetch paid
+    check once compared the function that gave the quotas itself, which is always true, so every Produce and Fetch paid
     for the timing and two rate lookups."""
     from odradek.security.quotas import throttle_connection, with_request_quota
 
     configured: dict = {}
-    quotas = ClientQuotas(lambda: configured, 11, 1000)
+    quotas = ClientQuotas(SimpleNamespace(client_quotas=configured), 11, 1000)
     monkeypatch.setattr(ClientQuotas, "record", lambda *args: pytest.fail("recorded without any quota"))
     answer = with_request_quota(quotas, lambda connection, header, request: "answer")
     assert answer(None, None, None) == "answer"

@@ -226,7 +226,7 @@ def handlers(broker) -> dict:
         throttle_ms = 0
         if follower:
             record_throttled_replication(answers)
-        elif broker.quotas.configured():  # the bytes are summed only for a quota to count them against
+        elif broker.quotas.catalogue.client_quotas:  # the bytes are summed only for a quota to count them against
             sent_bytes = sum(data.records.length if isinstance(data.records, FileRegion)
                              else len(data.records or b"") for _, data in answers)
             throttle_ms = throttle_connection(broker.quotas, connection, header, CONSUMER_BYTE_RATE, sent_bytes)

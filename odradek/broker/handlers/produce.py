@@ -268,7 +268,7 @@ def handlers(broker) -> dict:
                 partitions.append((data.index, outcome))
             outcomes.append((name, partitions))
         throttle_ms = 0
-        if broker.quotas.configured():  # the bytes are summed only for a quota to count them against
+        if broker.quotas.catalogue.client_quotas:  # the bytes are summed only for a quota to count them against
             throttle_ms = throttle_connection(broker.quotas, connection, header, PRODUCER_BYTE_RATE,
                                               sum(len(data.records or b"") for topic_data in request.topic_data
                                                   for data in topic_data.partition_data))

@@ -237,9 +237,10 @@ def handlers(broker) -> dict:
                                      responses=[])
         by_topic: dict = {}
         for target, data in answers:
-            target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
-            if session is not None and data.records is not EMPTY_RECORDS:
-                session.served_last(target)
+            if session is not None:  # what its next incremental answer compares with (librdkafka opens none)
+                target.told(data.high_watermark, data.last_stable_offset, data.log_start_offset)
+                if data.records is not EMPTY_RECORDS:
+                    session.served_last(target)
             if broker.metrics is not None:
                 broker.metrics.record_fetch(target.topic, data.records)
             entry = by_topic.get(target.topic)

@@ -256,7 +256,10 @@ def main() -> None:
                     admin.create_topic("tail", args.clients, 1)
                     run_clients(broker, [produce_frame("tail", index) for index in range(args.clients)],
                                 TAIL_RECORDS, 1)
-                run_clients(broker, frames.get("produce") or [produce_frame("small", 0)], 200, args.window)
+                # every client's partition gets records, whichever cases run: a fetch case alone reads what it does
+                # after the produce case
+                run_clients(broker, [produce_frame("small", index) for index in range(args.clients)], 200,
+                            args.window)
                 if args.hold:
                     print(f"{label}: broker pid {broker.process.pid}", flush=True)
             if args.hold:

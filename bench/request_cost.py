@@ -256,8 +256,8 @@ def main() -> None:
                     admin.create_topic("tail", args.clients, 1)
                     run_clients(broker, [produce_frame("tail", index) for index in range(args.clients)],
                                 TAIL_RECORDS, 1)
-                # every client's partition gets records, whichever cases run: a fetch case alone reads what it does
-                # after the produce case
+                # every client's partition gets records (34 KB each, offset 0 below the in-memory tail), whichever
+                # cases run: the fetch case alone reads as it does after the produce case
                 run_clients(broker, [produce_frame("small", index) for index in range(args.clients)], 200,
                             args.window)
                 if args.hold:

@@ -280,14 +280,15 @@ class Partition:
         return completed
 
     def _check_leader(self) -> None:
-        if not self.is_leader:
+        if self.assignment.leader != self.node_id:  # `is_leader` without its property call: every append asks
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"Broker {self.node_id} is not the leader of {self.topic}-{self.index} any more")
 
     def _appended(self) -> None:
         if self.isr_is_self:
             self.high_watermark = self.log.log_end_offset
-        self.wake()  # long polls, followers' fetches among them
+        if self._waiters:  # long polls, followers' fetches among them (no call when none waits)
+            self.wake()
 
     def on_next_append(self, callback: Callable[[], None]) -> None:
         self._waiters.append(callback)

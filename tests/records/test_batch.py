@@ -63,6 +63,16 @@ def test_header_layout_and_properties():
     assert parse_header(b"\0" * 7 + batch, 7) == header
 
 
+@given(INT64, INT64, st.integers(-(2**31), 2**31 - 1))
+def test_size_and_last_offset_are_exact_for_any_header_a_client_can_send(base_offset, batch_length, delta):
+    """`size` and `last_offset` are sums in C: near the top of int64 (a client chooses the base offset it sends)
+    they are still the exact sums, not wrapped around."""
+    header = BatchHeader(base_offset, batch_length, 0, 2, 0, 0, delta, 0, 0, -1, -1, -1, 1)
+    assert header.size == batch_length + 12
+    assert header.last_offset == base_offset + delta
+    assert BatchHeader(2**63 - 1, 0, 0, 2, 0, 0, 5, 0, 0, -1, -1, -1, 6).last_offset == 2**63 + 4
+
+
 @settings(max_examples=60, deadline=None)
 @given(specs=records_strategy, compression=st.sampled_from([0, 1, 2, 3, 4]), base_offset=st.integers(0, 2**62))
 def test_encode_decode_round_trip(specs, compression, base_offset):

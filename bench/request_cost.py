@@ -31,8 +31,9 @@ run it with --hold and attach `py-spy record --native -p PID` (each broker's pid
 With --instructions each broker runs under valgrind's callgrind instead, which counts the instructions the broker
 executes in user space while the clients run (the kernel's part, under 5% of a small request's CPU, is not
 counted): the same count within 1% run after run (a one-record Produce: 121,933 to 122,062 instructions over five
-runs), whatever else the machine is doing, where CPU time moves by half. It runs about 50 times slower, so one round of a few thousand requests is enough; this is the figure
-to compare two trees by when a change is worth a few percent.
+runs), whatever else the machine is doing, where CPU time moves by half. It runs about 50 times slower, so one
+round of a few thousand requests is enough; this is the figure to compare two trees by when a change is worth a
+few percent. Compare runs of the same --cases: each case runs on what the ones before it left in the log.
 """
 
 from __future__ import annotations

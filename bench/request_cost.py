@@ -249,7 +249,8 @@ def main() -> None:
         try:
             for label, tree in trees:
                 broker = brokers[label] = start_broker(os.path.join(data_dir, label), tree, args.instructions)
-                admin = Admin(broker.bootstrap_servers, timeout=600 if args.instructions else 120)  # 1000 partitions take a while to create
+                # 1000 partitions take a while to create (under callgrind, minutes)
+                admin = Admin(broker.bootstrap_servers, timeout=600 if args.instructions else 120)
                 admin.create_topic("small", args.clients, 1)
                 if "metadata" in frames:
                     admin.create_topic("wide", METADATA_PARTITIONS, 1)

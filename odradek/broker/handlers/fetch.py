@@ -159,7 +159,7 @@ def handlers(broker) -> dict:
                 partition.check_leader_epoch(target.current_leader_epoch)
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
-                if client_rack is not None:  # a consumer that names no rack is never sent elsewhere
+                if client_rack is not None:  # none for a follower or a consumer's Fetch before v11: never sent on
                     preferred = preferred_replica(partition, client_rack, target.fetch_offset, racks)
                 if preferred != NO_PREFERRED_REPLICA:
                     answer_now = True  # as Kafka: the consumer is sent on at once, with no records

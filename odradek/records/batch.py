@@ -74,7 +74,7 @@ class BatchHeader(NamedTuple):
     base_sequence: int
     record_count: int
 
-    # read about ten times for each produced batch: sums in C (records/_batch.c), a third of a property's cost
+    # read about ten times for each produced batch: sums in C (records/_batch.c), not a Python frame per read
     size = _batch.FieldSum(1, -1, LOG_OVERHEAD)  # bytes the batch occupies in a log or request, header included
     last_offset = _batch.FieldSum(0, 6, 0)  # base_offset + last_offset_delta
 

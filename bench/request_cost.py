@@ -49,6 +49,7 @@ import struct
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 from odradek.client import Admin
 from odradek.embedded import BrokerProcess
@@ -171,8 +172,12 @@ class CallgrindBroker(BrokerProcess):
     """The broker under callgrind, counting nothing until `count_instructions` switches counting on around the
     clients' run."""
 
+    @property
+    def dump_path(self) -> Path:
+        """Where callgrind writes its dumps (this path with .1, .2, ... after it), beside the data directory."""
+        return self.data_dir.parent / f"{self.data_dir.name}.callgrind"
+
     def command(self) -> list[str]:
-        self.dump_path = self.data_dir.parent / f"{self.data_dir.name}.callgrind"
         return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={self.dump_path}",
                 *super().command()]
 
@@ -271,26 +276,26 @@ def main() -> None:
                 for label, _tree in trees:
                     for case, figures in measure_round(brokers[label], frames, args).items():
                         results.setdefault((label, case), []).append(figures)
-            cost = "instructions" if args.instructions else "broker CPU"
+            unit = "instructions" if args.instructions else "broker CPU"
             for (label, case), rounds in results.items():
-                cpu_us = statistics.median(r[0] for r in rounds)
+                cost = statistics.median(r[0] for r in rounds)  # us of CPU, or instructions
                 if args.instructions:  # rates and round trips under callgrind say nothing
-                    print(f"{label} {case}: {cpu_us:,.0f} instructions per request (median of {len(rounds)})")
+                    print(f"{label} {case}: {cost:,.0f} instructions per request (median of {len(rounds)})")
                 elif case == "metadata":
                     latency = statistics.median(r[2] for r in rounds)
-                    print(f"{label} metadata ({METADATA_PARTITIONS} partitions): {cpu_us / 1000:.3f} ms broker CPU "
+                    print(f"{label} metadata ({METADATA_PARTITIONS} partitions): {cost / 1000:.3f} ms broker CPU "
                           f"per request, {latency:.3f} ms round trip (median of {len(rounds)})")
                 else:
                     total = args.requests * args.clients
                     rate = statistics.median(total / r[1] for r in rounds)
-                    print(f"{label} {case}: {cpu_us:.1f} us broker CPU per request, {rate:,.0f} requests/s "
+                    print(f"{label} {case}: {cost:.1f} us broker CPU per request, {rate:,.0f} requests/s "
                           f"({args.clients} clients x {args.window} in flight, median of {len(rounds)})")
             for label, _tree in trees[1:]:  # paired by round: a phase of a noisy machine hits both trees alike
                 first = trees[0][0]
                 for case in frames:
                     ratios = [later[0] / earlier[0]
                               for earlier, later in zip(results[first, case], results[label, case])]
-                    print(f"{label} / {first} {case}: {statistics.median(ratios):.3f} of the {cost} per request "
+                    print(f"{label} / {first} {case}: {statistics.median(ratios):.3f} of the {unit} per request "
                           f"(median of the rounds' ratios, {min(ratios):.3f}-{max(ratios):.3f})")
         finally:
             for broker in brokers.values():

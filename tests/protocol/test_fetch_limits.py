@@ -114,3 +114,40 @@ def test_a_fetch_session_reads_the_partitions_that_got_nothing_first(broker, top
         assert served == list(range(PARTITIONS))
     finally:
         client.close()
+
+
+def test_an_incremental_fetch_answers_only_the_partitions_that_changed(broker, topic_name):
+    """KIP-227: after the session's full answer, an incremental one leaves out every partition with no records and
+    the same watermarks as the consumer was last told, and brings back one whose log grew."""
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.port}"})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(timeout=10)
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "linger.ms": 0})
+
+    def produce(partition):
+        producer.produce(topic_name, b"v", partition=partition)
+        producer.flush(10)
+
+    produce(0)
+    produce(1)
+    client = RawClient(broker.port)
+    try:
+        topic_id = client.call("Metadata", 12, topics=[
+            MetadataRequest.MetadataRequestTopic(name=topic_name)]).topics[0].topic_id
+
+        def fetch(offsets, session_id, epoch):
+            answer = client.call("Fetch", 16, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, session_id=session_id,
+                                 session_epoch=epoch, topics=[FetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+                                     FetchRequest.FetchPartition(partition=p, fetch_offset=offset,
+                                                                 partition_max_bytes=1 << 20)
+                                     for p, offset in offsets.items()])] if offsets else [])
+            return answer.session_id, {p.partition_index: p for topic in answer.responses for p in topic.partitions}
+
+        session_id, full = fetch({0: 0, 1: 0}, 0, 0)
+        assert sorted(full) == [0, 1] and all(p.records for p in full.values())
+        _, unchanged = fetch({0: 1, 1: 1}, session_id, 1)  # both read to their end: nothing new to say
+        assert unchanged == {}
+        produce(1)
+        _, grown = fetch({}, session_id, 2)
+        assert list(grown) == [1] and grown[1].records and grown[1].high_watermark == 2
+    finally:
+        client.close()

@@ -9,16 +9,17 @@ prepared transaction that loading (or the periodic check, after a failed write) 
 again, which is harmless for partitions that already have one. Markers on __consumer_offsets partitions also settle
 the offsets the group coordinator holds for the transaction.
 
-In a cluster every write waits for the in-sync replicas, as Kafka's (acks=-1, request.timeout.ms), and a request
-finds fewer of them than transaction.state.log.min.isr (__transaction_state's min.insync.replicas, default 2)
-answered COORDINATOR_NOT_AVAILABLE, so the client retries; a request that
-changed a transaction is answered once the replicas of its __transaction_state partition have the change
-(`until_durable`), so the broker that leads the partition next knows every transition a client was told of (an
-acknowledged commit is prepared there and completes); and a transaction is written complete only once each of its
-markers is on its partition's in-sync replicas, so no partition is left with an open transaction that no coordinator
-will close. A broker cut off from ZooKeeper answers COORDINATOR_NOT_AVAILABLE and aborts nothing at its timeout: past
-the session timeout the controller has moved its partitions while its own view (and the transactions it holds) stands
-still, and answering from that stale state told a producer already going on at the new coordinator INVALID_TXN_STATE.
+In a cluster every write waits for the in-sync replicas, as Kafka's (acks=-1, request.timeout.ms), and a request finds
+fewer of them than transaction.state.log.min.isr (__transaction_state's min.insync.replicas, default 2) answered
+COORDINATOR_NOT_AVAILABLE, so the client retries; a request that changed a transaction is answered once the replicas
+of its __transaction_state partition have the change (`until_durable`), so the broker that leads the partition next
+knows every transition a client was told of (an acknowledged commit is prepared there and completes); markers go out
+only once the prepared state is on those replicas too, so no successor aborts a transaction some partitions already
+hold committed; and a transaction is written complete only once each of its markers is on its partition's in-sync
+replicas, so no partition is left with an open transaction that no coordinator will close. A broker cut off from
+ZooKeeper answers COORDINATOR_NOT_AVAILABLE and aborts nothing at its timeout: past the session timeout the controller
+has moved its partitions while its own view (and the transactions it holds) stands still, and answering from that
+stale state told a producer already going on at the new coordinator INVALID_TXN_STATE.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 
 from odradek.broker.append_waits import until_replicated
 from odradek.broker.periodic import every
@@ -65,7 +66,7 @@ class TransactionCoordinator:
         self.transactions: dict[str, TransactionMetadata] = {}
         self._loading: set[int] = set()  # led partitions being read: their ids answer COORDINATOR_LOAD_IN_PROGRESS
         self._leading: set[int] = set()
-        self._markers_in_flight: set[str] = set()  # transactional ids whose markers are being written
+        self._markers_in_flight: set[str] = set()  # transactional ids whose markers are on their way
         self._tasks: list[asyncio.Task] = []
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -209,15 +210,24 @@ class TransactionCoordinator:
         replicas (always on a single node), else an awaitable that ends when it is: KafkaError NOT_COORDINATOR if
         leadership moved meanwhile, COORDINATOR_NOT_AVAILABLE if the replicas did not take it in
         request.timeout.ms (Kafka's TransactionStateManager maps an append's errors so)."""
+        tail = self._unreplicated_tail(transactional_id)
+        return None if tail is None else self._until_replicated(*tail)
+
+    def _unreplicated_tail(self, transactional_id: str) -> tuple[tuple[str, int], int] | None:
+        """(partition, last offset) of this transactional id's __transaction_state partition while its high
+        watermark has not passed its end; None once it has."""
         key = (TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions))
         partition = self.broker.partitions.get(key)
         if partition is None or partition.high_watermark >= partition.log.log_end_offset:
             return None
-        return self._until_replicated(key, partition.log.log_end_offset - 1)
+        return key, partition.log.log_end_offset - 1
+
+    def _replicated(self, key: tuple[str, int], last_offset: int) -> Awaitable[KafkaError | None]:
+        return until_replicated(lambda: self.broker.partitions.get(key), last_offset,
+                                time.monotonic() + self.broker.config["request.timeout.ms"] / 1000)
 
     async def _until_replicated(self, key: tuple[str, int], last_offset: int) -> None:
-        error = await until_replicated(lambda: self.broker.partitions.get(key), last_offset,
-                                       time.monotonic() + self.broker.config["request.timeout.ms"] / 1000)
+        error = await self._replicated(key, last_offset)
         if error is not None:
             log.warning("write to %s-%d not on the in-sync replicas: %s", *key, error)
             raise KafkaError(ErrorCode.NOT_COORDINATOR if error.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -231,9 +241,19 @@ class TransactionCoordinator:
 
     def _send_markers(self, prepared: TransactionMetadata) -> TransactionMetadata:
         """Write the marker to every partition of a prepared transaction, then complete it; the metadata after (still
-        prepared if a write failed: the periodic check tries again). Partitions led by other brokers get theirs
-        through WriteTxnMarkers, and markers written here that are not on their in-sync replicas yet are waited
-        for, in the background: the transaction completes when every marker is safe."""
+        prepared while markers are on their way, or if a write failed: the periodic check tries again). No marker
+        goes out before the prepared state is on the in-sync replicas of __transaction_state (Kafka's coordinator
+        sends them from its append's callback): markers of a commit whose record died with its leader, then the
+        abort its successor does (at the timeout, or fencing the producer), left a transaction half committed.
+        Partitions led by other brokers get theirs through WriteTxnMarkers, and markers written here that are not on
+        their in-sync replicas yet are waited for, in the background: the transaction completes when every marker is
+        safe."""
+        if prepared.transactional_id in self._markers_in_flight:
+            return prepared
+        tail = self._unreplicated_tail(prepared.transactional_id)
+        if tail is not None:
+            self._in_background(prepared, self._markers_once_replicated(prepared, *tail))
+            return prepared
         commit = prepared.state is TransactionState.PREPARE_COMMIT
         coordinator_epoch = self._state_partition(prepared.transactional_id).leader_epoch
         remote: dict[int, list[TopicPartition]] = {}
@@ -258,15 +278,43 @@ class TransactionCoordinator:
                 if partition.high_watermark < partition.log.log_end_offset:
                     unreplicated.append(((topic, index), partition.log.log_end_offset - 1))
         if remote or unreplicated:
-            if prepared.transactional_id not in self._markers_in_flight:
-                self._markers_in_flight.add(prepared.transactional_id)
-                self._tasks = [task for task in self._tasks if not task.done()]
-                self._tasks.append(asyncio.get_running_loop().create_task(
-                    self._finish_markers(prepared, unreplicated, remote, commit, coordinator_epoch)))
+            self._in_background(prepared, self._finish_markers(prepared, unreplicated, remote, commit,
+                                                               coordinator_epoch))
             return prepared
         completed = complete(prepared, now_ms())
         self._write(completed)
         return completed
+
+    def _in_background(self, prepared: TransactionMetadata, work: Coroutine) -> None:
+        """Run `work` on the prepared transaction's markers; none other starts for it until `work` ends (it takes
+        the transactional id out of _markers_in_flight)."""
+        self._markers_in_flight.add(prepared.transactional_id)
+        self._tasks = [task for task in self._tasks if not task.done()]
+        self._tasks.append(asyncio.get_running_loop().create_task(work))
+
+    async def _markers_once_replicated(self, prepared: TransactionMetadata, key: tuple[str, int],
+                                       last_offset: int) -> None:
+        """_send_markers once the high watermark of __transaction_state passed the prepared state: whichever replica
+        leads next has it (so min.insync.replicas does not matter here). Again soon if the replicas did not take it
+        in request.timeout.ms; nothing if leadership moved: the next leader finishes what it loads."""
+        try:
+            error = await self._replicated(key, last_offset)
+        finally:
+            self._markers_in_flight.discard(prepared.transactional_id)
+        if error is None or error.code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:  # the high watermark passed it
+            if self.transactions.get(prepared.transactional_id) == prepared:
+                self._send_markers(prepared)
+        elif error.code == ErrorCode.REQUEST_TIMED_OUT:
+            log.warning("%s prepared, not on the in-sync replicas of %s-%d in time; its markers wait",
+                        prepared.transactional_id, *key)
+            await self._send_markers_again_soon(prepared)
+
+    async def _send_markers_again_soon(self, prepared: TransactionMetadata) -> None:
+        """As Kafka's marker channel, again soon (MARKER_RETRY_BACKOFF_S), to each partition's leader of then, unless
+        the transaction moved on or this broker is cut off from ZooKeeper (the periodic check takes it up then)."""
+        await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
+        if self.transactions.get(prepared.transactional_id) == prepared and self.broker.membership.in_session:
+            self._send_markers(prepared)
 
     async def _finish_markers(self, prepared: TransactionMetadata, unreplicated: list[tuple[TopicPartition, int]],
                               remote: dict[int, list[TopicPartition]], commit: bool, coordinator_epoch: int) -> None:
@@ -314,11 +362,8 @@ class TransactionCoordinator:
             self._markers_in_flight.discard(prepared.transactional_id)
         if done and self.transactions.get(prepared.transactional_id) == prepared:
             self._write(complete(prepared, now_ms()))
-        elif not done:  # as Kafka's marker channel, again soon, to each partition's leader of then
-            await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
-            if self.transactions.get(prepared.transactional_id) == prepared and self.broker.membership.in_session \
-                    and prepared.transactional_id not in self._markers_in_flight:
-                self._send_markers(prepared)
+        elif not done:
+            await self._send_markers_again_soon(prepared)
 
     def _state_partition(self, transactional_id: str):
         return self.broker.partition(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, self.num_partitions))

@@ -373,3 +373,56 @@ def test_an_acknowledged_transaction_commit_survives_its_coordinator_s_death(clu
         assert not answered_while_paused
     finally:
         restart(cluster, zk, coordinator, [TRANSACTION_STATE_TOPIC])
+
+
+def test_a_commit_prepared_on_no_replica_is_not_half_applied_when_its_coordinator_dies(cluster, zk):
+    """The coordinator writes PrepareCommit while its followers are paused, so no other replica has it, and dies,
+    with the leader of one of the transaction's partitions. The third broker leads __transaction_state next: it has
+    the transaction as ongoing and aborts it when a new producer with the same transactional id fences the old one.
+    No partition may show the aborted records: the coordinator wrote the commit marker of the partition it leads at
+    once, before the prepared state was on a replica, so that partition held its records committed while the other,
+    whose WriteTxnMarkers died with its leader, had them aborted: half a transaction."""
+    transactional_id = f"half-{uuid.uuid4().hex[:6]}"
+    producer = transactional_producer(cluster, transactional_id)
+    assert wait_until(lambda: fully_replicated(cluster, zk, TRANSACTION_STATE_TOPIC), timeout=30)
+    coordinator = cluster.broker(state(zk, TRANSACTION_STATE_TOPIC)["leader"])
+    marked_remotely, successor = [b for b in cluster.brokers if b is not coordinator]
+    # partition 0 led by the coordinator (its marker written there), partition 1 by a follower (WriteTxnMarkers)
+    topic = f"half-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    admin.create_topics([NewTopic(topic, 2, replica_assignment=[[coordinator.node_id], [marked_remotely.node_id]])])[
+        topic].result(30)
+    values = [f"half-{n}" for n in range(10)]
+    in_transaction(producer, topic, values)
+    described = raw(coordinator, "DescribeTransactions", 0, api("DescribeTransactions").request(
+        transactional_ids=[transactional_id])).transaction_states[0]
+    assert described.transaction_state == "Ongoing"
+
+    for follower in (marked_remotely, successor):
+        os.kill(follower.process.pid, signal.SIGSTOP)
+    time.sleep(REPLICA_FETCH_WAIT_S + 0.5)  # the followers' last fetches answered: none takes the next write along
+    try:
+        with pytest.raises(TimeoutError):  # PrepareCommit written, not on the ISR: EndTxn is not answered
+            raw(coordinator, "EndTxn", 3, api("EndTxn").request(
+                transactional_id=transactional_id, producer_id=described.producer_id,
+                producer_epoch=described.producer_epoch, committed=True), timeout=2)
+    finally:
+        coordinator.kill()
+        marked_remotely.kill()
+        os.kill(successor.process.pid, signal.SIGCONT)
+    try:
+        assert wait_until(lambda: state(zk, TRANSACTION_STATE_TOPIC)["leader"] == successor.node_id,
+                          timeout=SESSION_TIMEOUT_S + 20), state(zk, TRANSACTION_STATE_TOPIC)
+        for broker in (coordinator, marked_remotely):  # back, each with the one replica of its partition
+            broker.start(timeout=SESSION_TIMEOUT_S + 20)
+        assert wait_until(lambda: fully_replicated(cluster, zk, TRANSACTION_STATE_TOPIC), timeout=30)
+        fencing = transactional_producer(cluster, transactional_id)  # the first producer's transaction aborted
+        in_transaction(fencing, topic, ["end", "end"])
+        fencing.commit_transaction(30)
+        visible = read_committed(cluster, topic)
+        assert visible == [], f"aborted records read in partition(s) " \
+            f"{sorted({values.index(v.decode()) % 2 for v in visible})} of 2"
+    finally:
+        for broker in (coordinator, marked_remotely):
+            if broker.process is None:  # killed, not started again
+                restart(cluster, zk, broker, [])

@@ -263,7 +263,14 @@ class TransactionalClient(_Client):
     """Transactions of 5 values each, committed or aborted at random (seeded): a committed one's values must be
     read, an aborted one's never by read_committed consumers. A transaction whose end still failed after retries is
     indeterminate (`info`); then the producer aborts if librdkafka says it must, else starts over (a new producer
-    with the same transactional id, fencing the old)."""
+    with the same transactional id, fencing the old).
+
+    An abort waits for its records' delivery first. librdkafka sends EndTxn(abort) even when every
+    AddPartitionsToTxn of the transaction was refused, and they are, CONCURRENT_TRANSACTIONS, while the previous
+    commit's markers wait for a partition's leader (a broker stopping between the delivery of that commit's
+    records and its markers); the coordinator, still PrepareCommit, answers the abort INVALID_TXN_STATE, as Kafka's
+    does, and librdkafka makes it fatal (librdkafka #4849; docs/chaos.md). Delivered records mean registered
+    partitions, so the abort ends an Ongoing transaction."""
 
     def __init__(self, name, history, stop, bootstrap: str, topic: str, partitions: int, seed: int):
         super().__init__(name, history, stop)
@@ -291,6 +298,8 @@ class TransactionalClient(_Client):
                 producer.begin_transaction()
                 for value in values:
                     producer.produce(self.topic, value=value, partition=self.random.randrange(self.partitions))
+                if not commit:  # delivered first, so the partitions are in the transaction: see below
+                    producer.flush(15)
                 self._end(producer.commit_transaction if commit else producer.abort_transaction)
                 self.history.add(self.name, "txn", "ok" if commit else "fail", values=values)
             except KafkaException as exc:

@@ -29,6 +29,7 @@ from odradek.client.partitioners import Partitioner, murmur2_partitioner
 
 Encoder = Callable[[Any], bytes | None]
 METADATA_TIMEOUT_S = 10.0
+FLUSH_STEP_S = 0.1
 
 
 def encode_default(value: Any) -> bytes | None:
@@ -67,6 +68,10 @@ class Producer:
         self.key_encoder = key_encoder
         self.value_encoder = value_encoder
         self._partition_counts: dict[str, int] = {}
+        # records queued whose delivery callback has not run: what flush reports, since librdkafka's count (its
+        # out queue) also holds the log lines and error events waiting for poll()
+        self._undelivered = 0
+        self._undelivered_lock = threading.Lock()
         self._closed = threading.Event()
         self._poller = threading.Thread(target=self._serve_callbacks, name="odradek-producer-callbacks", daemon=True)
         self._poller.start()
@@ -110,6 +115,7 @@ class Producer:
         future: Future[RecordMetadata] = Future()
 
         def delivered(error, message) -> None:
+            self._count_undelivered(-1)
             if error is not None:
                 future.set_exception(ClientError.of(error))
             else:
@@ -119,13 +125,22 @@ class Producer:
 
         while True:
             try:
-                self._producer.produce(topic, value_bytes, key_bytes, partition, on_delivery=delivered,
-                                       timestamp=timestamp_ms or 0, headers=list(headers) if headers else None)
+                self._count_undelivered(1)  # before the callback can run
+                try:
+                    self._producer.produce(topic, value_bytes, key_bytes, partition, on_delivery=delivered,
+                                           timestamp=timestamp_ms or 0, headers=list(headers) if headers else None)
+                except BaseException:
+                    self._count_undelivered(-1)
+                    raise
                 return future
             except BufferError:  # librdkafka's queue is full: let deliveries drain it
                 self._producer.flush(0.1)
             except confluent_kafka.KafkaException as exc:
                 raise ClientError.of(exc) from None
+
+    def _count_undelivered(self, change: int) -> None:
+        with self._undelivered_lock:
+            self._undelivered += change
 
     def send_sync(self, topic: str, value: Any = None, key: Any = None, *, timeout: float | None = 30.0,
                   **options: Any) -> RecordMetadata:
@@ -133,10 +148,17 @@ class Producer:
         return self.send(topic, value, key, **options).result(timeout)
 
     def flush(self, timeout: float = 30.0) -> None:
-        """Wait until every queued record is delivered (or failed); ClientError if some are still queued."""
-        left = self._producer.flush(timeout)
-        if left:
-            raise ClientError(f"{left} record(s) still undelivered after {timeout:g}s")
+        """Wait until every queued record is delivered (or failed); ClientError if some are still queued.
+        librdkafka's own flush waits for its whole out queue, log lines and error events too, so it runs in short
+        steps (each serving delivery callbacks) until this producer's records are done."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._producer.flush(max(0.0, min(FLUSH_STEP_S, deadline - time.monotonic())))
+            left = self._undelivered
+            if not left:
+                return
+            if time.monotonic() >= deadline:
+                raise ClientError(f"{left} record(s) still undelivered after {timeout:g}s")
 
     def close(self, timeout: float = 30.0) -> None:
         """Wait up to `timeout` for queued records, as Kafka's producer close does; what is still queued then fails

@@ -154,13 +154,15 @@ class Broker:
         with open(f"/proc/{self.pid}/statm") as statm:
             return int(statm.read().split()[1]) * _PAGE_SIZE
 
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
+    def cpu_seconds(self, kernel_only: bool = False) -> float:
+        return cpu_seconds(self.pid, kernel_only)
 
 
-def cpu_seconds(broker_pid: int) -> float:
-    """User plus system CPU time a broker process has used so far: all its threads, its child processes that still
-    run (Odradek checks large batches' records in worker processes) and those it has waited for."""
+def cpu_seconds(broker_pid: int, kernel_only: bool = False) -> float:
+    """User plus system CPU time a broker process has used so far (system time alone with `kernel_only`: the
+    kernel's copies and page cache work done for it): all its threads, its child processes that still run (Odradek
+    checks large batches' records in worker processes) and those it has waited for."""
+    own, waited_for = ((12,), (14,)) if kernel_only else ((11, 12), (13, 14))  # utime stime cutime cstime
     ticks = 0
     for pid in [broker_pid] + _children(broker_pid):
         try:
@@ -168,7 +170,7 @@ def cpu_seconds(broker_pid: int) -> float:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except FileNotFoundError:  # a child that ended meanwhile
             continue
-        ticks += int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if pid == broker_pid else 0)
+        ticks += sum(int(fields[i]) for i in own + (waited_for if pid == broker_pid else ()))
     return ticks / _CLOCK_TICKS
 
 

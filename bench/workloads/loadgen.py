@@ -45,14 +45,14 @@ def one_round(results: Results, broker: peers.Broker, topic: str, records: int, 
     consume_metric = f"consume, {PARTITIONS} partitions, {CONSUMERS} {programs} consumers"
     try:
         client.create_topic(broker.bootstrap, topic, PARTITIONS)
-        before = broker.cpu_seconds()
+        before = cpu_now(broker)
         produced = loadgen.produce(broker.bootstrap, topic, records, processes=PRODUCERS, config=PRODUCER,
                                    wire_partitions=PARTITIONS if wire else 0)
-        add_run(results, WORKLOAD, produce_metric, broker.name, produced, broker.cpu_seconds() - before)
-        before = broker.cpu_seconds()
+        add_run(results, WORKLOAD, produce_metric, broker.name, produced, *cpu_since(broker, before))
+        before = cpu_now(broker)
         consumed = loadgen.consume(broker.bootstrap, topic, produced.partition_records, processes=CONSUMERS,
                                    config=client.CONSUMER, wire=wire)
-        add_run(results, WORKLOAD, consume_metric, broker.name, consumed, broker.cpu_seconds() - before)
+        add_run(results, WORKLOAD, consume_metric, broker.name, consumed, *cpu_since(broker, before))
     except Exception as exc:  # one failed round is a recorded error, not the end of the suite
         results.error(WORKLOAD, produce_metric, broker.name, repr(exc), unit="records/s")
         return
@@ -68,11 +68,11 @@ def tailed_round(results: Results, broker: peers.Broker, topic: str, records: in
     consume_metric = f"consume while produced, {PARTITIONS} partitions, {CONSUMERS} wire consumers tailing"
     try:
         client.create_topic(broker.bootstrap, topic, PARTITIONS)
-        before = broker.cpu_seconds()
+        before = cpu_now(broker)
         produced, consumed = loadgen.produce_while_consumed(
             broker.bootstrap, topic, records, partition_records, producers=PRODUCERS, consumers=CONSUMERS,
             config=PRODUCER, wire_partitions=PARTITIONS)
-        add_run(results, WORKLOAD, produce_metric, broker.name, produced, broker.cpu_seconds() - before)
+        add_run(results, WORKLOAD, produce_metric, broker.name, produced, *cpu_since(broker, before))
         results.add(WORKLOAD, consume_metric, broker.name, consumed.records_per_s, unit="records/s")
     except Exception as exc:
         results.error(WORKLOAD, produce_metric, broker.name, repr(exc), unit="records/s")
@@ -89,12 +89,26 @@ def built(results: Results, workload: str) -> bool:
 
 
 def add_run(results: Results, workload: str, metric: str, broker: str, done: loadgen.Run, broker_cpu: float,
-            *, unit: str = "records/s", per: str = "record") -> None:
+            broker_kernel_cpu: float | None = None, *, unit: str = "records/s", per: str = "record") -> None:
     """The run's rate and, for the broker and the client, CPU per record (or per request) in microseconds and
-    cores busy over the run's wall time."""
+    cores busy over the run's wall time; with `broker_kernel_cpu`, the part of the broker's CPU per record spent in
+    the kernel too (socket copies, and for Odradek the copy of every byte into the page cache, which the peers,
+    keeping records in their own memory, do not make)."""
     results.add(workload, metric, broker, done.records_per_s, unit=unit)
     for side, cpu in (("broker", broker_cpu), ("client", done.client_cpu)):
         results.add(workload, f"{side} CPU per {per}, {metric}", broker, cpu / done.records * 1e6, unit="us",
                     better="lower")
         results.add(workload, f"{side} cores busy, {metric}", broker, cpu / done.seconds, unit="cores",
                     better=None)
+    if broker_kernel_cpu is not None:
+        results.add(workload, f"broker kernel CPU per {per}, {metric}", broker,
+                    broker_kernel_cpu / done.records * 1e6, unit="us", better="lower")
+
+
+def cpu_now(broker: peers.Broker) -> tuple[float, float]:
+    """(CPU, of which in the kernel) the broker has used so far."""
+    return broker.cpu_seconds(), broker.cpu_seconds(kernel_only=True)
+
+
+def cpu_since(broker: peers.Broker, before: tuple[float, float]) -> tuple[float, float]:
+    return tuple(now - then for now, then in zip(cpu_now(broker), before))

@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 
 from odradek.errors import ErrorCode, KafkaError
-from odradek.storage.log import call_when_written
+from odradek.storage.log import PendingWrite, call_when_written
 
 
-async def next_change(partitions, timeout_s: float, writes: Iterable[Future] = ()) -> bool:
+async def next_change(partitions, timeout_s: float, writes: Iterable[PendingWrite] = ()) -> bool:
     """Wait until one of `partitions` appends or advances its high watermark, or one of the writer thread's
     `writes` (records appended before, not in the file yet) is done; False when `timeout_s` ran out."""
     loop = asyncio.get_running_loop()
@@ -71,7 +70,7 @@ async def until_led(partition, deadline: float) -> None:
             return
 
 
-async def written(writes: Iterable[Future]) -> None:
+async def written(writes: Iterable[PendingWrite]) -> None:
     """Wait until each of the writer thread's `writes` is done, whatever its outcome (a failed write's bytes are
     held by the log again, and the next read tries them)."""
     loop = asyncio.get_running_loop()

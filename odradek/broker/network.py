@@ -49,7 +49,6 @@ import struct
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import Future
 from types import CoroutineType
 from typing import Any
 
@@ -60,7 +59,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
 from odradek.records.region import FileRegion
 from odradek.security.sasl import SaslAuthenticationFailed
-from odradek.storage.log import DeferredWrites, call_when_written
+from odradek.storage.log import DeferredWrites, PendingWrite, call_when_written
 
 log = logging.getLogger("odradek.network")
 
@@ -516,7 +515,7 @@ class Connection:
         if self._writer_idle and self._pending and self._unsent is None:
             self._write_ready()
 
-    def _write_deferred(self) -> tuple[Future, ...]:
+    def _write_deferred(self) -> tuple[PendingWrite, ...]:
         """Close the server's DeferredWrites window, writing what it holds (or handing it to the writer thread: the
         futures of those writes). If a write fails, the answers queued meanwhile may acknowledge records that are not
         in the file: the connection closes without them (its client sends them again), and the logs keep the bytes
@@ -526,7 +525,7 @@ class Connection:
         except OSError as exc:
             raise _unwritten(exc) from None
 
-    def _answers_wait_for(self, writes: tuple[Future, ...], window_start: int) -> None:
+    def _answers_wait_for(self, writes: tuple[PendingWrite, ...], window_start: int) -> None:
         """The window's answers, queued from `window_start` on, go out once the writer thread's `writes` are done:
         a barrier for each goes in front of them, which the writer task waits for like a handler's answer that has
         nothing to send (or, if the write failed, a CloseConnection). A barrier is a future of its own, not one

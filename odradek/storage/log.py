@@ -25,10 +25,10 @@ import bisect
 import logging
 import operator
 import os
+import queue
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from threading import get_ident
 from typing import Any, NamedTuple
 from pathlib import Path
@@ -57,6 +57,90 @@ DEFERRED_PIECES_MAX = 512  # pieces one log holds unwritten at most: one pwritev
 WRITER_THREAD_MIN_BYTES = 256 * 1024  # a window holding this much is written by the writer thread
 
 
+class PendingWrite:
+    """A write handed to the WriterThread: the part of concurrent.futures.Future the log, the network shell and the
+    tests use (done, exception, result, add_done_callback), on one lock held from its hand-off until it is done."""
+
+    __slots__ = ("_finished", "_error", "_callbacks", "_unfinished")
+
+    def __init__(self):
+        self._finished = False
+        self._error: BaseException | None = None
+        self._callbacks: list = []
+        self._unfinished = threading.Lock()
+        self._unfinished.acquire()
+
+    def done(self) -> bool:
+        return self._finished
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The write's error, None if it succeeded: once it is done (TimeoutError if not in `timeout` seconds)."""
+        if not self._finished:
+            if not self._unfinished.acquire(timeout=-1 if timeout is None else timeout):
+                raise TimeoutError("the write is not done")
+            self._unfinished.release()
+        return self._error
+
+    def result(self, timeout: float | None = None) -> None:
+        if (error := self.exception(timeout)) is not None:
+            raise error
+
+    def add_done_callback(self, callback: Callable[["PendingWrite"], Any]) -> None:
+        """`callback(self)` once the write is done: at once if it is, else on the writer thread."""
+        with _CALLBACKS_LOCK:
+            if not self._finished:
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def finish(self, error: BaseException | None) -> None:
+        with _CALLBACKS_LOCK:
+            self._error = error
+            self._finished = True
+            callbacks, self._callbacks = self._callbacks, []
+        self._unfinished.release()
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("a callback of a finished write failed")
+
+
+_CALLBACKS_LOCK = threading.Lock()  # PendingWrite's callbacks, added on the loop and run on the writer thread
+
+
+class WriterThread:
+    """One thread running what it is handed, in order: the large DeferredWrites windows' writes. A hand-off is one
+    put on a C queue and a PendingWrite; a ThreadPoolExecutor's built a Condition per write and ran a Python loop
+    of locks around each, a quarter of the event loop's Python under two wire producers (py-spy)."""
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="log-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, function: Callable[..., Any], *args) -> PendingWrite:
+        write = PendingWrite()
+        self._queue.put((write, function, args))
+        return write
+
+    def shutdown(self) -> None:
+        """Stop once what was handed over is done."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        take = self._queue.get
+        while (item := take()) is not None:
+            write, function, args = item
+            try:
+                function(*args)
+            except BaseException as exc:  # the write's outcome, for whoever waits on it
+                write.finish(exc)
+            else:
+                write.finish(None)
+
+
 class DeferredWrites:
     """A window in which appends leave their bytes for one write per log when it closes.
 
@@ -81,7 +165,7 @@ class DeferredWrites:
         self.thread: int | None = None  # the thread whose appends are deferred (its `get_ident`); None while closed
         self._logs: dict[Log, None] = {}  # logs holding bytes this window deferred, in order
         self._held_bytes = 0  # what this window's appends deferred
-        self._writer: ThreadPoolExecutor | None = None  # started at the first large window
+        self._writer: WriterThread | None = None  # started at the first large window
 
     def open(self) -> None:
         self.thread = get_ident()
@@ -92,7 +176,7 @@ class DeferredWrites:
         self._logs[log] = None
         self._held_bytes += size
 
-    def write(self) -> tuple[Future, ...]:
+    def write(self) -> tuple[PendingWrite, ...]:
         """Close the window and write what its appends left. A large window is handed to the writer thread: the
         futures of its writes, which fail with the OSError of a failed one. Otherwise written here: every log is
         tried, then the first OSError raised (those logs keep their bytes, which their next operation tries again),
@@ -104,7 +188,7 @@ class DeferredWrites:
         held, self._held_bytes = self._held_bytes, 0
         if held >= WRITER_THREAD_MIN_BYTES:
             if self._writer is None:
-                self._writer = ThreadPoolExecutor(1, thread_name_prefix="log-writer")
+                self._writer = WriterThread()
             return tuple(future for held_by in logs if (future := held_by.hand_to_writer(self._writer)) is not None)
         failure = None
         for held in logs:
@@ -122,11 +206,11 @@ class DeferredWrites:
             self._writer.shutdown()
 
 
-def call_when_written(write: Future, loop, callback: Callable[[BaseException | None], Any]) -> None:
+def call_when_written(write: PendingWrite, loop, callback: Callable[[BaseException | None], Any]) -> None:
     """Once the writer thread's `write` is done, `callback(its exception or None)` on the event loop `loop`
     (nothing if the loop has stopped: nobody is left to tell). Never a future chained to the write: cancelling what
     waits for it (a connection closing) must not cancel a write still queued."""
-    def done(_write: Future) -> None:
+    def done(_write: PendingWrite) -> None:
         try:
             loop.call_soon_threadsafe(callback, write.exception())
         except RuntimeError:
@@ -138,7 +222,7 @@ def call_when_written(write: Future, loop, callback: Callable[[BaseException | N
 class _Writing(NamedTuple):
     """A log's bytes handed to the writer thread: where they go, and the pieces, held again if the write fails."""
 
-    future: Future
+    future: PendingWrite
     at: int
     pieces: tuple
 
@@ -364,7 +448,7 @@ class Log:
             with self._lock:
                 self._write_unwritten()
 
-    def hand_to_writer(self, writer: ThreadPoolExecutor) -> Future | None:
+    def hand_to_writer(self, writer: WriterThread) -> PendingWrite | None:
         """Hand the bytes a DeferredWrites window left to its writer thread, once this log's previous such write is
         done: the future of the write (None if nothing is held)."""
         with self._lock:
@@ -487,7 +571,7 @@ class Log:
                 return region if region.length else None
         return None
 
-    def write_in_flight(self) -> Future | None:
+    def write_in_flight(self) -> PendingWrite | None:
         """The writer thread's write of this log while it is not done (what a `written_only` read stops before)."""
         writing = self._writing
         return writing.future if writing is not None and not writing.future.done() else None

@@ -254,6 +254,10 @@ class TransactionCoordinator:
         if tail is not None:
             self._in_background(prepared, self._markers_once_replicated(prepared, *tail))
             return prepared
+        return self._write_markers(prepared)
+
+    def _write_markers(self, prepared: TransactionMetadata) -> TransactionMetadata:
+        """_send_markers once the prepared state is on the in-sync replicas."""
         commit = prepared.state is TransactionState.PREPARE_COMMIT
         coordinator_epoch = self._state_partition(prepared.transactional_id).leader_epoch
         remote: dict[int, list[TopicPartition]] = {}
@@ -303,7 +307,9 @@ class TransactionCoordinator:
             self._markers_in_flight.discard(prepared.transactional_id)
         if error is None or error.code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:  # the high watermark passed it
             if self.transactions.get(prepared.transactional_id) == prepared:
-                self._send_markers(prepared)
+                # not _send_markers: the partition's end may have moved on with other ids' writes, and waiting for
+                # it again could go on as long as they keep coming
+                self._write_markers(prepared)
         elif error.code == ErrorCode.REQUEST_TIMED_OUT:
             log.warning("%s prepared, not on the in-sync replicas of %s-%d in time; its markers wait",
                         prepared.transactional_id, *key)

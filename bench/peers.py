@@ -154,24 +154,35 @@ class Broker:
         with open(f"/proc/{self.pid}/statm") as statm:
             return int(statm.read().split()[1]) * _PAGE_SIZE
 
-    def cpu_seconds(self, kernel_only: bool = False) -> float:
-        return cpu_seconds(self.pid, kernel_only)
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def cpu_times(self) -> tuple[float, float]:
+        return cpu_times(self.pid)
 
 
-def cpu_seconds(broker_pid: int, kernel_only: bool = False) -> float:
-    """User plus system CPU time a broker process has used so far (system time alone with `kernel_only`: the
-    kernel's copies and page cache work done for it): all its threads, its child processes that still run (Odradek
-    checks large batches' records in worker processes) and those it has waited for."""
-    own, waited_for = ((12,), (14,)) if kernel_only else ((11, 12), (13, 14))  # utime stime cutime cstime
-    ticks = 0
+def cpu_seconds(broker_pid: int) -> float:
+    """User plus system CPU time a broker process has used so far (see `cpu_times`)."""
+    return cpu_times(broker_pid)[0]
+
+
+def cpu_times(broker_pid: int) -> tuple[float, float]:
+    """(user plus system, system alone) CPU time a broker process has used so far, the second the kernel's copies
+    and page cache work done for it: all its threads, its child processes that still run (Odradek checks large
+    batches' records in worker processes) and those it has waited for."""
+    total = kernel = 0
     for pid in [broker_pid] + _children(broker_pid):
         try:
             with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except FileNotFoundError:  # a child that ended meanwhile
             continue
-        ticks += sum(int(fields[i]) for i in own + (waited_for if pid == broker_pid else ()))
-    return ticks / _CLOCK_TICKS
+        utime, stime, cutime, cstime = (int(field) for field in fields[11:15])
+        if pid != broker_pid:  # the waited-for children of the broker only
+            cutime = cstime = 0
+        total += utime + stime + cutime + cstime
+        kernel += stime + cstime
+    return total / _CLOCK_TICKS, kernel / _CLOCK_TICKS
 
 
 def _children(pid: int) -> list[int]:

@@ -45,11 +45,11 @@ def one_round(results: Results, broker: peers.Broker, topic: str, records: int, 
     consume_metric = f"consume, {PARTITIONS} partitions, {CONSUMERS} {programs} consumers"
     try:
         client.create_topic(broker.bootstrap, topic, PARTITIONS)
-        before = cpu_now(broker)
+        before = broker.cpu_times()
         produced = loadgen.produce(broker.bootstrap, topic, records, processes=PRODUCERS, config=PRODUCER,
                                    wire_partitions=PARTITIONS if wire else 0)
         add_run(results, WORKLOAD, produce_metric, broker.name, produced, *cpu_since(broker, before))
-        before = cpu_now(broker)
+        before = broker.cpu_times()
         consumed = loadgen.consume(broker.bootstrap, topic, produced.partition_records, processes=CONSUMERS,
                                    config=client.CONSUMER, wire=wire)
         add_run(results, WORKLOAD, consume_metric, broker.name, consumed, *cpu_since(broker, before))
@@ -68,7 +68,7 @@ def tailed_round(results: Results, broker: peers.Broker, topic: str, records: in
     consume_metric = f"consume while produced, {PARTITIONS} partitions, {CONSUMERS} wire consumers tailing"
     try:
         client.create_topic(broker.bootstrap, topic, PARTITIONS)
-        before = cpu_now(broker)
+        before = broker.cpu_times()
         produced, consumed = loadgen.produce_while_consumed(
             broker.bootstrap, topic, records, partition_records, producers=PRODUCERS, consumers=CONSUMERS,
             config=PRODUCER, wire_partitions=PARTITIONS)
@@ -105,10 +105,6 @@ def add_run(results: Results, workload: str, metric: str, broker: str, done: loa
                     broker_kernel_cpu / done.records * 1e6, unit="us", better="lower")
 
 
-def cpu_now(broker: peers.Broker) -> tuple[float, float]:
-    """(CPU, of which in the kernel) the broker has used so far."""
-    return broker.cpu_seconds(), broker.cpu_seconds(kernel_only=True)
-
-
 def cpu_since(broker: peers.Broker, before: tuple[float, float]) -> tuple[float, float]:
-    return tuple(now - then for now, then in zip(cpu_now(broker), before))
+    """(CPU, of which in the kernel) the broker has used since `before` (its `cpu_times()` then)."""
+    return tuple(now - then for now, then in zip(broker.cpu_times(), before))

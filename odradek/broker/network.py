@@ -7,7 +7,8 @@ callback (`_on_data`, one registration with the event loop for the connection's 
 and unregisters at every wait: six epoll_ctl): it receives once, cuts frames and starts their handlers in arrival
 order, all without a task switch and without a receive that finds nothing, which a reader task paid per wake-up
 (a turn of the loop, a failed recv's exception, a future). A reader task remains for what has to wait (a muted or
-closing connection, a full queue, the rest of a large frame) and hands reading back to the callback after it.
+closing connection, a full queue) and hands reading back to the callback after it; a frame larger than one receive
+is received in place by the callback too, into a buffer of its own.
 The answers go out in arrival order; many requests may be in flight on one connection (up to MAX_IN_FLIGHT), so
 pipelining producers never wait for a round trip. Answers ready at once (a Produce, a Fetch with data) are sent
 from the reading itself, those of one receive's requests with one sendmsg; a writer task sends only what has to
@@ -53,7 +54,7 @@ from types import CoroutineType
 from typing import Any
 
 from odradek.broker._frame_buffer import frame_buffer
-from odradek.broker.append_waits import resolve
+from odradek.broker.append_waits import resolve, settled
 from odradek.config import Listener
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
@@ -172,7 +173,7 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
 class Connection:
     __slots__ = ("server", "sock", "ip", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
                  "_answer_ready", "_writer_idle", "_unsent", "_read_waiter", "_watching_reads", "_reading", "_partial",
-                 "_wanted", "_ready_frame", "fetch_sessions",
+                 "_wanted", "_ready_frame", "_large", "fetch_sessions",
                  "principal", "listener", "authenticating", "close_after_answer", "sasl", "session_expires_at",
                  "muted_until")
 
@@ -202,6 +203,7 @@ class Connection:
         self._partial = bytearray()  # received bytes not yet cut into frames (a frame's start, or after a wait)
         self._wanted = SMALL_RECV_SIZE  # what the next receive asks for
         self._ready_frame: Any = None  # a frame cut (or received whole) but not handed on yet, kept over a wait
+        self._large: _LargeFrame | None = None  # a frame larger than one receive, being received in place
         self.fetch_sessions: dict = {}
         # who is asking, as Kafka's KafkaPrincipal text: "User:ANONYMOUS" until a certificate or SASL says otherwise
         self.principal = ANONYMOUS
@@ -243,14 +245,9 @@ class Connection:
                         self.peer, self.server.authentication_seconds)
             self.close_soon()
 
-    async def _receive_into(self, loop, view: memoryview) -> int:
-        """More bytes of a large frame, received in place at the start of `view`; how many came (0: the peer
-        closed)."""
-        return await self._received(loop, self.sock.recv_into, view)
-
     async def _received(self, loop, receive: Callable, argument: Any) -> Any:
-        """`receive(argument)` on the non-blocking socket (recv or recv_into), waiting through `_readable` while
-        nothing is there."""
+        """`receive(argument)` on the non-blocking socket (a TLS connection's receive of encrypted bytes), waiting
+        through `_readable` while nothing is there."""
         while True:
             try:
                 return receive(argument)
@@ -258,7 +255,7 @@ class Connection:
                 await self._readable(loop)
 
     async def _readable(self, loop) -> None:
-        """Until the socket has something to read (a TLS connection's reader, a large frame's rest). The
+        """Until the socket has something to read (a TLS connection's reader). The
         registration with the event loop stays for later waits (not the six epoll_ctl of a sock_recv's each time);
         since it is level-triggered, it is dropped before anything else is waited on (`_stop_watching_reads`), or a
         peer's unread bytes would wake the loop on every turn."""
@@ -289,6 +286,7 @@ class Connection:
                 item[1].cancel()
         self._pending.clear()
         self._unsent = None
+        self._large = None
         if not self.closed:
             self.closed = True
             self.server.forget(self)
@@ -314,17 +312,24 @@ class Connection:
             await self._waited(wait)
 
     def _on_data(self) -> None:
-        """The socket is readable: receive once and take what came. The peer's close, a failure, or a wait that
-        `_take` needs resolve the reader task's `_reading` (reads unwatched meanwhile)."""
+        """The socket is readable: receive once (into the large frame being received, if there is one) and take
+        what came. The peer's close, a failure, or a wait that `_take` needs resolve the reader task's `_reading`
+        (reads unwatched meanwhile)."""
         reading = self._reading
         try:
-            data = self.sock.recv(self._wanted)
-            if not data:
-                wait = None
-            else:
-                wait = self._take(data)
+            large = self._large
+            if large is not None:
+                wait = self._large_received(self.sock.recv_into(large.view[large.got:]))
                 if wait is None:
                     return
+            else:
+                data = self.sock.recv(self._wanted)
+                if not data:
+                    wait = None
+                else:
+                    wait = self._take(data)
+                    if wait is None:
+                        return
         except BlockingIOError:
             return
         except Exception as exc:  # `_take` closed the DeferredWrites window before raising
@@ -345,10 +350,10 @@ class Connection:
     def _take(self, data) -> Awaitable | None:
         """Cut frames out of `data` (after the bytes kept from before) and hand each to its handler in order, as far
         as that goes without waiting; None when all is taken or kept, else the wait it needs (a muted or closing
-        connection, a full queue, a large frame's rest), for the reader task, with what is left kept for the
-        `_take(b"")` after it. A frame that arrived whole is handed on as a view of the received bytes, without a
-        copy; only a frame split across receives is assembled in `_partial`, and a frame larger than RECV_SIZE is
-        received in place into a buffer of its own (see `_receive_large`). An idle connection holds no buffer at
+        connection, a full queue), for the reader task, with what is left kept for the `_take(b"")` after it. A
+        frame that arrived whole is handed on as a view of the received bytes, without a copy; only a frame split
+        across receives is assembled in `_partial`, and a frame larger than RECV_SIZE is received in place into a
+        buffer of its own by the receives that follow (see `_start_large`). An idle connection holds no buffer at
         all, and a quiet one asks for SMALL_RECV_SIZE at a time. The DeferredWrites window the handlers' appends
         use is closed (`_send_queued`) before this returns, and reads are unwatched before a wait."""
         if data:
@@ -379,7 +384,7 @@ class Connection:
                         frame = self._ready_frame = view[start + 4:start + 4 + size]
                         start += 4 + size
                     elif 4 + size > RECV_SIZE:
-                        wait = self._receive_large(view[start + 4:end], size)
+                        self._start_large(view[start + 4:end], size)
                         start = end
                         break
                     else:
@@ -416,28 +421,37 @@ class Connection:
             self._slot_freed.clear()
             await self._slot_freed.wait()
 
-    async def _receive_large(self, received: memoryview, size: int) -> None:
-        """A frame larger than one receive: its first bytes, then the rest received in place after them, in a
-        buffer of the frame's size whose bytes are not zeroed first (broker/_frame_buffer.c). Memory follows what the
-        client sent, not what it claimed: a buffer's pages become resident only as receives write them, so a header
-        announcing 100 MB and then silence costs about what arrived. Against receiving piece by piece and joining the
-        pieces, this saves a copy of every byte of the frame (8% of the broker's CPU under 1 MB produce batches)."""
-        loop = asyncio.get_running_loop()
+    def _start_large(self, received: memoryview, size: int) -> None:
+        """A frame larger than one receive: its first bytes go into a buffer of the frame's size whose bytes are not
+        zeroed first (broker/_frame_buffer.c), and the receives that follow go in place after them, each handed to
+        `_large_received` (by the read callback; by the reader task on TLS). Memory follows what the client sent,
+        not what it claimed: a buffer's pages become resident only as receives write them, so a header announcing
+        100 MB and then silence costs about what arrived. Against receiving piece by piece and joining the pieces,
+        this saves a copy of every byte of the frame (8% of the broker's CPU under 1 MB produce batches); against a
+        task receiving the rest, the read callback's registration and the loop's turns a task's wake-ups cost."""
         try:
             frame = frame_buffer(size)
         except MemoryError:
             raise CloseConnection(f"no memory for a request of {size} bytes") from None
-        got = len(received)
-        with memoryview(frame) as view:
-            view[:got] = received  # one copy (a bytearray's slice assignment copies a memoryview twice)
-            while got < size:
-                count = await self._receive_into(loop, view[got:])
-                if not count:
-                    raise ConnectionError("connection closed inside a request")
-                got += count
+        large = self._large = _LargeFrame(frame)
+        large.got = len(received)
+        large.view[:large.got] = received  # one copy (a bytearray's slice assignment copies a memoryview twice)
+
+    def _large_received(self, count: int) -> Awaitable | None:
+        """`count` more bytes of the large frame came, in place (0: the peer closed, ConnectionError); once it is
+        whole it is taken like any frame (what `_take` returns)."""
+        if not count:
+            raise ConnectionError("connection closed inside a request")
+        large = self._large
+        large.got += count
+        if large.got < len(large.view):
+            return None
+        large.view.release()
+        self._large = None
         self.last_active = time.monotonic()
-        self._ready_frame = frame
+        self._ready_frame = large.frame
         self._wanted = 4  # the next frame's size alone: a large one is then received in place from its start
+        return self._take(b"")
 
     def _dispatch(self, frame: bytes) -> None:
         """Decode one frame and start its handler; the answer (or its future) joins the ordered queue."""
@@ -623,7 +637,7 @@ class Connection:
             else:
                 head = pending[0][1]
                 if isinstance(head, asyncio.Future) and not head.done():
-                    await asyncio.wait((head,))
+                    await settled(head)
                     if self.closed:  # the connection ended meanwhile and dropped its queue: nowhere to answer
                         return
                     continue
@@ -783,10 +797,15 @@ class TlsConnection(Connection):
         TLS record's bytes are not read by a callback."""
         loop = asyncio.get_running_loop()
         while True:
-            data = await self._receive(loop, self._wanted)
-            if not data:
-                return
-            await self._waited(self._take(data))
+            large = self._large
+            if large is not None:
+                wait = self._large_received(await self._receive_into(loop, large.view[large.got:]))
+            else:
+                data = await self._receive(loop, self._wanted)
+                if not data:
+                    return
+                wait = self._take(data)
+            await self._waited(wait)
 
     async def _feed(self, loop) -> bool:
         """Received bytes into the TLS state machine; False when the peer closed."""
@@ -856,6 +875,17 @@ class TlsConnection(Connection):
         async with self._flushing:
             while self._outgoing.pending:
                 await self._write_all([self._outgoing.read()])
+
+
+class _LargeFrame:
+    """A frame larger than one receive, received in place: its buffer, a view of it, and how much of it came."""
+
+    __slots__ = ("frame", "view", "got")
+
+    def __init__(self, frame: bytearray):
+        self.frame = frame
+        self.view = memoryview(frame)
+        self.got = 0
 
 
 def _after_sent(views: list, sent: int) -> list:

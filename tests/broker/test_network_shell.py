@@ -11,7 +11,7 @@ import socket
 import tempfile
 import time
 
-from odradek.broker.network import MAX_IN_FLIGHT, Connection, ConnectionQuotas, NetworkServer, listen
+from odradek.broker.network import MAX_IN_FLIGHT, RECV_SIZE, Connection, ConnectionQuotas, NetworkServer, listen
 from odradek.config import Listener
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
 from odradek.records.region import FileRegion
@@ -380,3 +380,50 @@ def test_answers_ready_behind_one_still_being_worked_on_wait_for_it():
     early, correlation_ids = asyncio.run(main())
     assert early is None, "an answer went out while the first request's was still being worked on"
     assert correlation_ids == [0, 1, 2]
+
+
+def test_a_large_request_arriving_in_pieces_is_handled_whole_and_the_loop_idles_between_them():
+    """A Produce frame three times the size of one receive, sent in pieces with pauses (received in place by the
+    read callback): the event loop stays idle while the rest is missing, the handler gets every byte, and the answer
+    comes. A second client that closes in the middle of a large request loses only its own connection."""
+    produce = api("Produce")
+    received = []
+
+    def answer(connection, header, request):
+        received.append(bytes(request.topic_data[0].partition_data[0].records))
+        return produce.response(responses=[], throttle_time_ms=0)
+
+    def large_frame(correlation_id: int, records: bytes) -> bytes:
+        data = produce.request.PartitionProduceData(index=0, records=records)
+        body = produce.request(transactional_id=None, acks=1, timeout_ms=1000,
+                               topic_data=[produce.request.TopicProduceData(name="t", partition_data=[data])])
+        return encode_request(RequestHeader(api_key=produce.key, api_version=7, correlation_id=correlation_id,
+                                            client_id="t"), body)
+
+    records = os.urandom(RECV_SIZE * 3)
+    frame = large_frame(7, records)
+
+    async def main():
+        server, server_socket, task = serving(answer, produce.key)
+        address = server_socket.getsockname()[:2]
+        _, quitter = await asyncio.open_connection(*address)
+        quitter.write(large_frame(8, os.urandom(RECV_SIZE * 3))[:RECV_SIZE * 2])
+        await quitter.drain()
+        quitter.close()
+        reader, writer = await asyncio.open_connection(*address)
+        cpu = []
+        for start in range(0, len(frame), RECV_SIZE + 4097):  # pieces that straddle the receives' boundaries
+            writer.write(frame[start:start + RECV_SIZE + 4097])
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            cpu.append(await asyncio.get_running_loop().run_in_executor(None, loop_cpu_while, 0.2))
+        correlation_ids = await answered_ids(reader, 1)
+        connections = len(server.connections)
+        await shut_down(server, server_socket, task, writer)
+        return cpu, correlation_ids, connections
+
+    cpu, correlation_ids, connections = asyncio.run(main())
+    assert correlation_ids == [7]
+    assert received == [records]
+    assert connections == 1  # the client that left inside its request is gone
+    assert max(cpu) < 0.06, f"{max(cpu):.2f} s of CPU in 0.2 s of waiting for the rest of a request"

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from odradek.broker.append_waits import until_led, until_replicated
+from odradek.broker.append_waits import settled, until_led, until_replicated
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
@@ -98,7 +98,7 @@ def handlers(broker) -> dict:
         check = None if checked else asyncio.ensure_future(
             workers.check(records, topic_partition, keys_required, time_range))
         if previous is not None:
-            await asyncio.wait([previous])  # its outcome is its own request's
+            await settled(previous)  # its outcome is its own request's
         if check is not None:
             await check
         return append(partition, records, headers)
@@ -132,7 +132,7 @@ def handlers(broker) -> dict:
         """A Produce that reached this replica while the controller elects the partition's leader: append once
         this broker leads (NOT_LEADER_OR_FOLLOWER if another broker was elected, or at `deadline`)."""
         if previous is not None:
-            await asyncio.wait([previous])
+            await settled(previous)
         await until_led(partition, deadline)
         partition = broker.partition(topic, index)
         records, headers, topic_partition, keys_required, time_range, checked = prepared(
@@ -221,8 +221,8 @@ def handlers(broker) -> dict:
     async def await_outcomes(acks: int, outcomes: list, throttle_ms: int, timeout_ms: int = 0):
         futures = [outcome for _, partitions in outcomes for _, outcome in partitions
                    if isinstance(outcome, asyncio.Future)]
-        if futures:
-            await asyncio.wait(futures)  # not gather: a closed connection must not cancel appends already queued
+        for future in futures:  # not gather: a closed connection must not cancel appends already queued
+            await settled(future)
         for _, partitions in outcomes:
             for position, (index, outcome) in enumerate(partitions):
                 if isinstance(outcome, asyncio.Future):

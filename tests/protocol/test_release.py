@@ -18,13 +18,23 @@ from tests.broker.raw_client import RawClient
 MINIMAL_FIELDS = {"Produce": {"acks": 1, "timeout_ms": 1000}, "Fetch": {"max_wait_ms": 0}}
 
 
-def _advertised(broker) -> dict[int, tuple[int, int]]:
+def _advertised(broker, version: int = 3) -> dict[int, tuple[int, int]]:
     client = RawClient(broker.port)
     try:
-        answer = client.call("ApiVersions", 3, client_software_name="odradek-test", client_software_version="1")
+        fields = {"client_software_name": "odradek-test", "client_software_version": "1"} if version >= 3 else {}
+        answer = client.call("ApiVersions", version, **fields)
     finally:
         client.close()
     return {entry.api_key: (entry.min_version, entry.max_version) for entry in answer.api_keys}
+
+
+def test_every_api_versions_version_carries_the_same_table(broker):
+    """Old clients ask at v0-v2 (kafka-python, old librdkafka), new ones at v3 and v4 (flexible): each version's
+    answer (whose entries are encoded once per version and then copied) lists the same APIs and ranges, twice in a
+    row."""
+    tables = [_advertised(broker, version) for version in range(API_BY_KEY[18].max_version + 1) for _ in range(2)]
+    assert len(tables[0]) > 40
+    assert all(table == tables[0] for table in tables)
 
 
 def test_advertised_maxima_are_kafka_4_0(broker):

@@ -16,13 +16,14 @@ client quota APIs (48, 49); SCRAM, features, delegation tokens, KRaft quorum and
 Ranges start at 0 (old librdkafka turns compression off unless Produce starts at 0; aiokafka fails when a minimum is
 above its own maximum). The answer carries no tagged fields, because Debian's kcat (librdkafka 2.0.2) mis-skips them.
 A request at a version we do not know still gets an answer, at v0 with UNSUPPORTED_VERSION and our table (KIP-511),
-so the client can retry at a version we serve.
+so the client can retry at a version we serve. The table's entries are encoded once per version and copied into each
+answer (every client connection asks once; encoding the 52 entries was over half the cost of answering).
 """
 
 from __future__ import annotations
 
 from odradek.errors import ErrorCode
-from odradek.protocol import API_BY_KEY, RequestHeader, api
+from odradek.protocol import API_BY_KEY, RequestHeader, api, pre_encode
 
 API_VERSIONS = api("ApiVersions")
 ApiVersionsResponse = API_VERSIONS.response
@@ -36,13 +37,22 @@ def make(served_keys: set[int]):
         for a in sorted(API_BY_KEY.values(), key=lambda a: a.key) if a.key in served_keys
     ]
 
+    encoded: dict[int, list] = {}  # version: the table's entries as that version encodes them
+
+    def entries(version: int) -> list:
+        table_as = encoded.get(version)
+        if table_as is None:
+            table_as = encoded[version] = [pre_encode(API_VERSIONS.key, version, entry) for entry in table]
+        return table_as
+
     def answer_api_versions(connection, header: RequestHeader, request):
-        return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=table, throttle_time_ms=0)
+        return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=entries(header.api_version),
+                                   throttle_time_ms=0)
 
     def unsupported_version_answer(header: RequestHeader):
         if header.api_key != API_VERSIONS.key:
             return None
         header.api_version = 0
-        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=table, throttle_time_ms=0)
+        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=entries(0), throttle_time_ms=0)
 
     return answer_api_versions, unsupported_version_answer

@@ -4,7 +4,6 @@ api_version=(4, 0) can use the admin calls that pick their version from that rel
 
 from __future__ import annotations
 
-import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition
 from kafka.admin import NewTopic, OffsetSpec

@@ -1,11 +1,17 @@
 """The network shell cuts frames correctly however the bytes arrive: small frames in any fragments, frames split
 across the receive buffer's end, and produce frames larger than the receive buffer (which the socket writes straight
-into their own buffer), mixed on one connection and answered in order with the records intact."""
+into their own buffer), mixed on one connection and answered in order with the records intact; and many connections
+at once sending large frames in pieces, cut off in the middle or announcing more than they send, lose nothing that
+was acknowledged."""
 
 from __future__ import annotations
 
 import os
 import random
+import socket
+import struct
+import threading
+import time
 
 from odradek.broker.network import RECV_SIZE
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
@@ -63,3 +69,72 @@ def test_frames_in_any_fragments_and_larger_than_the_receive_buffer(broker, topi
         assert records == values
     finally:
         client.close()
+
+
+def test_many_connections_sending_large_frames_in_pieces_cut_off_or_lying_lose_nothing_acknowledged(broker,
+                                                                                                     topic_name):
+    """Six connections at a time for 8 s, each sending a Produce of up to 1 MB in random pieces (some with pauses),
+    or cutting such a frame off and closing, or announcing more bytes than it sends and closing: every record an
+    answer acknowledged reads back intact, batches over max.message.bytes are refused with MESSAGE_TOO_LARGE and
+    nothing else, and the broker keeps serving."""
+    create(broker, topic_name)
+    acknowledged, refusals, failures = [], [], []
+    lock = threading.Lock()
+    deadline = time.monotonic() + 8
+
+    def send_large_frames(seed: int) -> None:
+        rng = random.Random(seed)
+        correlation_id = 0
+        while time.monotonic() < deadline:
+            correlation_id += 1
+            kind = rng.choices(["whole", "cut", "lying"], [6, 2, 1])[0]
+            values = [os.urandom(rng.randrange(1, 150_000)) for _ in range(rng.randrange(1, 9))]
+            frame = produce_frame(topic_name, encode_batch([Record(index, 1_700_000_000_000, None, value)
+                                                            for index, value in enumerate(values)]), correlation_id)
+            if kind == "lying":
+                frame = struct.pack(">i", len(frame) - 4 + rng.randrange(1, 500_000)) + frame[4:]
+            end = len(frame) if kind == "whole" else rng.randrange(4, len(frame))
+            sock = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+            try:
+                position = 0
+                while position < end:
+                    step = rng.choice([1, 4, 5, 1000, 65536, RECV_SIZE - 1, RECV_SIZE + 1, 700_000])
+                    sock.sendall(frame[position:min(position + step, end)])
+                    position = min(position + step, end)
+                    if rng.random() < 0.05:
+                        time.sleep(rng.random() * 0.05)
+                if kind == "whole":
+                    _, answer = decode_response(0, 9, read_frame(sock))
+                    partition = answer.responses[0].partition_responses[0]
+                    with lock:
+                        if partition.error_code == 0:
+                            acknowledged.append((partition.base_offset, values))
+                        else:
+                            refusals.append(partition.error_code)
+            except Exception as exc:  # reported by the assertion below
+                failures.append(repr(exc))
+            finally:
+                sock.close()
+
+    threads = [threading.Thread(target=send_large_frames, args=(seed,)) for seed in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert acknowledged and set(refusals) <= {10}  # MESSAGE_TOO_LARGE: a batch over max.message.bytes
+    expected = {base + index: value for base, values in acknowledged for index, value in enumerate(values)}
+    client = RawClient(broker.port)
+    try:
+        client.sock.settimeout(30)
+        read = {}
+        offset = 0
+        while offset < max(expected) + 1:
+            batches = fetch_batches(client, topic_name, offset)
+            for header, batch_records in batches:
+                for record in batch_records:
+                    read[header.base_offset + record.offset_delta] = record.value
+                offset = header.last_offset + 1
+    finally:
+        client.close()
+    assert read == expected

@@ -172,7 +172,7 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
 
 class Connection:
     __slots__ = ("server", "sock", "ip", "peer", "task", "last_active", "closed", "_pending", "_slot_freed",
-                 "_answer_ready", "_writer_idle", "_unsent", "_read_waiter", "_watching_reads", "_reading", "_partial",
+                 "_answer_ready", "_writer_idle", "_unsent", "_watching_reads", "_reading", "_partial",
                  "_wanted", "_ready_frame", "_large", "fetch_sessions",
                  "principal", "listener", "authenticating", "close_after_answer", "sasl", "session_expires_at",
                  "muted_until")
@@ -197,7 +197,6 @@ class Connection:
         self._answer_ready = asyncio.Event()  # wakes the writer task
         self._writer_idle = True  # the writer task waits for work and holds no answer (the reader may send)
         self._unsent: tuple | None = None  # (chunks, written, throttle_ms) the reader left to the writer
-        self._read_waiter: asyncio.Future | None = None  # the reader's wait for the socket to become readable
         self._watching_reads = False  # the socket's read registration with the event loop
         self._reading: asyncio.Future | None = None  # the reader task's wait while `_on_data` takes what arrives
         self._partial = bytearray()  # received bytes not yet cut into frames (a frame's start, or after a wait)
@@ -245,33 +244,6 @@ class Connection:
                         self.peer, self.server.authentication_seconds)
             self.close_soon()
 
-    async def _received(self, loop, receive: Callable, argument: Any) -> Any:
-        """`receive(argument)` on the non-blocking socket (a TLS connection's receive of encrypted bytes), waiting
-        through `_readable` while nothing is there."""
-        while True:
-            try:
-                return receive(argument)
-            except BlockingIOError:
-                await self._readable(loop)
-
-    async def _readable(self, loop) -> None:
-        """Until the socket has something to read (a TLS connection's reader). The
-        registration with the event loop stays for later waits (not the six epoll_ctl of a sock_recv's each time);
-        since it is level-triggered, it is dropped before anything else is waited on (`_stop_watching_reads`), or a
-        peer's unread bytes would wake the loop on every turn."""
-        if not self._watching_reads:
-            loop.add_reader(self.sock.fileno(), self._on_readable)
-            self._watching_reads = True
-        waiter = self._read_waiter = loop.create_future()
-        await waiter
-
-    def _on_readable(self) -> None:
-        waiter = self._read_waiter
-        if waiter is not None:
-            self._read_waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
     def _stop_watching_reads(self) -> None:
         if self._watching_reads:
             self._watching_reads = False
@@ -303,7 +275,6 @@ class Connection:
         loop = asyncio.get_running_loop()
         while True:
             reading = self._reading = loop.create_future()
-            self._stop_watching_reads()  # a wait may have left `_readable`'s registration
             loop.add_reader(self.sock.fileno(), self._on_data)
             self._watching_reads = True
             wait = await reading
@@ -757,7 +728,7 @@ class TlsConnection(Connection):
     the plain non-blocking socket. Encrypted bytes leave only through `_flush`, under one lock, so the reader (which
     may owe the peer TLS records, e.g. TLS 1.3 key updates) and the writer never interleave records."""
 
-    __slots__ = ("_tls", "_incoming", "_outgoing", "_flushing")
+    __slots__ = ("_tls", "_incoming", "_outgoing", "_flushing", "_read_waiter")
 
     def __init__(self, server: "NetworkServer", sock: socket.socket, address: tuple, listener: Listener,
                  authenticating: Any, context: ssl.SSLContext):
@@ -766,6 +737,7 @@ class TlsConnection(Connection):
         self._outgoing = ssl.MemoryBIO()
         self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
         self._flushing = asyncio.Lock()
+        self._read_waiter: asyncio.Future | None = None  # the reader's wait for the socket to become readable
 
     async def _start(self) -> None:
         """The TLS handshake, then the principal from the client's certificate if it presented one."""
@@ -807,9 +779,34 @@ class TlsConnection(Connection):
                 wait = self._take(data)
             await self._waited(wait)
 
+    async def _received(self, loop) -> bytes:
+        """Encrypted bytes from the non-blocking socket, waiting through `_readable` while none are there."""
+        while True:
+            try:
+                return self.sock.recv(RECV_SIZE)
+            except BlockingIOError:
+                await self._readable(loop)
+
+    async def _readable(self, loop) -> None:
+        """Until the socket has something to read. The registration with the event loop stays for later waits (not
+        the six epoll_ctl of a sock_recv's each time); since it is level-triggered, it is dropped before anything
+        else is waited on (`_stop_watching_reads`), or a peer's unread bytes would wake the loop on every turn."""
+        if not self._watching_reads:
+            loop.add_reader(self.sock.fileno(), self._on_readable)
+            self._watching_reads = True
+        waiter = self._read_waiter = loop.create_future()
+        await waiter
+
+    def _on_readable(self) -> None:
+        waiter = self._read_waiter
+        if waiter is not None:
+            self._read_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
     async def _feed(self, loop) -> bool:
         """Received bytes into the TLS state machine; False when the peer closed."""
-        data = await self._received(loop, self.sock.recv, RECV_SIZE)
+        data = await self._received(loop)
         if not data:
             return False
         self._incoming.write(data)

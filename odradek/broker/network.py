@@ -14,9 +14,10 @@ pipelining producers never wait for a round trip. Answers ready at once (a Produ
 from the reading itself, those of one receive's requests with one sendmsg; a writer task sends only what has to
 wait (a long poll, an acks=all append, what a full socket did not take): waking a task per answer cost each small
 request a task switch and an event's bookkeeping. The appends of one receive's requests are written together (the
-log manager's DeferredWrites window, opened before each request is handed on and closed by `_send_queued`, before
-any answer leaves and before any wait): a pipelining producer's requests to a partition cost one pwritev instead
-of one each. A large window's writes go to the log manager's writer thread, and its answers wait in the queue
+log manager's DeferredWrites window, opened before a request is handed on when more bytes follow it in the receive
+or it is large, and closed by `_send_queued`, before any answer leaves and before any wait): a pipelining producer's
+requests to a partition cost one pwritev instead of one each, and a lone small request appends with its own pwrite
+(the window's bookkeeping, a third of what one receive adds to a request, buys nothing there). A large window's writes go to the log manager's writer thread, and its answers wait in the queue
 behind a barrier that the writes settle (`_answers_wait_for`) while the loop goes on to other requests. Closing (a
 stopping broker) reads no new request and answers those read, up to a bound, before the connections close
 (`close`).
@@ -60,7 +61,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response
 from odradek.records.region import FileRegion
 from odradek.security.sasl import SaslAuthenticationFailed
-from odradek.storage.log import DeferredWrites, PendingWrite, call_when_written
+from odradek.storage.log import WRITER_THREAD_MIN_BYTES, DeferredWrites, PendingWrite, call_when_written
 
 log = logging.getLogger("odradek.network")
 
@@ -326,7 +327,8 @@ class Connection:
         across receives is assembled in `_partial`, and a frame larger than RECV_SIZE is received in place into a
         buffer of its own by the receives that follow (see `_start_large`). An idle connection holds no buffer at
         all, and a quiet one asks for SMALL_RECV_SIZE at a time. The DeferredWrites window the handlers' appends
-        use is closed (`_send_queued`) before this returns, and reads are unwatched before a wait."""
+        use (opened at a request that more bytes follow or that is large enough for the writer thread) is closed
+        (`_send_queued`) before this returns, and reads are unwatched before a wait."""
         if data:
             self._wanted = RECV_SIZE if len(data) >= self._wanted else SMALL_RECV_SIZE
             self.last_active = time.monotonic()
@@ -340,8 +342,6 @@ class Connection:
         window_start = len(self._pending)  # where the answers of the window `_send_queued` closes begin
         wait = None
         try:
-            if deferred is not None:  # closed by `_send_queued` below, before any wait and any answer
-                deferred.open()
             while True:
                 frame = self._ready_frame
                 if frame is None:
@@ -367,6 +367,9 @@ class Connection:
                     wait = asyncio.get_running_loop().create_future()
                     break
                 self._ready_frame = None
+                if deferred is not None and deferred.thread is None and (
+                        start < end or len(frame) >= WRITER_THREAD_MIN_BYTES):  # more requests follow, or a large one
+                    deferred.open()  # closed by `_send_queued` below, before any wait and any answer
                 self._dispatch(frame)
                 if len(self._pending) >= MAX_IN_FLIGHT:
                     wait = self._slot_freed_wait()
@@ -493,7 +496,8 @@ class Connection:
         ahead of them); otherwise the writer sends them after what it holds. First the bytes the handlers' appends
         deferred are written, or handed to the writer thread with the window's answers (from `window_start` in the
         queue) behind its writes: nothing is acknowledged before it is in the file."""
-        if self.server.deferred_writes is not None:
+        deferred = self.server.deferred_writes
+        if deferred is not None and deferred.thread is not None:
             writes = self._write_deferred()
             if writes:
                 self._answers_wait_for(writes, window_start)

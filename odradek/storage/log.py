@@ -144,7 +144,8 @@ class WriterThread:
 class DeferredWrites:
     """A window in which appends leave their bytes for one write per log when it closes.
 
-    The network shell opens it before each request it hands to a handler and closes it (`write`) before any answer
+    The network shell opens it before a request it hands to a handler when more requests follow in the same
+    receive, or the request is large (WRITER_THREAD_MIN_BYTES or more), and closes it (`write`) before any answer
     goes out and before it waits for anything, so everything it covers is one synchronous run of handlers on one
     thread: a pipelining producer's requests of one receive, whose appends to a partition then cost one pwritev
     instead of one each (a sticky-partitioning client sends them to the same partition). Nothing is acknowledged

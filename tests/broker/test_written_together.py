@@ -202,3 +202,32 @@ def test_a_disk_refusing_the_write_acknowledges_nothing_it_did_not_write(own_bro
     assert stored[0].startswith(b"first-")
     assert [value for value in stored[1:] if value in acknowledged] == acknowledged
     assert set(acknowledged) <= set(stored)
+
+
+def test_a_lone_request_the_disk_refuses_is_answered_kafka_storage_error_and_the_connection_stays(own_broker):
+    """A request alone in its receive (one in flight) appends with its own write, outside any window: when the disk
+    refuses that write, its partition is answered KAFKA_STORAGE_ERROR (retriable) on a connection that stays open,
+    nothing of it is stored, and once the disk takes writes again the next request is written after the records
+    acknowledged before, the refused bytes left in the file overwritten."""
+    create(own_broker, "lone", 1)
+    client = RawClient(own_broker.port)
+
+    def produce(value: bytes) -> int:
+        answer = client.call("Produce", 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+            Produce.request.TopicProduceData(name="lone", partition_data=[Produce.request.PartitionProduceData(
+                index=0, records=encode_batch([Record(0, TS, None, value)]))])])
+        return answer.responses[0].partition_responses[0].error_code
+
+    assert produce(b"before") == 0
+    segment = sorted((own_broker.data_dir / "lone-0").glob("*.log"))[-1]
+    pid = own_broker.process.pid
+    subprocess.run(["prlimit", f"--pid={pid}", f"--fsize={segment.stat().st_size + 100}:"], check=True)
+    assert produce(b"refused-" + b"r" * 8000) == 56  # KAFKA_STORAGE_ERROR, answered: not a closed connection
+    assert produce(b"refused-" + b"r" * 8000) == 56
+    subprocess.run(["prlimit", f"--pid={pid}", "--fsize=unlimited:"], check=True)
+    assert produce(b"after") == 0
+    client.close()
+    assert read_back(own_broker, "lone", 1)[0] == [b"before", b"after"]
+    own_broker.kill()
+    own_broker.start()
+    assert read_back(own_broker, "lone", 1)[0] == [b"before", b"after"]

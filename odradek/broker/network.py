@@ -72,6 +72,7 @@ RECV_SIZE = 256 * 1024
 # fault per receive at 256 KiB). A receive that comes back full asks for RECV_SIZE next.
 SMALL_RECV_SIZE = 64 * 1024
 _SIZE = struct.Struct(">i")
+_NOTHING = b""  # `_partial` while it holds nothing: a receive taken whole leaves no buffer behind
 ANONYMOUS = "User:ANONYMOUS"
 REAUTHENTICATION_KEYS = frozenset({17, 36})  # SaslHandshake, SaslAuthenticate: what an expired session may send
 TLS_RECORD_SIZE = 16384  # the most plaintext one TLS record carries
@@ -200,7 +201,7 @@ class Connection:
         self._unsent: tuple | None = None  # (chunks, written, throttle_ms) the reader left to the writer
         self._watching_reads = False  # the socket's read registration with the event loop
         self._reading: asyncio.Future | None = None  # the reader task's wait while `_on_data` takes what arrives
-        self._partial = bytearray()  # received bytes not yet cut into frames (a frame's start, or after a wait)
+        self._partial = _NOTHING  # received bytes not yet cut into frames (a frame's start, or after a wait)
         self._wanted = SMALL_RECV_SIZE  # what the next receive asks for
         self._ready_frame: Any = None  # a frame cut (or received whole) but not handed on yet, kept over a wait
         self._large: _LargeFrame | None = None  # a frame larger than one receive, being received in place
@@ -380,7 +381,9 @@ class Connection:
         self._send_queued(window_start)
         if wait is not None:
             self._stop_watching_reads()
-        if start == 0 and data is partial:  # nothing cut yet: keep collecting in the same bytearray
+        if start == end:  # all taken (what a client waiting for its answer sends): nothing to copy or keep
+            self._partial = _NOTHING
+        elif start == 0 and data is partial:  # nothing cut yet: keep collecting in the same bytearray
             view.release()
         else:
             self._partial = bytearray(view[start:end])
@@ -892,6 +895,8 @@ class _LargeFrame:
 def _after_sent(views: list, sent: int) -> list:
     """What is left of `views` (memoryviews) once the first `sent` bytes of them went out. An empty view is taken as
     sent once those before it are, or it would be waited on forever."""
+    if len(views) == 1 and sent == len(views[0]):  # one answer's frame, taken whole: the usual send
+        return []
     index, count = 0, len(views)
     while index < count and sent >= len(views[index]):
         sent -= len(views[index])

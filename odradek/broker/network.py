@@ -17,10 +17,10 @@ request a task switch and an event's bookkeeping. The appends of one receive's r
 log manager's DeferredWrites window, opened before a request is handed on when more bytes follow it in the receive
 or it is large, and closed by `_send_queued`, before any answer leaves and before any wait): a pipelining producer's
 requests to a partition cost one pwritev instead of one each, and a lone small request appends with its own pwrite
-(the window's bookkeeping, a third of what one receive adds to a request, buys nothing there). A large window's writes go to the log manager's writer thread, and its answers wait in the queue
-behind a barrier that the writes settle (`_answers_wait_for`) while the loop goes on to other requests. Closing (a
-stopping broker) reads no new request and answers those read, up to a bound, before the connections close
-(`close`).
+(the window's bookkeeping, a third of what one receive adds to a request, buys nothing there). A large window's
+writes go to the log manager's writer thread, and its answers wait in the queue behind a barrier that the writes
+settle (`_answers_wait_for`) while the loop goes on to other requests. Closing (a stopping broker) reads no new
+request and answers those read, up to a bound, before the connections close (`close`).
 
 A frame that is malformed, oversized (socket.request.max.bytes) or names an API or version we do not serve closes
 that one connection with a logged reason (ApiVersions with an unknown version gets its KIP-511 answer instead);

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.membership import BrokerEndpoint
@@ -256,8 +256,12 @@ class ZooKeeperGroupMember:
                 if self._rebalance():
                     self.rebalances += 1
                     self.settled.set()
-            except Exception:  # a lost connection, a node gone mid-read: try again shortly
-                log.exception("rebalance of group %s failed; retrying", self.group)
+            except Exception as exc:  # a lost connection, a node gone mid-read: try again shortly
+                if isinstance(exc, KazooException):  # ZooKeeper's doing, expected: one line, no traceback
+                    log.warning("rebalance of group %s failed (%s: %s); retrying", self.group,
+                                type(exc).__name__, exc)
+                else:
+                    log.exception("rebalance of group %s failed; retrying", self.group)
                 self._stopping.wait(CLAIM_RETRY_S)
                 self._changed.set()
 

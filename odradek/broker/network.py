@@ -581,7 +581,7 @@ class Connection:
             answer_throttle_ms = getattr(answer, "throttle_time_ms", 0)
             if answer_throttle_ms > throttle_ms:
                 throttle_ms = answer_throttle_ms
-        if len(pending) < queued:
+        if queued >= MAX_IN_FLIGHT > len(pending):  # the reader may wait for a free slot only at a full queue
             self._slot_freed.set()
         return chunks, written, throttle_ms
 

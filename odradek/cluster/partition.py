@@ -63,8 +63,8 @@ class FollowerState:
 
 
 class Partition:
-    __slots__ = ("topic", "index", "topic_id", "log", "assignment", "node_id", "high_watermark", "_waiters",
-                 "followers", "needs_truncation", "isr_change")
+    __slots__ = ("topic", "index", "topic_id", "log", "assignment", "is_leader", "isr_is_self", "node_id",
+                 "high_watermark", "_waiters", "followers", "needs_truncation", "isr_change")
 
     def __init__(self, topic: str, index: int, topic_id: uuid.UUID, log: Log,
                  assignment: PartitionAssignment, node_id: int, high_watermark: int = 0):
@@ -72,8 +72,8 @@ class Partition:
         self.index = index
         self.topic_id = topic_id
         self.log = log
-        self.assignment = assignment
         self.node_id = node_id
+        self._set_assignment(assignment)
         # the high watermark saved in replication-offset-checkpoint, which never passes what the log holds
         self.high_watermark = log.log_end_offset if self.isr_is_self else min(high_watermark, log.log_end_offset)
         self._waiters: list[Callable[[], None]] = []
@@ -88,7 +88,7 @@ class Partition:
         followers afresh (each one counts as caught up now, as Kafka's makeLeader) and starts the epoch at the log
         end, or, on a follower, has it find by leader epoch where its log parts from the new leader's."""
         previous = self.assignment
-        self.assignment = assignment
+        self._set_assignment(assignment)
         new_epoch = (assignment.leader_epoch, assignment.leader) != (previous.leader_epoch, previous.leader)
         if self.is_leader:
             self.needs_truncation = False
@@ -181,7 +181,7 @@ class Partition:
         of the same znode then changes nothing."""
         isr, self.isr_change = self.isr_change, None
         if written and isr is not None and self.is_leader and self.leader_epoch == leader_epoch:
-            self.assignment = dataclasses.replace(self.assignment, isr=isr)
+            self._set_assignment(dataclasses.replace(self.assignment, isr=isr))
             self._advance_high_watermark()
             self.wake()
 
@@ -216,13 +216,12 @@ class Partition:
             self.high_watermark = high_watermark
             self.wake()  # consumers' long polls on this follower (KIP-392) read up to the high watermark
 
-    @property
-    def isr_is_self(self) -> bool:
-        return self.assignment.isr == [self.node_id]
-
-    @property
-    def is_leader(self) -> bool:
-        return self.assignment.leader == self.node_id
+    def _set_assignment(self, assignment: PartitionAssignment) -> None:
+        """`assignment` becomes the partition's, with what every append asks of it kept beside it (attributes, not
+        properties: each read of a property is a Python call)."""
+        self.assignment = assignment
+        self.is_leader = assignment.leader == self.node_id
+        self.isr_is_self = assignment.isr == [self.node_id]
 
     @property
     def leader_epoch(self) -> int:
@@ -280,7 +279,7 @@ class Partition:
         return completed
 
     def _check_leader(self) -> None:
-        if self.assignment.leader != self.node_id:  # `is_leader` without its property call: every append asks
+        if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"Broker {self.node_id} is not the leader of {self.topic}-{self.index} any more")
 

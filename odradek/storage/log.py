@@ -502,7 +502,7 @@ class Log:
             time_waited = now - active.created_ms
         if (active.size > config.segment_bytes - size
                 or (active.size > 0 and time_waited > config.segment_ms - active.roll_jitter_ms)
-                or active.offset_index.is_full or active.time_index.is_full
+                or active.indexes_full
                 or last_offset - active.base_offset > INT32_MAX):
             return self._roll(first_offset, now)
         return active

@@ -203,6 +203,9 @@ class Segment:
         jitter_bound = min(config.segment_jitter_ms, config.segment_ms)
         self.roll_jitter_ms = random.randrange(jitter_bound) if jitter_bound > 0 else 0
         self.bytes_since_last_index_entry = 0
+        # whether an index holds all segment.index.bytes allow (the log then rolls): kept here as the indexes change,
+        # since the log asks at every append and the indexes' `is_full` are a Python call each
+        self.indexes_full = False
         self.preallocated = False
         self._clear_tail()
 
@@ -293,6 +296,7 @@ class Segment:
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._note_indexes_full()
             self.bytes_since_last_index_entry = 0
             self._clear_tail()
         end = position + header.size
@@ -300,6 +304,9 @@ class Segment:
         self.bytes_since_last_index_entry += end - position
         self.next_offset = header.last_offset + 1
         return end
+
+    def _note_indexes_full(self) -> None:
+        self.indexes_full = self.offset_index.is_full or self.time_index.is_full
 
     def _clear_tail(self) -> None:
         """Start an empty tail (new arrays, so a reader holding the old ones still sees them whole)."""
@@ -324,6 +331,7 @@ class Segment:
         if self.size:
             self.rolling_timestamp = self.read_header(0).max_timestamp
         self.bytes_since_last_index_entry = self.size - position
+        self._note_indexes_full()
         self._clear_tail()
         end = position
         for position, header in self.iter_headers(position):

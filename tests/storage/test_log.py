@@ -194,6 +194,21 @@ def test_full_index_rolls(tmp_path, clock):
     assert [offset for offset, _ in read_all(log)] == list(range(10))
 
 
+@pytest.mark.parametrize("clean_shutdown", [True, False])
+def test_an_active_segment_reopened_with_a_full_index_rolls_at_the_next_append(tmp_path, clock, clean_shutdown):
+    config = LogConfig(segment_index_bytes=24, index_interval_bytes=0)  # 3 offset entries (2 time entries)
+    log = Log.open(tmp_path / "topic-0", config, clean_shutdown=True, now_ms=clock)
+    for _ in range(4):  # the first batch gets no entry: each of the next three one (one timestamp: one time entry)
+        append(log, batch(1, timestamp=1000))
+    assert len(log.segments) == 1 and len(log.segments[0].offset_index) == 3
+    log.close()
+    log = Log.open(tmp_path / "topic-0", config, clean_shutdown=clean_shutdown, now_ms=clock)
+    end = log.log_end_offset
+    append(log, batch(1, timestamp=2000))
+    assert [segment.base_offset for segment in log.segments] == [0, end]
+    assert [offset for offset, _ in read_all(log)] == list(range(end + 1))
+
+
 def test_index_files_are_preallocated_while_active_and_trimmed_on_roll(tmp_path, clock):
     log = open_log(tmp_path, clock, segment_index_bytes=8000, index_interval_bytes=50)
     for index in range(20):

@@ -241,11 +241,13 @@ class Partition:
         first_unstable = self.log.producer_state.first_unstable_offset(default=high_watermark)
         return first_unstable if first_unstable < high_watermark else high_watermark
 
-    def append(self, data, headers, origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
+    def append(self, data, headers, origin: AppendOrigin = AppendOrigin.CLIENT, *,
+               sizes_checked: bool = False) -> AppendResult:
         """Append as leader; returns the log's AppendResult (a retried batch's original offsets, nothing written)
         and wakes every waiter. Batches of idempotent producers come one per append (Produce v3+). A replica that
         is no longer the leader refuses (NOT_LEADER_OR_FOLLOWER, as Kafka's appendRecordsToLeader): an append can
-        wait behind an earlier one or its record checks, and leadership can move meanwhile."""
+        wait behind an earlier one or its record checks, and leadership can move meanwhile. `sizes_checked` as
+        `Log.append`'s."""
         self._check_leader()
         producer_state = self.log.producer_state
         for header in headers:
@@ -253,7 +255,8 @@ class Partition:
                 duplicate = producer_state.check_batch(header, origin)
                 if duplicate is not None:
                     return AppendResult(duplicate.first_offset, duplicate.last_offset, -1, self.log.log_start_offset)
-        result = self.log.append(data, headers, partition_leader_epoch=self.assignment.leader_epoch)
+        result = self.log.append(data, headers, partition_leader_epoch=self.assignment.leader_epoch,
+                                 sizes_checked=sizes_checked)
         base_offset = result.first_offset
         for header in headers:
             if header.producer_id >= 0:

@@ -373,7 +373,7 @@ class Log:
                              f"Records of {total} bytes exceed segment.bytes {config.segment_bytes}")
 
     def append(self, data, headers: list[BatchHeader], *, assign_offsets: bool = True, now_ms: int | None = None,
-               partition_leader_epoch: int | None = None) -> AppendResult:
+               partition_leader_epoch: int | None = None, sizes_checked: bool = False) -> AppendResult:
         """Append whole v2 batches (`headers` from `validate_batches`, laid end to end in `data`).
 
         With `assign_offsets` (the produce path) the batches get dense offsets from the log end offset, the leader
@@ -381,10 +381,12 @@ class Log:
         write. CreateTime timestamps are not the log's to check: Produce checks every record's against
         message.timestamp.{before,after}.max.ms before it appends (records.validation). Without `assign_offsets`
         (replication, the cleaner) the batches keep their offsets, which must increase from the log end offset.
+        `sizes_checked`: the caller ran `check_sizes` on these batches already (Produce, before it walked them).
         """
         config = self.config
         now = self._clock() if now_ms is None else now_ms
-        self.check_sizes(data, headers)
+        if not sizes_checked:
+            self.check_sizes(data, headers)
         total = len(data)
         append_time = now if assign_offsets and config.log_append_time else -1
         deferred = self._deferred_writes

@@ -86,7 +86,7 @@ def handlers(broker) -> dict:
         return records, headers
 
     def append(partition: Partition, records, headers):
-        result = partition.append(records, headers)
+        result = partition.append(records, headers, sizes_checked=True)  # by `checked_batches`
         if broker.metrics is not None:
             broker.metrics.record_produce(partition.topic, len(records), sum(h.record_count for h in headers))
         return result

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import (BATCH_HEADER_SIZE, COMPRESSION_MASK, TIMESTAMP_TYPE_BIT, BatchHeader,
                                    MalformedRecords)
-from odradek.records.compression import MAX_DECOMPRESSED_BYTES, decompress
+from odradek.records.compression import MAX_DECOMPRESSED_BYTES, decompressed_view
 from odradek.records.walk import Faults, check_records
 
 MAX_RECORD_ERRORS = 10_000  # listed in an answer; more keyless records are failed as the rest of their batch
@@ -65,7 +65,7 @@ def validate_records(data, headers: Sequence[BatchHeader], *, topic_partition: s
         end = position + header.size
         payload = view[position + BATCH_HEADER_SIZE:end]
         compression = attributes & COMPRESSION_MASK
-        body = decompress(compression, payload, decompressed_limit) if compression else payload
+        body = decompressed_view(compression, payload, decompressed_limit) if compression else payload
         try:
             faults = check_records(body, header.record_count, header.base_timestamp, keys_required=keys_required,
                                    create_time_range=create_time_range, max_errors=MAX_RECORD_ERRORS)

@@ -51,8 +51,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from odradek.records.batch import (
-    BatchHeader, decode_batch, encode_batch, is_abort_marker, parse_header,
+    BATCH_HEADER_SIZE, BatchHeader, decode_batch, encode_batch, is_abort_marker, parse_header,
 )
+from odradek.records.compression import decompressed_view
+from odradek.records.walk import record_fields
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.storage.cleaned_transactions import CleanedTransactions
 from odradek.clock import now_ms
@@ -303,11 +305,8 @@ class Cleaner:
                                              f"{offset_map.max_entries} keys, too few for the batch at "
                                              f"{header.base_offset}")
                         return end_offset
-                    _, records = decode_batch(batch)
-                    base = header.base_offset
-                    for record in records:
-                        if record.key is not None:
-                            offset_map.put(record.key, base + record.offset_delta)
+                    for key, offset in _keyed_offsets(header, batch):
+                        offset_map.put(key, offset)
                 end_offset = header.last_offset + 1
         return end_offset
 
@@ -425,6 +424,18 @@ class BatchFilter:
             elif offset >= self.offset_map.get(record.key) and (record.value is not None or not tombstones_expired):
                 kept.append(record)
         return kept
+
+
+def _keyed_offsets(header: BatchHeader, batch):
+    """(key, offset) of each record of a data batch that has a key, the records walked in C (records.walk) rather
+    than decoded into a Python object each: the keys are views of the batch, or of the thread's decompression buffer,
+    valid until its next decompression."""
+    body = decompressed_view(header.compression, memoryview(batch)[BATCH_HEADER_SIZE:header.size])
+    fields, _ = record_fields(body, [len(body)], [header.record_count], with_headers=False)
+    base = header.base_offset
+    for start, length, delta in zip(fields.key_starts, fields.key_lengths, fields.offset_deltas):
+        if length >= 0:
+            yield body[start:start + length], base + delta
 
 
 class LogCleaner:

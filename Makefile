@@ -11,7 +11,7 @@ BENCH_INSTALLED := $(VENV)/.installed-bench
 .PHONY: serve test bench bench-packages loadgen fuzz chaos system-packages
 
 $(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c odradek/records/_crc32c.c odradek/records/_batch.c \
-		odradek/broker/_frame_buffer.c odradek/protocol/_codec.c
+		odradek/broker/_frame_buffer.c odradek/protocol/_codec.c odradek/storage/_offset_map.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark,console]'

@@ -35,26 +35,31 @@ Compressed batches are decompressed, filtered and recompressed with their codec;
 records and needs no delete horizon is copied byte for byte. All cleaner I/O (reads and writes) is throttled to
 log.cleaner.io.max.bytes.per.second across the threads.
 
-The work is CPU-bound Python, so threads share the GIL with the broker's event loop; one thread (Kafka's default)
-is the sensible setting on a small machine, and the event loop only ever waits for the cleaner during the swap
-itself (a few renames and two directory fsyncs under the log's lock) and when a topic it is cleaning is deleted.
+Records are never made Python objects to be judged: the record walker (records.walk) finds each record's fields
+as int64 columns, and the offset map's C part (storage._offset_map) maps the keys and decides which records stay,
+all with the GIL released. Only the records of a batch that is rewritten become objects, to be encoded again. The
+rest is Python, so threads share the GIL with the broker's event loop; one thread (Kafka's default) is the sensible
+setting on a small machine, and the event loop only ever waits for the cleaner during the swap itself (a few renames
+and two directory fsyncs under the log's lock) and when a topic it is cleaning is deleted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from odradek.records.batch import (
-    BATCH_HEADER_SIZE, BatchHeader, decode_batch, encode_batch, is_abort_marker, parse_header,
+    BATCH_HEADER_SIZE, BatchHeader, Record, decode_batch, encode_batch, is_abort_marker, parse_header,
 )
 from odradek.records.compression import decompressed_view
-from odradek.records.walk import record_fields
+from odradek.records.walk import HeaderFields, RecordFields, record_fields
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.storage.cleaned_transactions import CleanedTransactions
 from odradek.clock import now_ms
@@ -305,8 +310,9 @@ class Cleaner:
                                              f"{offset_map.max_entries} keys, too few for the batch at "
                                              f"{header.base_offset}")
                         return end_offset
-                    for key, offset in _keyed_offsets(header, batch):
-                        offset_map.put(key, offset)
+                    body, fields, _ = _record_columns(header, batch, with_headers=False)
+                    offset_map.put_records(body, fields.key_starts, fields.key_lengths, header.base_offset,
+                                           fields.offset_deltas)
                 end_offset = header.last_offset + 1
         return end_offset
 
@@ -373,32 +379,36 @@ class BatchFilter:
         keeps_producer_state = (header.producer_id >= 0
                                 and self.producer_last_offsets.get(header.producer_id) == header.last_offset)
         if header.is_control:
-            _, kept = decode_batch(batch)
+            _, markers = decode_batch(batch)
             removable = not self.transactions.marker_has_batches(header.producer_id, header.last_offset,
-                                                                  is_abort_marker(kept))
+                                                                  is_abort_marker(markers))
             awaits_horizon = removable and not keeps_producer_state
             if awaits_horizon and horizon_passed:
-                kept = []
+                markers = []
+            kept_count, kept_records = len(markers), lambda: markers
         elif self.transactions.is_aborted(header.producer_id, header.last_offset, header.is_transactional):
-            kept, awaits_horizon = [], False
-        else:
-            _, records = decode_batch(batch)
-            kept = self._retained_records(header, records, horizon_passed)
-            awaits_horizon = any(record.value is None for record in kept)
+            kept_count, kept_records, awaits_horizon = 0, list, False
+        else:  # records are judged in C over the walk's columns, and made objects only if the batch is rewritten
+            body, fields, header_fields = _record_columns(header, batch, with_headers=True)
+            kept, keyless, tombstones = self.offset_map.retained(body, fields, header.base_offset, self.end_offset,
+                                                                 horizon_passed)
+            self.stats.keyless_records += keyless
+            kept_count, awaits_horizon = len(kept), tombstones > 0
+            kept_records = functools.partial(_records_at, header, body, fields, header_fields, kept)
         self.stats.records_read += header.record_count
-        self.stats.records_retained += len(kept)
-        if awaits_horizon and kept:
+        self.stats.records_retained += kept_count
+        if awaits_horizon and kept_count:
             batch_horizon = header.base_timestamp if header.has_delete_horizon else self.horizon
             if self.stats.latest_delete_horizon_ms is None or batch_horizon > self.stats.latest_delete_horizon_ms:
                 self.stats.latest_delete_horizon_ms = batch_horizon
-        if len(kept) == header.record_count and (header.has_delete_horizon or not awaits_horizon):
+        if kept_count == header.record_count and (header.has_delete_horizon or not awaits_horizon):
             return header, bytes(batch)
         same_frame = dict(base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
                           partition_leader_epoch=header.partition_leader_epoch, timestamp_type=header.timestamp_type,
                           producer_id=header.producer_id, producer_epoch=header.producer_epoch,
                           base_sequence=header.base_sequence, transactional=header.is_transactional,
                           control=header.is_control)
-        if not kept:
+        if not kept_count:
             if not keeps_producer_state:
                 return None
             data = encode_batch([], **same_frame)
@@ -407,35 +417,45 @@ class BatchFilter:
                 delete_horizon = header.base_timestamp
             else:
                 delete_horizon = self.horizon if awaits_horizon else None
-            data = encode_batch(kept, compression=header.compression, delete_horizon_ms=delete_horizon, **same_frame)
+            data = encode_batch(kept_records(), compression=header.compression, delete_horizon_ms=delete_horizon,
+                                **same_frame)
         return parse_header(data), data
 
-    def _retained_records(self, header: BatchHeader, records, tombstones_expired: bool) -> list:
-        """A data batch's records that no later record of the same key shadows (keyless ones go, counted), less
-        tombstones past their horizon; records from `end_offset` on are not judged and stay."""
-        kept = []
-        base = header.base_offset
-        for record in records:
-            offset = base + record.offset_delta
-            if offset >= self.end_offset:
-                kept.append(record)
-            elif record.key is None:
-                self.stats.keyless_records += 1
-            elif offset >= self.offset_map.get(record.key) and (record.value is not None or not tombstones_expired):
-                kept.append(record)
-        return kept
 
-
-def _keyed_offsets(header: BatchHeader, batch):
-    """(key, offset) of each record of a data batch that has a key, the records walked in C (records.walk) rather
-    than decoded into a Python object each: the keys are views of the batch, or of the thread's decompression buffer,
-    valid until its next decompression."""
+def _record_columns(header: BatchHeader, batch, *, with_headers: bool
+                    ) -> tuple[memoryview, RecordFields, HeaderFields | None]:
+    """A data batch's record bytes (decompressed: a view of the thread's decompression buffer, valid until its next
+    decompression) and where each record's fields lie in them, walked in C (records.walk) rather than decoded into
+    a Python object each."""
     body = decompressed_view(header.compression, memoryview(batch)[BATCH_HEADER_SIZE:header.size])
-    fields, _ = record_fields(body, [len(body)], [header.record_count], with_headers=False)
-    base = header.base_offset
-    for start, length, delta in zip(fields.key_starts, fields.key_lengths, fields.offset_deltas):
-        if length >= 0:
-            yield body[start:start + length], base + delta
+    fields, header_fields = record_fields(body, [len(body)], [header.record_count], with_headers=with_headers)
+    return body, fields, header_fields
+
+
+def _records_at(header: BatchHeader, body, fields: RecordFields, header_fields: HeaderFields,
+                indexes: Sequence[int]) -> list[Record]:
+    """The records at `indexes` of a data batch, as `decode_batch` gives them, from the walk's columns over its
+    record bytes `body`."""
+    log_append_time = header.timestamp_type == 1
+    first_headers = list(accumulate(fields.header_counts, initial=0)) if len(header_fields.key_starts) else None
+    records = []
+    for index in indexes:
+        key_start, key_length = fields.key_starts[index], fields.key_lengths[index]
+        value_start, value_length = fields.value_starts[index], fields.value_lengths[index]
+        headers = []
+        if first_headers is not None:
+            for row in range(first_headers[index], first_headers[index + 1]):
+                name_start, value_at = header_fields.key_starts[row], header_fields.value_starts[row]
+                name = bytes(body[name_start:name_start + header_fields.key_lengths[row]])
+                length = header_fields.value_lengths[row]
+                headers.append((name.decode(errors="surrogateescape"),
+                                None if length < 0 else bytes(body[value_at:value_at + length])))
+        timestamp = header.max_timestamp if log_append_time else header.base_timestamp + fields.timestamp_deltas[index]
+        records.append(Record(fields.offset_deltas[index], timestamp,
+                              None if key_length < 0 else bytes(body[key_start:key_start + key_length]),
+                              None if value_length < 0 else bytes(body[value_start:value_start + value_length]),
+                              headers))
+    return records
 
 
 class LogCleaner:

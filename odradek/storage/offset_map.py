@@ -6,21 +6,22 @@ a little-endian int64, slots live side by side in a `bytearray`, and an all-zero
 never stored, only their digests, exactly as Kafka does; two keys sharing a digest (odds 2**-128) would be taken
 for one. The table has a power-of-two number of slots and resolves collisions by double hashing (the low 64 bits
 of the digest pick the first slot, the high 64 bits, made odd, the stride), which keeps probe chains short at
-Kafka's load factor of 0.9 where linear probing would walk dozens of slots, each one a Python-level step.
+Kafka's load factor of 0.9 where linear probing would walk dozens of slots.
+
+The probes, the digests and the cleaner's per-record decision run in C (storage._offset_map) over a batch's bytes
+and the int64 columns records.walk finds in them: in Python each put or get was an MD5 call, a slice and a probe
+loop of Python steps (2 us a put at load factor 0.9), which made mapping and filtering most of a cleaning.
 """
 
 from __future__ import annotations
 
-import hashlib
-import struct
+from array import array
+
+from odradek.storage import _offset_map
 
 SLOT_BYTES = 24
 LOAD_FACTOR = 0.9
-_DIGEST_BYTES = 16
-_EMPTY_DIGEST = bytes(_DIGEST_BYTES)
-_OFFSET = struct.Struct("<q")
-_SLOT = struct.Struct("<16sq")
-_MASK64 = (1 << 64) - 1
+_ONE_RECORD = array("q", [0])  # the start and offset delta of a lone key
 
 
 class OffsetMap:
@@ -33,7 +34,6 @@ class OffsetMap:
         self.max_entries = max(1, int(slots * LOAD_FACTOR))
         self.size = 0
         self.latest_offset = -1
-        self._mask = slots - 1
         self._table = bytearray(slots * SLOT_BYTES)
 
     @classmethod
@@ -57,35 +57,33 @@ class OffsetMap:
         """Share of `max_entries` in use (Kafka's buffer utilization)."""
         return self.size / self.max_entries
 
-    def _position(self, digest: bytes) -> int:
-        """Byte position of the slot holding `digest`, or of the free slot where it belongs."""
-        table = self._table
-        hashed = int.from_bytes(digest, "little")
-        mask = self._mask
-        slot = hashed & mask
-        stride = ((hashed >> 64) & _MASK64) | 1
-        while True:
-            position = slot * SLOT_BYTES
-            held = table[position:position + _DIGEST_BYTES]
-            if held == digest or held == _EMPTY_DIGEST:
-                return position
-            slot = (slot + stride) & mask
+    def put_records(self, data, key_starts, key_lengths, base_offset: int, offset_deltas) -> None:
+        """Record base_offset + delta as the latest offset of each non-null key data[start:start + length], in
+        order (offsets are put in increasing order); OverflowError, with the keys before it put, at a new key that
+        finds the map full."""
+        added, last, full = _offset_map.put(self._table, self.max_entries - self.size, data, key_starts, key_lengths,
+                                            base_offset, offset_deltas)
+        self.size += added
+        if last >= 0:
+            self.latest_offset = last
+        if full:
+            raise OverflowError(f"offset map is full at {self.size} entries")
 
     def put(self, key: bytes, offset: int) -> None:
-        """Record `offset` as the latest offset of `key` (offsets are put in increasing order)."""
-        digest = hashlib.md5(key).digest()
-        position = self._position(digest)
-        if self._table[position:position + _DIGEST_BYTES] == _EMPTY_DIGEST:
-            if self.size >= self.max_entries:
-                raise OverflowError(f"offset map is full at {self.size} entries")
-            self.size += 1
-        _SLOT.pack_into(self._table, position, digest, offset)
-        self.latest_offset = offset
+        """Record `offset` as the latest offset of `key`."""
+        self.put_records(key, _ONE_RECORD, array("q", [len(key)]), offset, _ONE_RECORD)
 
     def get(self, key: bytes) -> int:
         """The latest offset put for `key`, or -1."""
-        digest = hashlib.md5(key).digest()
-        position = self._position(digest)
-        if self._table[position:position + _DIGEST_BYTES] == _EMPTY_DIGEST:
-            return -1
-        return _OFFSET.unpack_from(self._table, position + _DIGEST_BYTES)[0]
+        return _offset_map.get(self._table, key)
+
+    def retained(self, data, fields, base_offset: int, end_offset: int, tombstones_expired: bool
+                 ) -> tuple[memoryview, int, int]:
+        """The cleaner's decision for the records of a data batch at `base_offset` (`fields`: their columns from
+        records.walk over `data`): the indexes of those that stay, how many went for having no key, and how many
+        that stay are tombstones. A record from `end_offset` on stays unjudged; another stays if no later offset is
+        mapped for its key and it is not a tombstone while `tombstones_expired`."""
+        kept, keyless, tombstones = _offset_map.retained(self._table, data, fields.key_starts, fields.key_lengths,
+                                                         fields.value_lengths, base_offset, fields.offset_deltas,
+                                                         end_offset, tombstones_expired)
+        return memoryview(kept).cast("q"), keyless, tombstones

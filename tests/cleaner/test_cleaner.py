@@ -155,6 +155,26 @@ def test_compressed_batches_are_filtered_and_recompressed_with_their_codec(manag
     assert final[b"k1"] == b"last" and final[b"k2"] == b"v4-2" and len(read_records(log)) == 31
 
 
+@pytest.mark.parametrize("compression", [0, 3])
+@pytest.mark.parametrize("timestamp_type", [0, 1])
+def test_records_kept_from_a_rewritten_batch_keep_their_headers_and_timestamps(manager, clock, compression,
+                                                                                timestamp_type):
+    log = manager.create("t", 0, COMPACTED)
+    headers = [("trace", b"\x00\x01"), ("\udcff-not-utf-8", None), ("empty", b"")]  # a raw 0xff byte in a key
+    records = [Record(index, NOW + (7 * index or 100), b"k%d" % (index % 4), b"v%d" % index,
+                      headers if index % 2 else []) for index in range(10)]  # the latest timestamp goes
+    batch = encode_batch(records, compression=compression, timestamp_type=timestamp_type)
+    log.append(batch, validate_batches(batch))  # keys k0..k3: the last four records stay, the first six go
+    log.roll()
+    produce(log, [(b"x", b"y")])
+    cleaner_for(manager, clock).clean_filthiest()
+    (header, kept), _ = read_batches(log)
+    assert header.compression == compression and header.timestamp_type == timestamp_type
+    stamp = (lambda record: max(r.timestamp for r in records)) if timestamp_type else (lambda record: record.timestamp)
+    assert kept == [Record(record.offset_delta, stamp(record), record.key, record.value, list(record.headers))
+                    for record in records[6:]]
+
+
 def test_emptied_batches_keep_only_each_producers_last_one(manager, clock):
     log = manager.create("t", 0, COMPACTED)
     for sequence in (0, 1):
@@ -199,6 +219,20 @@ def test_a_small_dedupe_buffer_cleans_in_steps_and_converges(manager, clock):
             break
     assert as_written(log) == expected_after_clean(written, log.segments[-1].base_offset)
     assert cleaner.metrics()["max-buffer-utilization-percent"] > 90
+
+
+def test_records_past_a_full_maps_end_stay_unjudged_keyless_ones_too(manager, clock):
+    log = manager.create("t", 0, dataclasses.replace(COMPACTED, cleanup_policy=("delete",)))
+    for first in (0, 10):
+        produce(log, [(b"k%d" % index, b"v") for index in range(first, first + 10)])
+    data = encode_batch([Record(0, NOW, None, b"keyless"), *(Record(index, NOW, b"k0", b"new") for index in range(1, 10))])
+    log.append(data, validate_batches(data))  # offsets 20-29: ten more keys would not fit the map
+    log.roll()
+    produce(log, [(b"x", b"y")])
+    log.update_config(COMPACTED)
+    stats = cleaner_for(manager, clock, **{"log.cleaner.dedupe.buffer.size": 24 * 32}).clean_filthiest()
+    assert stats.end_offset == 20 and stats.keyless_records == 0  # 28 keys fit: two batches, not three
+    assert [offset for offset, _, _ in read_records(log)] == list(range(31))
 
 
 def test_io_is_throttled(manager, clock):

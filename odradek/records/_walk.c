@@ -2,11 +2,13 @@
  * records.walk, which is the only caller.
  *
  * One decoder (`next_record`) reads one record, checking every length and varint against the bytes as Kafka's
- * DefaultRecord.readFrom does; two loops drive it over a batch: `check_records` adds what Kafka's LogValidator
+ * DefaultRecord.readFrom does; three loops drive it over a batch: `check_records` adds what Kafka's LogValidator
  * checks at produce time (offset deltas, keys, timestamps) and keeps nothing per record, `record_fields` writes
- * where every field lies into int64 columns for columnar reads. Neither makes a Python object per record, and both
- * release the GIL while they read the bytes (check_records only for a body of GIL_FREE_BYTES or more): the buffers
- * they read are pinned, what they write is theirs.
+ * where every field lies into int64 columns for columnar reads, and `kept_records` copies the records the cleaner
+ * keeps of a batch into the records of its rewritten batch (the length and timestamp delta written again from the
+ * new base timestamp, the rest as it was). None makes a Python object per record, and all release the GIL while
+ * they read the bytes (check_records only for a body of GIL_FREE_BYTES or more): the buffers they read are
+ * pinned, what they write is theirs.
  *
  * Record layout (after its length varint): attributes int8 | timestampDelta varlong | offsetDelta varint |
  * keyLength varint | key | valueLength varint | value | headerCount varint | (keyLength, key, valueLength, value)*
@@ -429,6 +431,104 @@ done:
     return answer;
 }
 
+/* Append the zigzag varint of `value` (a varlong: at most 10 bytes) at out; the bytes written. */
+static inline Py_ssize_t write_varint(uint8_t *out, int64_t value) {
+    uint64_t raw = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+    Py_ssize_t written = 0;
+    while (raw >= 0x80) {
+        out[written++] = (uint8_t)(raw | 0x80);
+        raw >>= 7;
+    }
+    out[written++] = (uint8_t)raw;
+    return written;
+}
+
+static PyObject *kept_records(PyObject *module, PyObject *args) {
+    Py_buffer body, indexes;
+    long long count, base_timestamp, max_timestamp;
+    int log_append_time;
+    PyObject *horizon;
+    if (!PyArg_ParseTuple(args, "y*Ly*LLpO:kept_records", &body, &count, &indexes, &base_timestamp, &max_timestamp,
+                          &log_append_time, &horizon))
+        return NULL;
+    PyObject *records = NULL, *answer = NULL;
+    long long horizon_ms = 0;
+    if (horizon != Py_None && (horizon_ms = PyLong_AsLongLong(horizon)) == -1 && PyErr_Occurred())
+        goto done;
+    Py_ssize_t kept = indexes.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *wanted = indexes.buf;
+    if (indexes.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_TypeError, "kept_records: the indexes must be an int64 buffer");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < kept; i++)
+        if (wanted[i] < (i ? wanted[i - 1] + 1 : 0) || wanted[i] >= count) {
+            PyErr_SetString(PyExc_IndexError, "kept_records: the indexes must grow, below the record count");
+            goto done;
+        }
+    if (refuse_impossible_count(count, body.len) < 0)
+        goto done;
+    /* each record grows by at most the 9 bytes its timestamp delta's varlong can gain (its length varint too: 4) */
+    records = PyBytes_FromStringAndSize(NULL, body.len + kept * 13);
+    if (records == NULL)
+        goto done;
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(records);
+    const uint8_t *data = body.buf;
+    Py_ssize_t position = 0, written = 0;
+    int64_t new_base = horizon == Py_None ? -1 : horizon_ms, latest = -1; /* encode_batch's, for no records */
+    WalkError error = {WALK_OK, 0, 0};
+    Record record = {0};
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t next = 0;
+    for (int64_t index = 0; next < kept; index++) {
+        Py_ssize_t start = position;
+        error.status = next_record(data, &position, body.len, &record, NULL);
+        if (error.status != WALK_OK) {
+            error.record = index;
+            error.value = record.header_count;
+            break;
+        }
+        if (index != wanted[next])
+            continue;
+        int64_t timestamp = log_append_time ? max_timestamp
+                            : (int64_t)((uint64_t)base_timestamp + (uint64_t)record.timestamp_delta);
+        if (next == 0) {
+            new_base = horizon == Py_None ? timestamp : horizon_ms;
+            latest = timestamp;
+        }
+        latest = timestamp > latest ? timestamp : latest;
+        next++;
+        /* the fields after the timestamp delta are copied as they are; the length, attributes (0, as Kafka writes
+         * them) and timestamp delta (from the new base) are written again */
+        Py_ssize_t after_length = start, after_timestamp;
+        int64_t unused;
+        read_varint(data, &after_length, position, 5, &unused);
+        after_timestamp = after_length + 1;
+        read_varint(data, &after_timestamp, position, 10, &unused);
+        uint8_t delta[10];
+        Py_ssize_t delta_bytes = write_varint(delta, (int64_t)((uint64_t)timestamp - (uint64_t)new_base));
+        Py_ssize_t rest = position - after_timestamp;
+        written += write_varint(out + written, 1 + delta_bytes + rest);
+        out[written++] = 0;
+        memcpy(out + written, delta, (size_t)delta_bytes);
+        written += delta_bytes;
+        memcpy(out + written, data + after_timestamp, (size_t)rest);
+        written += rest;
+    }
+    Py_END_ALLOW_THREADS
+    if (error.status != WALK_OK) {
+        raise_walk_error(error, count, body.len);
+        goto done;
+    }
+    if (_PyBytes_Resize(&records, written) == 0)
+        answer = Py_BuildValue("(OLL)", records, (long long)new_base, (long long)latest);
+done:
+    Py_XDECREF(records);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&indexes);
+    return answer;
+}
+
 static PyMethodDef walk_methods[] = {
     {"check_records", (PyCFunction)(void (*)(void))check_records, METH_FASTCALL,
      "check_records(body, count, base_timestamp, keys_required, timed, earliest, latest, max_errors)\n--\n\n"
@@ -442,6 +542,12 @@ static PyMethodDef walk_methods[] = {
      "both int64 buffers): (bytes of 7 int64 columns: timestamp delta, offset delta, key start, key length,\n"
      "value start, value length, header count; bytes of 4 int64 columns over all headers in order: key start,\n"
      "key length, value start, value length, or None without `with_headers`). ValueError if malformed."},
+    {"kept_records", kept_records, METH_VARARGS,
+     "kept_records(body, count, indexes, base_timestamp, max_timestamp, log_append_time, delete_horizon)\n--\n\n"
+     "The records at `indexes` (growing) of one batch (`body`: its decompressed bytes, `count` records), encoded\n"
+     "again as encode_batch writes them: (their bytes, the new base timestamp: `delete_horizon`, or if None the\n"
+     "first kept record's timestamp, the latest kept timestamp). A log-append-time batch's records carry its\n"
+     "max_timestamp. ValueError if the records are malformed, IndexError if the indexes do not grow below count."},
     {NULL, NULL, 0, NULL},
 };
 

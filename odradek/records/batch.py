@@ -279,14 +279,27 @@ def encode_batch(records: Sequence[Record], *, base_offset: int = 0, compression
     body = bytearray()
     for record in records:
         _encode_record(body, record, base_timestamp)
-    payload = compress(compression, bytes(body)) if compression else bytes(body)
+    return frame_batch(bytes(body), len(records), base_timestamp, max_timestamp, base_offset=base_offset,
+                       compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
+                       base_sequence=base_sequence, transactional=transactional, control=control,
+                       timestamp_type=timestamp_type, partition_leader_epoch=partition_leader_epoch,
+                       last_offset_delta=last_offset_delta, has_delete_horizon=delete_horizon_ms is not None)
+
+
+def frame_batch(body: bytes, record_count: int, base_timestamp: int, max_timestamp: int, *, base_offset: int,
+                compression: int, producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool,
+                control: bool, timestamp_type: int, partition_leader_epoch: int, last_offset_delta: int,
+                has_delete_horizon: bool) -> bytes:
+    """A complete v2 batch around `record_count` encoded records `body`: compressed with codec `compression`, the
+    header written and the CRC computed."""
+    payload = compress(compression, body) if compression else body
     attributes = (compression | (TIMESTAMP_TYPE_BIT if timestamp_type else 0)
                   | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
-                  | (DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0))
+                  | (DELETE_HORIZON_BIT if has_delete_horizon else 0))
     batch = bytearray(BATCH_HEADER_SIZE + len(payload))
     _HEADER.pack_into(batch, 0, base_offset, len(batch) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
                       attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
-                      base_sequence, len(records))
+                      base_sequence, record_count)
     batch[BATCH_HEADER_SIZE:] = payload
     _CRC.pack_into(batch, CRC_OFFSET, batch_crc(batch, 0, len(batch)))
     return bytes(batch)

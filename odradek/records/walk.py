@@ -1,5 +1,6 @@
 """The records of v2 batches walked and checked in C (the records._walk extension): the one record walker that
-produce-time validation (records.validation) and columnar reads (records.arrow) share.
+produce-time validation (records.validation), columnar reads (records.arrow) and the cleaner (its map, its
+decisions and its rewritten batches: `kept_batch`) share.
 
 A record's fields cannot be found without reading the varints before them, so any walk is a loop over records; in
 Python or numpy that loop (or numpy's fixed cost per column) was most of what checking a produced batch cost. The
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from odradek.records import _walk
-from odradek.records.batch import MalformedRecords
+from odradek.records.batch import BatchHeader, MalformedRecords, frame_batch
 
 MIN_RECORD_BYTES = _walk.MIN_RECORD_BYTES  # a count the bytes cannot hold is refused before any record is read
 
@@ -90,3 +91,22 @@ def _columns(raw: bytes, count: int) -> list[memoryview]:
     values = memoryview(raw).cast("q")
     length = len(values) // count
     return [values[index * length:(index + 1) * length] for index in range(count)]
+
+
+def kept_batch(header: BatchHeader, body, kept: Sequence[int], delete_horizon_ms: int | None) -> bytes:
+    """The batch `header` frames holding only its records at indexes `kept` (growing; `body`: its decompressed
+    record bytes), as `encode_batch` writes those records: the same offsets, timestamps, keys, values and headers,
+    baseTimestamp the first kept record's or `delete_horizon_ms`, compressed with the batch's codec. What the
+    cleaner writes for a batch that loses records; the records are copied in C, never decoded into objects."""
+    try:
+        records, base_timestamp, max_timestamp = _walk.kept_records(
+            body, header.record_count, kept, header.base_timestamp, header.max_timestamp,
+            header.timestamp_type == 1, delete_horizon_ms)
+    except ValueError as exc:
+        raise MalformedRecords(str(exc)) from None
+    return frame_batch(records, len(kept), base_timestamp, max_timestamp, base_offset=header.base_offset,
+                       compression=header.compression, producer_id=header.producer_id,
+                       producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                       transactional=header.is_transactional, control=header.is_control,
+                       timestamp_type=header.timestamp_type, partition_leader_epoch=header.partition_leader_epoch,
+                       last_offset_delta=header.last_offset_delta, has_delete_horizon=delete_horizon_ms is not None)

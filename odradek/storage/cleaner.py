@@ -35,10 +35,10 @@ Compressed batches are decompressed, filtered and recompressed with their codec;
 records and needs no delete horizon is copied byte for byte. All cleaner I/O (reads and writes) is throttled to
 log.cleaner.io.max.bytes.per.second across the threads.
 
-Records are never made Python objects to be judged: the record walker (records.walk) finds each record's fields
-as int64 columns, and the offset map's C part (storage._offset_map) maps the keys and decides which records stay,
-all with the GIL released. Only the records of a batch that is rewritten become objects, to be encoded again. The
-rest is Python, so threads share the GIL with the broker's event loop; one thread (Kafka's default) is the sensible
+Data records are never made Python objects: the record walker (records.walk) finds each record's fields as int64
+columns, the offset map's C part (storage._offset_map) maps the keys and decides which records stay, and the walker
+copies those of a batch that loses some into its rewritten batch, all in C with the GIL released. The rest is
+Python, so threads share the GIL with the broker's event loop; one thread (Kafka's default) is the sensible
 setting on a small machine, and the event loop only ever waits for the cleaner during the swap itself (a few renames
 and two directory fsyncs under the log's lock) and when a topic it is cleaning is deleted.
 """
@@ -52,14 +52,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from itertools import accumulate
 from typing import Any
 
 from odradek.records.batch import (
-    BATCH_HEADER_SIZE, BatchHeader, Record, decode_batch, encode_batch, is_abort_marker, parse_header,
+    BATCH_HEADER_SIZE, BatchHeader, decode_batch, encode_batch, is_abort_marker, parse_header,
 )
 from odradek.records.compression import decompressed_view
-from odradek.records.walk import HeaderFields, RecordFields, record_fields
+from odradek.records.walk import RecordFields, kept_batch, record_fields
 from odradek.storage.checkpoint import read_checkpoint, write_checkpoint
 from odradek.storage.cleaned_transactions import CleanedTransactions
 from odradek.clock import now_ms
@@ -310,7 +309,7 @@ class Cleaner:
                                              f"{offset_map.max_entries} keys, too few for the batch at "
                                              f"{header.base_offset}")
                         return end_offset
-                    body, fields, _ = _record_columns(header, batch, with_headers=False)
+                    body, fields = _record_columns(header, batch)
                     offset_map.put_records(body, fields.key_starts, fields.key_lengths, header.base_offset,
                                            fields.offset_deltas)
                 end_offset = header.last_offset + 1
@@ -385,16 +384,17 @@ class BatchFilter:
             awaits_horizon = removable and not keeps_producer_state
             if awaits_horizon and horizon_passed:
                 markers = []
-            kept_count, kept_records = len(markers), lambda: markers
+            kept_count = len(markers)
+            rewritten = functools.partial(encode_batch, markers, compression=header.compression, **_same_frame(header))
         elif self.transactions.is_aborted(header.producer_id, header.last_offset, header.is_transactional):
-            kept_count, kept_records, awaits_horizon = 0, list, False
-        else:  # records are judged in C over the walk's columns, and made objects only if the batch is rewritten
-            body, fields, header_fields = _record_columns(header, batch, with_headers=True)
+            kept_count, rewritten, awaits_horizon = 0, None, False
+        else:  # records are judged and copied in C, over the walk's columns, never decoded into objects
+            body, fields = _record_columns(header, batch)
             kept, keyless, tombstones = self.offset_map.retained(body, fields, header.base_offset, self.end_offset,
                                                                  horizon_passed)
             self.stats.keyless_records += keyless
             kept_count, awaits_horizon = len(kept), tombstones > 0
-            kept_records = functools.partial(_records_at, header, body, fields, header_fields, kept)
+            rewritten = functools.partial(kept_batch, header, body, kept)
         self.stats.records_read += header.record_count
         self.stats.records_retained += kept_count
         if awaits_horizon and kept_count:
@@ -403,59 +403,34 @@ class BatchFilter:
                 self.stats.latest_delete_horizon_ms = batch_horizon
         if kept_count == header.record_count and (header.has_delete_horizon or not awaits_horizon):
             return header, bytes(batch)
-        same_frame = dict(base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
-                          partition_leader_epoch=header.partition_leader_epoch, timestamp_type=header.timestamp_type,
-                          producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-                          base_sequence=header.base_sequence, transactional=header.is_transactional,
-                          control=header.is_control)
         if not kept_count:
             if not keeps_producer_state:
                 return None
-            data = encode_batch([], **same_frame)
+            data = encode_batch([], **_same_frame(header))
         else:
             if header.has_delete_horizon:
                 delete_horizon = header.base_timestamp
             else:
                 delete_horizon = self.horizon if awaits_horizon else None
-            data = encode_batch(kept_records(), compression=header.compression, delete_horizon_ms=delete_horizon,
-                                **same_frame)
+            data = rewritten(delete_horizon_ms=delete_horizon)
         return parse_header(data), data
 
 
-def _record_columns(header: BatchHeader, batch, *, with_headers: bool
-                    ) -> tuple[memoryview, RecordFields, HeaderFields | None]:
+def _same_frame(header: BatchHeader) -> dict[str, Any]:
+    """The `encode_batch` arguments that keep a rewritten batch's frame: offsets, producer and kind."""
+    return dict(base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
+                partition_leader_epoch=header.partition_leader_epoch, timestamp_type=header.timestamp_type,
+                producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                base_sequence=header.base_sequence, transactional=header.is_transactional, control=header.is_control)
+
+
+def _record_columns(header: BatchHeader, batch) -> tuple[memoryview, RecordFields]:
     """A data batch's record bytes (decompressed: a view of the thread's decompression buffer, valid until its next
     decompression) and where each record's fields lie in them, walked in C (records.walk) rather than decoded into
     a Python object each."""
     body = decompressed_view(header.compression, memoryview(batch)[BATCH_HEADER_SIZE:header.size])
-    fields, header_fields = record_fields(body, [len(body)], [header.record_count], with_headers=with_headers)
-    return body, fields, header_fields
-
-
-def _records_at(header: BatchHeader, body, fields: RecordFields, header_fields: HeaderFields,
-                indexes: Sequence[int]) -> list[Record]:
-    """The records at `indexes` of a data batch, as `decode_batch` gives them, from the walk's columns over its
-    record bytes `body`."""
-    log_append_time = header.timestamp_type == 1
-    first_headers = list(accumulate(fields.header_counts, initial=0)) if len(header_fields.key_starts) else None
-    records = []
-    for index in indexes:
-        key_start, key_length = fields.key_starts[index], fields.key_lengths[index]
-        value_start, value_length = fields.value_starts[index], fields.value_lengths[index]
-        headers = []
-        if first_headers is not None:
-            for row in range(first_headers[index], first_headers[index + 1]):
-                name_start, value_at = header_fields.key_starts[row], header_fields.value_starts[row]
-                name = bytes(body[name_start:name_start + header_fields.key_lengths[row]])
-                length = header_fields.value_lengths[row]
-                headers.append((name.decode(errors="surrogateescape"),
-                                None if length < 0 else bytes(body[value_at:value_at + length])))
-        timestamp = header.max_timestamp if log_append_time else header.base_timestamp + fields.timestamp_deltas[index]
-        records.append(Record(fields.offset_deltas[index], timestamp,
-                              None if key_length < 0 else bytes(body[key_start:key_start + key_length]),
-                              None if value_length < 0 else bytes(body[value_start:value_start + value_length]),
-                              headers))
-    return records
+    fields, _ = record_fields(body, [len(body)], [header.record_count], with_headers=False)
+    return body, fields
 
 
 class LogCleaner:

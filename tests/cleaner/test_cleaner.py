@@ -225,7 +225,8 @@ def test_records_past_a_full_maps_end_stay_unjudged_keyless_ones_too(manager, cl
     log = manager.create("t", 0, dataclasses.replace(COMPACTED, cleanup_policy=("delete",)))
     for first in (0, 10):
         produce(log, [(b"k%d" % index, b"v") for index in range(first, first + 10)])
-    data = encode_batch([Record(0, NOW, None, b"keyless"), *(Record(index, NOW, b"k0", b"new") for index in range(1, 10))])
+    data = encode_batch([Record(0, NOW, None, b"keyless"),
+                         *(Record(index, NOW, b"k0", b"new") for index in range(1, 10))])
     log.append(data, validate_batches(data))  # offsets 20-29: ten more keys would not fit the map
     log.roll()
     produce(log, [(b"x", b"y")])

@@ -11,8 +11,12 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from odradek.records.batch import MalformedRecords, _write_varint
-from odradek.records.walk import check_records, record_fields
+from array import array
+
+from odradek.records.batch import (
+    BATCH_HEADER_SIZE, MalformedRecords, Record, _write_varint, decode_batch, encode_batch, parse_header,
+)
+from odradek.records.walk import check_records, kept_batch, record_fields
 
 INT32 = st.integers(-2**31, 2**31 - 1)
 INT64 = st.integers(-2**63, 2**63 - 1)
@@ -258,3 +262,50 @@ def test_the_walk_lets_other_threads_run():
         turns += 1
     walker.join()
     assert turns > 500, turns
+
+
+TIMESTAMP = st.integers(-2**40, 2**61)  # wide enough for 10-byte deltas, narrow enough that none wraps
+KEPT_RECORD = st.tuples(TIMESTAMP, FIELD, FIELD, st.lists(st.tuples(st.text(max_size=8), FIELD), max_size=2))
+
+
+def as_kafka_reads(records: list[Record], timestamp_type: int) -> list[Record]:
+    stamp = max(record.timestamp for record in records) if timestamp_type else None
+    return [record._replace(timestamp=stamp if timestamp_type else record.timestamp,
+                            headers=list(record.headers)) for record in records]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(KEPT_RECORD, min_size=1, max_size=12), st.data(), st.sampled_from([0, 1]),
+       st.one_of(st.none(), TIMESTAMP))
+def test_kept_records_are_the_batch_encode_batch_writes_for_them(specs, data, timestamp_type, horizon):
+    """The cleaner's rewrite copies records in C; byte for byte it is what encoding the decoded records gives."""
+    records = [Record(index, *spec) for index, spec in enumerate(specs)]
+    frame = dict(base_offset=500, producer_id=7, producer_epoch=2, base_sequence=40, timestamp_type=timestamp_type)
+    batch = encode_batch(records, **frame)
+    header = parse_header(batch)
+    kept = sorted(data.draw(st.sets(st.integers(0, len(records) - 1), min_size=1)))
+    read = as_kafka_reads(records, timestamp_type)
+    expected = encode_batch([read[index] for index in kept], last_offset_delta=header.last_offset_delta,
+                            delete_horizon_ms=horizon, **frame)
+    assert kept_batch(header, memoryview(batch)[BATCH_HEADER_SIZE:], array("q", kept), horizon) == expected
+
+
+def test_kept_records_are_written_with_kafkas_zero_attributes():
+    body = bytearray(encode_record(0, 5, b"k", b"v") + encode_record(1, 9, b"k", b"w"))
+    body[1] = 1  # the first record's attributes byte, which Kafka's writer leaves 0
+    header = parse_header(encode_batch([Record(0, 100, b"k", b"v"), Record(1, 104, b"k", b"w")]))
+    header = header._replace(base_timestamp=95, max_timestamp=104)
+    rewritten = kept_batch(header, bytes(body), array("q", [0, 1]), None)
+    assert decode_batch(rewritten)[1] == [Record(0, 100, b"k", b"v", []), Record(1, 104, b"k", b"w", [])]
+    assert rewritten == encode_batch([Record(0, 100, b"k", b"v"), Record(1, 104, b"k", b"w")])
+
+
+@pytest.mark.parametrize("body, kept, refusal", [
+    (encode_record(0, 0, b"k", b"v")[:-1], [0], MalformedRecords),  # the record overruns the bytes
+    (encode_record(0, 0, b"k", b"v") * 2, [1, 0], IndexError),  # indexes that do not grow
+    (encode_record(0, 0, b"k", b"v") * 2, [2], IndexError),  # past the record count
+])
+def test_a_rewrite_of_malformed_records_or_indexes_is_refused(body, kept, refusal):
+    header = parse_header(encode_batch([Record(0, 0, b"k", b"v"), Record(1, 0, b"k", b"v")]))
+    with pytest.raises(refusal):
+        kept_batch(header, body, array("q", kept), None)

@@ -26,6 +26,15 @@ from array import array
 from pathlib import Path
 
 
+def file_holds(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` exists and holds exactly `data` (what a rewrite would leave there)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(data) + 1) == data
+    except FileNotFoundError:
+        return False
+
+
 class _IndexFile:
     """File handling shared by both indexes: preallocation while active, trimming, flushing, renaming."""
 
@@ -68,12 +77,14 @@ class _IndexFile:
 
     def seal(self) -> None:
         """Trim to the real entries, fsync and close: the segment is no longer active. An index never opened while
-        active is written whole (it may not exist yet, or be preallocated by an earlier run)."""
+        active is written whole (it may not exist yet, or be preallocated by an earlier run) unless the file
+        already holds exactly its entries: a quiet partition's clean shutdown writes and fsyncs nothing."""
         if not self._active:
             return
         self._active = False
         if self._fd is None:
-            self.rewrite()
+            if not file_holds(self.path, self._encode_all()):
+                self.rewrite()
             return
         os.ftruncate(self._fd, len(self) * self.ENTRY.size)
         os.fsync(self._fd)

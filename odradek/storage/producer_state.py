@@ -218,7 +218,8 @@ class ProducerStateManager:
                       if (offset := _snapshot_offset(path.name)) is not None)
 
     def take_snapshot(self, offset: int) -> None:
-        """Write `<offset>.snapshot` (state as of the log end `offset`): temporary file, fsync, rename."""
+        """Write `<offset>.snapshot` (state as of the log end `offset`): temporary file, fsync, rename; nothing if
+        the file already holds that state (a clean shutdown with nothing produced since the last start)."""
         body = bytearray()
         for entry in self.producers.values():
             last = entry.batches[-1] if entry.batches else None
@@ -228,7 +229,7 @@ class ProducerStateManager:
                 entry.last_timestamp, entry.coordinator_epoch, entry.transaction_first_offset)
         count_and_body = struct.pack(">i", len(self.producers)) + body
         data = struct.pack(">hI", SNAPSHOT_VERSION, crc32c(count_and_body)) + count_and_body
-        write_atomically(self.directory / _snapshot_name(offset), data)
+        write_atomically(self.directory / _snapshot_name(offset), data, unless_held=True)
 
     def delete_snapshots_before(self, offset: int) -> None:
         for snapshot in self.snapshot_offsets():

@@ -42,7 +42,7 @@ from odradek.records.batch import (
     BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, BatchHeader, batch_crc, decode_batch, parse_header,
 )
 from odradek.records.region import FileRegion
-from odradek.storage.index import OffsetIndex, TimeIndex
+from odradek.storage.index import OffsetIndex, TimeIndex, file_holds
 from odradek.storage.transaction_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
@@ -98,9 +98,12 @@ def set_aside(directory: Path, suffix: str) -> Path:
     return aside
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, *, unless_held: bool = False) -> None:
     """Replace `path` with `data` so that a crash leaves the old file or the new one: write `<name>.tmp`, fsync it,
-    rename it over `path`, fsync the directory."""
+    rename it over `path`, fsync the directory. With `unless_held`, a file that already holds `data` is left as it
+    is: a read instead of two fsyncs."""
+    if unless_held and file_holds(path, data):
+        return
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "wb") as file:
         file.write(data)

@@ -194,6 +194,34 @@ def test_full_index_rolls(tmp_path, clock):
     assert [offset for offset, _ in read_all(log)] == list(range(10))
 
 
+def test_a_clean_close_rewrites_no_file_when_nothing_changed_since_the_open(tmp_path, clock):
+    """A broker with many quiet partitions stops without rewriting (and fsyncing) each one's indexes and producer
+    snapshot; a partition written to since it opened still gets them."""
+    log = open_log(tmp_path, clock, segment_bytes=4000, index_interval_bytes=200)
+    for index in range(30):
+        append(log, batch(3, value_size=40, tag=index, timestamp=1_000_000 + index))
+    log.close()
+
+    def files() -> dict[str, tuple[int, int, int]]:
+        return {name: (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+                for name in os.listdir(log.directory) if (stat := os.stat(log.directory / name))}
+
+    for name in os.listdir(log.directory):  # an old mtime, which any rewrite would replace
+        os.utime(log.directory / name, ns=(10**9, 10**9))
+    before = files()
+    assert {name.rsplit(".", 1)[1] for name in before} >= {"log", "index", "timeindex", "snapshot"}
+    reopened = open_log(tmp_path, clock, segment_bytes=4000, index_interval_bytes=200)
+    assert [offset for offset, _ in read_all(reopened, 45)] == list(range(45, 90))  # found through the indexes
+    reopened.close()
+    assert files() == before
+    written_to = open_log(tmp_path, clock, segment_bytes=4000, index_interval_bytes=200)
+    append(written_to, batch(3, value_size=40, tag=99, timestamp=2_000_000))
+    written_to.close()
+    after = files()
+    active = max(name for name in after if name.endswith(".timeindex"))
+    assert after[active] != before[active] and "00000000000000000093.snapshot" in after
+
+
 @pytest.mark.parametrize("clean_shutdown", [True, False])
 def test_an_active_segment_reopened_with_a_full_index_rolls_at_the_next_append(tmp_path, clock, clean_shutdown):
     config = LogConfig(segment_index_bytes=24, index_interval_bytes=0)  # 3 offset entries (2 time entries)

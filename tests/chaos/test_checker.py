@@ -113,3 +113,25 @@ def test_an_acknowledgement_without_an_offset_counts_as_acknowledged():
     report = check(history)
     assert report.acknowledged == 5
     assert only(report, "lost-write") == [(b"retried", (1, None))]
+
+
+def test_only_duplicates_one_producer_wrote_in_rising_epochs_count_as_renumbered(tmp_path):
+    """librdkafka's epoch bump renumbers messages it cannot know the fate of; a copy in the same epoch, or from
+    another producer id, is the broker's duplicate and must stay an anomaly."""
+    from odradek.records.batch import Record, encode_batch
+
+    from .workload import renumbered_by_epoch_bumps
+
+    def written(base_offset: int, count: int, producer_id: int, epoch: int) -> bytes:
+        return encode_batch([Record(index, 0, None, b"v") for index in range(count)], base_offset=base_offset,
+                            producer_id=producer_id, producer_epoch=epoch, base_sequence=0)
+
+    partition_dir = tmp_path / "broker-1" / "t-0"
+    partition_dir.mkdir(parents=True)
+    (partition_dir / "00000000000000000000.log").write_bytes(
+        written(0, 3, 7, 0) + written(3, 3, 7, 1) + written(6, 1, 8, 0))
+    (partition_dir / "00000000000000000007.log").write_bytes(written(7, 2, 7, 1))
+    duplicates = [(b"bumped", [(0, 1), (0, 7)]), (b"same-epoch", [(0, 4), (0, 8)]),
+                  (b"two-producers", [(0, 2), (0, 6)]), (b"unknown-offset", [(0, 0), (0, 99)])]
+    found = renumbered_by_epoch_bumps([tmp_path / "missing", tmp_path / "broker-1"], "t", duplicates)
+    assert found == [(b"bumped", [(0, 1), (0, 7)], [(7, 0), (7, 1)])]

@@ -12,6 +12,9 @@ faults, then everything healed, a final read, and the checker over the whole his
   everyone (its proxy blackholed or dropped) or from ZooKeeper alone.
 - `run`: all of the above for some seconds; the topic's settings (replication factor, min.insync.replicas, unclean
   election) are parameters, so the same run proves replication once it lands (RF=3, min.insync.replicas=2).
+  Duplicates that one producer id wrote in rising epochs (librdkafka's epoch bump renumbering what it could not
+  know the fate of, which Kafka's brokers write again too) are counted apart, as `renumbered`, from the checker's
+  duplicates, which stay anomalies: `renumbered_by_epoch_bumps` reads each copy's batch header from the logs.
 
 With RF=1 (today) a broker that is down or cut off takes its partitions offline: producers see errors for those,
 which is allowed; what is acknowledged must survive, once, and readers must agree on one history.
@@ -29,11 +32,13 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess, Cluster, wait_until
+from odradek.records.batch import BATCH_HEADER_SIZE, parse_header
 
 from .checker import Op, Report, check
 from .proxy import Proxy
@@ -121,6 +126,7 @@ class Outcome:
                                                 # told its transaction state is invalid
     reported_lost: int = 0                      # acknowledged offsets the brokers' logs say a truncation removed
     consumer_resets: list[str] = field(default_factory=list)  # librdkafka's warnings: a consumer's position reset
+    renumbered: list = field(default_factory=list)  # duplicates an epoch bump made (`renumbered_by_epoch_bumps`)
 
     def row(self) -> dict[str, object]:
         kinds = Counter(fault for _, fault, _, _ in self.faults)
@@ -131,7 +137,7 @@ class Outcome:
                 "polled": self.report.polled_records, "final": self.report.final_records,
                 "ack-gap": f"{self.longest_ack_gap:.1f}s", "partition-stall": f"{self.longest_partition_stall:.1f}s",
                 "producer-fatal": len(self.producer_fatal_errors), "broker-reported-lost": self.reported_lost,
-                "consumer-resets": len(self.consumer_resets),
+                "consumer-resets": len(self.consumer_resets), "renumbered": len(self.renumbered),
                 **self.report.counts()}
 
     @property
@@ -459,6 +465,37 @@ def _high_watermark(consumer: Consumer, topic: str, partition: int) -> int | Non
         return None
 
 
+def renumbered_by_epoch_bumps(data_dirs: list[Path], topic: str, duplicates: list) -> list:
+    """The duplicates (the checker's: value, [(partition, offset), ...]) whose copies were all written by one
+    idempotent producer id, each in a later epoch than the one before: librdkafka renumbers the messages whose fate
+    it cannot know from sequence 0 of a bumped epoch (KIP-360; its documentation says the bump may duplicate them),
+    so the broker cannot tell such a copy from a new send and Kafka's would write it too. A duplicate within one
+    epoch, or from two producer ids, is the broker's failure and stays one. Each copy's batch is found in the
+    partition's segment files of the first broker whose log still holds it (`data_dirs`)."""
+    renumbered = []
+    for value, positions in duplicates:
+        writers = [_batch_writer(data_dirs, topic, partition, offset) for partition, offset in sorted(positions)]
+        if all(writers) and len({producer_id for producer_id, _ in writers}) == 1 and writers[0][0] >= 0 \
+                and all(before[1] < after[1] for before, after in zip(writers, writers[1:])):
+            renumbered.append((value, positions, writers))
+    return renumbered
+
+
+def _batch_writer(data_dirs: list[Path], topic: str, partition: int, offset: int) -> tuple[int, int] | None:
+    """(producer id, producer epoch) of the batch holding `offset`, from the first log that has it."""
+    for data_dir in data_dirs:
+        for path in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
+            data, position = path.read_bytes(), 0
+            while position + BATCH_HEADER_SIZE <= len(data):
+                header = parse_header(data, position)
+                if header.size < BATCH_HEADER_SIZE:
+                    break
+                if header.base_offset <= offset <= header.last_offset:
+                    return header.producer_id, header.producer_epoch
+                position += header.size
+    return None
+
+
 def reported_losses(cluster: ProxiedCluster, since: dict[int, int]) -> int:
     """Acknowledged offsets the brokers' logs report lost since the log sizes in `since` (the replica fetcher's
     "ACKNOWLEDGED RECORDS LOST: offsets a-b (n)" warnings, an unclean election's cost), summed."""
@@ -503,10 +540,16 @@ def run(cluster: ProxiedCluster, settings: Settings) -> Outcome:
         raise RuntimeError(f"a client or the nemesis failed: {failures!r}") from failures[0]
     final_read(bootstrap, topic, settings.partitions, history)
     acks = [op for op in history.ops if op.f == "send" and op.type == "ok"]
-    return Outcome(settings, check(history.ops), nemesis.faults, _longest_gap(acks),
+    report = check(history.ops)
+    renumbered = renumbered_by_epoch_bumps([broker.data_dir for broker in cluster.brokers], topic,
+                                           report.anomalies["duplicate"])
+    report.anomalies["duplicate"] = [duplicate for duplicate in report.anomalies["duplicate"]
+                                     if duplicate[0] not in {value for value, _, _ in renumbered}]
+    return Outcome(settings, report, nemesis.faults, _longest_gap(acks),
                    max((_longest_gap([op for op in acks if op.partition == p]) for p in range(settings.partitions)),
                        default=0.0), [error for client in clients for error in getattr(client, "fatal_errors", ())],
-                   reported_losses(cluster, logs_before), [op.error for op in history.ops if op.f == "reset"])
+                   reported_losses(cluster, logs_before), [op.error for op in history.ops if op.f == "reset"],
+                   renumbered)
 
 
 def _longest_gap(ops: list[Op]) -> float:

@@ -3,9 +3,10 @@
 For each partition count (topics of 100 partitions, one broker process, single node) it measures: the time to
 create them (CreateTopics, 10 topics a request), a Metadata request for all topics, the broker's RSS, open file
 descriptors (/proc/<pid>/fd) and disk use, a Fetch of 1,000 partitions (max_wait_ms=0) with every partition empty
-and with one batch in each, the time until the broker is ready after a clean restart (SIGTERM) and after kill -9
-(recovery). Then, on a broker with few partitions, it opens idle connections (the test process's RLIMIT_NOFILE is
-raised first) and measures RSS per connection and ApiVersions latency while they are open. Everything goes over the
+and with one batch in each, the time a clean stop (SIGTERM) takes after the creation and again after a restart
+with nothing written, and the time until the broker is ready after a clean restart and after kill -9 (recovery).
+Then, on a broker with few partitions, it opens idle connections (the test process's RLIMIT_NOFILE is raised
+first) and measures RSS per connection and ApiVersions latency while they are open. Everything goes over the
 raw protocol (tests/broker/raw_client.py), so the client is a socket and a codec, not a library's machinery.
 Results: bench/results/scale-<date>.json and a log-log chart scale-<date>.png beside it.
 Run: `python bench/scale_bench.py [--counts 1000 10000 50000] [--connections 10000] [--label before]`.
@@ -108,9 +109,9 @@ def produce_one_batch_each(client: RawClient, partitions: list[tuple[str, list[i
     assert not errors, errors[:5]
 
 
-def ready_after(broker: BrokerProcess, names: list[str], stop) -> float:
-    """Seconds from starting the broker again (after `stop`) until a Metadata request lists every partition."""
-    stop()
+def ready_after(broker: BrokerProcess, names: list[str], stop) -> tuple[float, float]:
+    """Seconds `stop` took, and from starting the broker again until a Metadata request lists every partition."""
+    stop_s = timed(stop)
     started = time.perf_counter()
     broker.start(timeout=1800)
     client = RawClient(broker.port)
@@ -119,7 +120,7 @@ def ready_after(broker: BrokerProcess, names: list[str], stop) -> float:
             time.sleep(0.05)
     finally:
         client.close()
-    return time.perf_counter() - started
+    return stop_s, time.perf_counter() - started
 
 
 def measure_partitions(count: int, workdir: Path) -> dict:
@@ -137,10 +138,11 @@ def measure_partitions(count: int, workdir: Path) -> dict:
         row["fetch_1000_data_ms"] = median_seconds(lambda: fetch(client, fetched)) * 1000
         client.close()
         row["disk_mib"] = disk_mib(broker.data_dir)
-        row["clean_restart_s"] = ready_after(broker, names, broker.stop)
+        row["first_stop_s"], row["clean_restart_s"] = ready_after(broker, names, broker.stop)
         row.update({f"after_restart_{key}": value for key, value in process_figures(broker.process.pid).items()})
-        row["kill9_restart_s"] = ready_after(broker, names, broker.kill)
+        _, row["kill9_restart_s"] = ready_after(broker, names, broker.kill)
         row.update({f"after_recovery_{key}": value for key, value in process_figures(broker.process.pid).items()})
+        row["clean_stop_s"] = timed(lambda: broker.stop(timeout=600))  # nothing written since the start
         return row
     finally:
         broker.stop(timeout=600)
@@ -184,6 +186,7 @@ def measure_connections(count: int, workdir: Path) -> dict:
 
 GROWTH_METRICS = [("create_s", "create (s)"), ("metadata_all_ms", "Metadata all topics (ms)"),
                   ("clean_restart_s", "ready after clean restart (s)"), ("kill9_restart_s", "ready after kill -9 (s)"),
+                  ("first_stop_s", "clean stop after create (s)"), ("clean_stop_s", "clean stop after a restart (s)"),
                   ("after_restart_open_fds", "open fds after restart"), ("after_restart_rss_mib", "RSS (MiB)"),
                   ("disk_mib", "disk (MiB)"), ("fetch_1000_data_ms", "Fetch 1,000 partitions with data (ms)")]
 
@@ -193,7 +196,7 @@ def draw(runs: dict[str, list[dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(2, 4, figsize=(16, 7))
+    figure, axes = plt.subplots(2, 5, figsize=(20, 7))
     for axis, (key, title) in zip(axes.flat, GROWTH_METRICS):
         for label, rows in runs.items():
             points = [(row["partitions"], row[key]) for row in rows if row.get(key)]

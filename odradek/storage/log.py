@@ -279,9 +279,8 @@ class Log:
         """Load the partition directory (creating it if needed); recover it unless it was shut down cleanly."""
         directory.mkdir(parents=True, exist_ok=True)
         now = now_ms()
-        swapped_bases = _clear_stray_files(directory)
-        bases = sorted(base for path in directory.iterdir()
-                       if (base := _segment_base(path.name, LOG_SUFFIX)) is not None)
+        swapped_bases, names = _clear_stray_files(directory)
+        bases = sorted(base for name in names if (base := _segment_base(name, LOG_SUFFIX)) is not None)
         loaded = [Segment.open(directory, base, config, now) for base in bases]
         segments = [segment for segment, _ in loaded]
         if clean_shutdown:
@@ -314,7 +313,7 @@ class Log:
         log = cls(directory, config, segments, start, now_ms, deferred_writes)
         if start > log.log_end_offset:
             log._truncate_fully_and_start_at(start)
-        log.producer_state.load(log._segments, log.log_start_offset, log.log_end_offset)
+        log.producer_state.load(log._segments, log.log_start_offset, log.log_end_offset, names)
         for segment in log._segments:  # loading read some files; a partition holds descriptors only once in use
             segment.release_file()
         if not clean_shutdown:
@@ -834,14 +833,16 @@ def _segment_base(name: str, suffix: str) -> int | None:
     return None
 
 
-def _clear_stray_files(directory: Path) -> list[int]:
+def _clear_stray_files(directory: Path) -> tuple[list[int], list[str]]:
     """Delete `*.deleted` and `*.cleaned` files and index files without a log, and complete interrupted swaps
     (`Log.replace_segments`). The swap renames a segment's files to `.swap` and back with the log last, so a
     `<base>.log.swap` means the swap was committed: it is renamed into place with its `.txnindex.swap` if that is
     still there (the cleaner always writes one, so without it the `.txnindex` in place is already the new one), and
     the offset and time indexes are rebuilt. Index `.swap` files without a log `.swap` are from a swap that never
-    committed and go. Returns the base offsets of swapped-in segments."""
-    names = sorted(path.name for path in directory.iterdir())
+    committed and go. Returns the base offsets of swapped-in segments and the names of the files left, from one
+    listing of the directory (a second only after a swap or a removal, which are rare): a broker with many
+    partitions opens each at start-up, and listings and existence checks were a third of that."""
+    names = sorted(os.listdir(directory))
     swapped = [base for name in names if name.endswith(SWAP_SUFFIX)
                and (base := _segment_base(name[:-len(SWAP_SUFFIX)], LOG_SUFFIX)) is not None]
     for base in swapped:
@@ -851,15 +852,20 @@ def _clear_stray_files(directory: Path) -> list[int]:
             swap = directory / (segment_file_name(base, suffix) + SWAP_SUFFIX)
             if swap.exists():
                 os.replace(swap, directory / segment_file_name(base, suffix))
+    stray = [name for name in names if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))]
+    for name in stray:
+        (directory / name).unlink(missing_ok=True)
+    if swapped or stray:
+        names = sorted(os.listdir(directory))
+    logs = {name for name in names if name.endswith(LOG_SUFFIX)}
+    left = []
     for name in names:
-        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)):
-            (directory / name).unlink(missing_ok=True)
-    for path in directory.iterdir():
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            base = _segment_base(path.name, suffix)
-            if base is not None and not (directory / segment_file_name(base, LOG_SUFFIX)).exists():
-                path.unlink()
-    return swapped
+        if any((base := _segment_base(name, suffix)) is not None and segment_file_name(base, LOG_SUFFIX) not in logs
+               for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
+            (directory / name).unlink()
+        else:
+            left.append(name)
+    return swapped, left
 
 
 def _drop_segments_replaced_by_swap(segments: list[Segment], base: int) -> list[Segment]:

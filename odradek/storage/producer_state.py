@@ -25,6 +25,7 @@ import enum
 import os
 import struct
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -213,9 +214,10 @@ class ProducerStateManager:
 
     # -- snapshots and loading -------------------------------------------------------------------------------
 
-    def snapshot_offsets(self) -> list[int]:
-        return sorted(offset for path in self.directory.iterdir()
-                      if (offset := _snapshot_offset(path.name)) is not None)
+    def snapshot_offsets(self, names: Iterable[str] | None = None) -> list[int]:
+        """The offsets of the snapshots in the directory, or among `names` (a listing of it the caller has)."""
+        return sorted(offset for name in (os.listdir(self.directory) if names is None else names)
+                      if (offset := _snapshot_offset(name)) is not None)
 
     def take_snapshot(self, offset: int) -> None:
         """Write `<offset>.snapshot` (state as of the log end `offset`): temporary file, fsync, rename; nothing if
@@ -260,13 +262,14 @@ class ProducerStateManager:
                 self._open_transactions[producer_id] = transaction_first_offset
         return True
 
-    def load(self, segments, log_start_offset: int, log_end_offset: int) -> None:
+    def load(self, segments, log_start_offset: int, log_end_offset: int, names: Iterable[str] | None = None) -> None:
         """Rebuild the state for a log ending at `log_end_offset`: the newest readable snapshot at or below it, then
         a replay of the batches after it, which also rewrites those offsets' `.txnindex` entries. Snapshots past the
-        log end (the log was cut since) are deleted."""
+        log end (the log was cut since) are deleted. `names`: a listing of the directory the caller has (a snapshot
+        listed there and gone since reads as unreadable)."""
         self.producers, self._open_transactions = {}, {}
         start = log_start_offset
-        for offset in reversed(self.snapshot_offsets()):
+        for offset in reversed(self.snapshot_offsets(names)):
             if offset > log_end_offset or not self._read_snapshot(offset):
                 (self.directory / _snapshot_name(offset)).unlink(missing_ok=True)
             else:

@@ -75,15 +75,17 @@ class _IndexFile:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         os.ftruncate(self._fd, self.max_entries * self.ENTRY.size)
 
-    def seal(self) -> None:
+    def seal(self, *, segment_empty: bool) -> None:
         """Trim to the real entries, fsync and close: the segment is no longer active. An index never opened while
         active is written whole (it may not exist yet, or be preallocated by an earlier run) unless the file
-        already holds exactly its entries: a quiet partition's clean shutdown writes and fsyncs nothing."""
+        already holds exactly its entries, or is missing and its segment holds no record (`Segment.open` takes
+        that for an index not written yet): a quiet partition's clean shutdown writes and fsyncs nothing."""
         if not self._active:
             return
         self._active = False
         if self._fd is None:
-            if not file_holds(self.path, self._encode_all()):
+            data = self._encode_all()
+            if not (file_holds(self.path, data) or (segment_empty and not data and not self.path.exists())):
                 self.rewrite()
             return
         os.ftruncate(self._fd, len(self) * self.ENTRY.size)

@@ -783,10 +783,13 @@ class Log:
 
     def close(self) -> None:
         """Flush, seal the active segment's indexes (trimmed, final time index entry), snapshot the producer state
-        at the log end (so the next start replays nothing) and close every file."""
+        at the log end (so the next start replays nothing) and close every file. An empty log with no producer
+        state and no snapshot takes none: it loads the same state without one (a new partition's first stop)."""
         self.flush()
         with self._lock:
-            self.producer_state.take_snapshot(self.log_end_offset)
+            state = self.producer_state
+            if self.log_end_offset > self.log_start_offset or state.producers or state.snapshot_offsets():
+                state.take_snapshot(self.log_end_offset)
             self._segments[-1].seal()
             for segment in self._segments:
                 segment.close()

@@ -572,8 +572,8 @@ class Segment:
     def seal(self) -> None:
         """The segment stops being active: final time index entry, indexes trimmed and synced (Kafka's roll)."""
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True)
-        self.offset_index.seal()
-        self.time_index.seal()
+        self.offset_index.seal(segment_empty=self.size == 0)
+        self.time_index.seal(segment_empty=self.size == 0)
         if self.preallocated:
             os.ftruncate(self.fd, self.size)
             self.preallocated = False

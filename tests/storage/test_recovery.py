@@ -254,6 +254,20 @@ def test_a_torn_tail_behind_a_clean_marker_is_still_recovered(tmp_path, clock):
     assert append(log, batch(1)).first_offset == everything[-2][0]
 
 
+def test_a_partition_never_written_to_stops_and_reopens_as_its_log_file_alone(tmp_path, clock):
+    """A new partition's first clean stop writes no index file and no producer snapshot (their fsyncs were most of
+    stopping a broker that had just created thousands): an empty log loads the same without them."""
+    directory = tmp_path / "topic-0"
+    files = lambda: sorted(path.suffix for path in directory.iterdir() if path.name != LEADER_EPOCH_CHECKPOINT)
+    Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock).close()
+    assert files() == [".log"]
+    log = Log.open(directory, CONFIG, clean_shutdown=True, now_ms=clock)
+    assert (log.log_start_offset, log.log_end_offset) == (0, 0)
+    append(log, batch(2, value_size=20, timestamp=5000, tag=0))
+    log.close()
+    assert files() == [".index", ".log", ".snapshot", ".timeindex"]
+
+
 def test_index_files_appear_with_their_first_entry_and_a_short_log_reopens_without_them(tmp_path, clock):
     """Indexes are created lazily (Kafka's LazyIndex): a new partition is one .log file; the index files appear
     once the log passes index.interval.bytes. A log too short for an entry reopens cleanly without them, with its

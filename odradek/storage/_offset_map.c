@@ -146,6 +146,19 @@ static int take_table(Py_buffer *buffer, Table *table) {
     return 0;
 }
 
+/* The table (`table_object`, writable if `writable`) and the bytes a call reads (`bytes_object`: a batch's record
+ * bytes, or a key), both pinned: 0, or -1 with an exception and nothing held. */
+static int take_table_and_bytes(PyObject *table_object, PyObject *bytes_object, int writable, Py_buffer *table_buffer,
+                                Table *table, Py_buffer *bytes) {
+    if (PyObject_GetBuffer(table_object, table_buffer, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+        return -1;
+    if (take_table(table_buffer, table) < 0 || PyObject_GetBuffer(bytes_object, bytes, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(table_buffer);
+        return -1;
+    }
+    return 0;
+}
+
 /* The int64 columns of one batch's records, each `count` long, checked against the `data` they point into. */
 typedef struct {
     Py_buffer buffers[4];
@@ -206,12 +219,8 @@ static PyObject *put(PyObject *module, PyObject *const *args, Py_ssize_t nargs) 
     Py_buffer table_buffer, data;
     Table table;
     Columns columns;
-    if (PyObject_GetBuffer(args[0], &table_buffer, PyBUF_WRITABLE) < 0)
+    if (take_table_and_bytes(args[0], args[2], 1, &table_buffer, &table, &data) < 0)
         return NULL;
-    if (take_table(&table_buffer, &table) < 0 || PyObject_GetBuffer(args[2], &data, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&table_buffer);
-        return NULL;
-    }
     PyObject *answer = NULL;
     if (take_columns((PyObject *const[]){args[3], args[4], args[6]}, 3, &columns) < 0)
         goto done;
@@ -257,12 +266,8 @@ static PyObject *get(PyObject *module, PyObject *const *args, Py_ssize_t nargs) 
     }
     Py_buffer table_buffer, key;
     Table table;
-    if (PyObject_GetBuffer(args[0], &table_buffer, PyBUF_SIMPLE) < 0)
+    if (take_table_and_bytes(args[0], args[1], 0, &table_buffer, &table, &key) < 0)
         return NULL;
-    if (take_table(&table_buffer, &table) < 0 || PyObject_GetBuffer(args[1], &key, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&table_buffer);
-        return NULL;
-    }
     uint8_t digest[DIGEST_BYTES];
     md5(key.buf, (size_t)key.len, digest);
     int64_t offset = latest_offset(&table, digest);
@@ -288,12 +293,8 @@ static PyObject *retained(PyObject *module, PyObject *const *args, Py_ssize_t na
     Py_buffer table_buffer, data;
     Table table;
     Columns columns;
-    if (PyObject_GetBuffer(args[0], &table_buffer, PyBUF_SIMPLE) < 0)
+    if (take_table_and_bytes(args[0], args[1], 0, &table_buffer, &table, &data) < 0)
         return NULL;
-    if (take_table(&table_buffer, &table) < 0 || PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&table_buffer);
-        return NULL;
-    }
     PyObject *answer = NULL, *kept = NULL;
     if (take_columns((PyObject *const[]){args[2], args[3], args[4], args[6]}, 4, &columns) < 0)
         goto done;

@@ -85,8 +85,8 @@ class _IndexFile:
         self._active = False
         if self._fd is None:
             data = self._encode_all()
-            if not (file_holds(self.path, data) or (segment_empty and not data and not self.path.exists())):
-                self.rewrite()
+            if not (segment_empty and not data and not self.path.exists()) and not file_holds(self.path, data):
+                self._write_file(data)
             return
         os.ftruncate(self._fd, len(self) * self.ENTRY.size)
         os.fsync(self._fd)
@@ -119,7 +119,9 @@ class _IndexFile:
 
     def rewrite(self) -> None:
         """Write the in-memory entries as the whole file (after a rebuild or a truncation)."""
-        data = self._encode_all()
+        self._write_file(self._encode_all())
+
+    def _write_file(self, data: bytes) -> None:
         with open(self.path, "wb") as file:
             file.write(data)
             file.flush()

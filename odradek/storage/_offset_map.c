@@ -134,7 +134,7 @@ static inline void digest_ahead(const Table *table, const uint8_t *data, const i
     }
 }
 
-/* The table from a writable buffer of a power-of-two count of slots (0, or -1 with TypeError). */
+/* The table from a buffer of a power-of-two count of slots (0, or -1 with TypeError). */
 static int take_table(Py_buffer *buffer, Table *table) {
     Py_ssize_t slots = buffer->len / SLOT_BYTES;
     if (buffer->len % SLOT_BYTES || slots < 2 || (slots & (slots - 1))) {

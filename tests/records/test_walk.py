@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import threading
 import time
+from array import array
 
 import pytest
 from hypothesis import given, settings, strategies as st
-
-from array import array
 
 from odradek.records.batch import (
     BATCH_HEADER_SIZE, MalformedRecords, Record, _write_varint, decode_batch, encode_batch, parse_header,

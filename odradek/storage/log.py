@@ -45,7 +45,7 @@ from odradek.storage.transaction_index import AbortedTransaction
 from odradek.storage.segment import (
     CLEANED_SUFFIX, DELETED_DIR_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX,
     TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, RecoveryCut, Segment,
-    fsync_path, segment_file_name, set_aside, write_at,
+    fsync_path, segment_file_name, set_aside,
 )
 
 _BASE_OFFSET_OF = operator.attrgetter("base_offset")
@@ -459,7 +459,7 @@ class Log:
             if not self._unwritten:
                 return None
             pieces, at = tuple(self._unwritten), self._unwritten_at
-            self._writing = _Writing(writer.submit(write_at, self._segments[-1].fd, pieces, at), at, pieces)
+            self._writing = _Writing(writer.submit(self._segments[-1].write, pieces, at), at, pieces)
             self._unwritten = []
             return self._writing.future
 
@@ -482,7 +482,7 @@ class Log:
             self._wait_for_writing()
         unwritten = self._unwritten
         if unwritten:
-            write_at(self._segments[-1].fd, tuple(unwritten), self._unwritten_at)
+            self._segments[-1].write(tuple(unwritten), self._unwritten_at)
             self._unwritten = []
 
     def _wait_for_writing(self) -> None:

@@ -13,7 +13,7 @@ from odradek.config import LogConfig
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import decode_batch, parse_header, validate_batches
 from odradek.storage.log import Log
-from odradek.storage.segment import DELETED_SUFFIX
+from odradek.storage.segment import DELETED_SUFFIX, RESERVE_CHUNK_BYTES, RESERVE_MIN_WRITE
 
 from .conftest import append, append_raw, batch, read_all
 
@@ -247,6 +247,35 @@ def test_index_files_are_preallocated_while_active_and_trimmed_on_roll(tmp_path,
     log.roll()
     assert os.path.getsize(active.offset_index.path) == 8 * len(active.offset_index) > 0
     assert os.path.getsize(active.time_index.path) == 12 * len(active.time_index) > 0
+    log.close()
+
+
+def allocated_bytes(path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def test_large_writes_reserve_blocks_past_the_end_which_the_roll_and_the_close_give_back(tmp_path, clock):
+    """A write of RESERVE_MIN_WRITE bytes or more reserves the segment's blocks to the end of its RESERVE_CHUNK_BYTES
+    chunk (cheaper writes on ext4) without moving the file's end; small writes reserve nothing, and what the segment
+    did not fill is freed when it rolls or the log closes."""
+    log = open_log(tmp_path, clock, segment_bytes=3 * RESERVE_CHUNK_BYTES)
+    append(log, batch(1, value_size=1000))
+    first = log.segments[-1]
+    assert allocated_bytes(first.log_path) < RESERVE_MIN_WRITE
+    append(log, batch(1, value_size=RESERVE_MIN_WRITE))
+    assert os.path.getsize(first.log_path) == first.size < RESERVE_MIN_WRITE + 2000
+    assert allocated_bytes(first.log_path) >= RESERVE_CHUNK_BYTES
+    everything = read_all(log)
+    log.roll()
+    assert RESERVE_MIN_WRITE < allocated_bytes(first.log_path) < first.size + 8192
+    append(log, batch(1, value_size=2 * RESERVE_MIN_WRITE))
+    second = log.segments[-1]
+    assert allocated_bytes(second.log_path) >= RESERVE_CHUNK_BYTES
+    everything += read_all(log)[len(everything):]
+    log.close()
+    assert allocated_bytes(second.log_path) < second.size + 8192
+    log = open_log(tmp_path, clock, segment_bytes=3 * RESERVE_CHUNK_BYTES)
+    assert read_all(log) == everything
     log.close()
 
 

@@ -89,8 +89,12 @@ $(LOADGEN)/loadgen-wire-%: bench/loadgen/wire-%.c bench/loadgen/wire.c bench/loa
 	@mkdir -p $(LOADGEN)
 	gcc -O2 -Wall -Wextra -Werror -o $@ $< bench/loadgen/wire.c bench/loadgen/common.c $(RDKAFKA)
 
+$(LOADGEN)/floor-server: bench/loadgen/floor-server.c
+	@mkdir -p $(LOADGEN)
+	gcc -O2 -Wall -Wextra -Werror -o $@ $<
+
 loadgen: $(LOADGEN)/loadgen-producer $(LOADGEN)/loadgen-consumer $(LOADGEN)/loadgen-wire-producer \
-	$(LOADGEN)/loadgen-wire-consumer
+	$(LOADGEN)/loadgen-wire-consumer $(LOADGEN)/floor-server
 
 # Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>.json and .png.
 # Without a C compiler or librdkafka-dev the load generator's workloads are skipped, the rest still run.

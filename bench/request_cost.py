@@ -28,6 +28,11 @@ also given as a ratio to the first, the median of the rounds' ratios (this machi
 everything costs up to twice as much, which a ratio taken round by round cancels out). To see where the time goes,
 run it with --hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
 
+With --floor the same clients also drive build/loadgen/floor-server (bench/loadgen/floor-server.c, `make loadgen`),
+a C server that answers every frame with a fixed answer and does nothing else, in the same rounds: its CPU per
+request is the least any broker's can be on this machine (loopback TCP, wake-ups, the loop), which the brokers'
+figures are given beside as a ratio.
+
 With --instructions each broker runs under valgrind's callgrind instead, which counts the instructions the broker
 executes in user space while the clients run (the kernel's part, under 5% of a small request's CPU, is not
 counted): the same count within 1% run after run (a one-record Produce: 121,933 to 122,062 instructions over five
@@ -51,6 +56,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.peers import free_port
 from odradek.client import Admin
 from odradek.embedded import BrokerProcess
 from odradek.protocol import RequestHeader, api, encode_request
@@ -62,6 +68,8 @@ METADATA_PARTITIONS = 1000
 TAIL_RECORDS = 100  # per partition of the fetch-tail case's topic: 17 KB, the last ones behind the last index entry
 _SIZE = struct.Struct(">i")
 _TICKS = os.sysconf("SC_CLK_TCK")
+FLOOR_SERVER = Path(__file__).resolve().parent.parent / "build" / "loadgen" / "floor-server"
+FLOOR = "floor"  # the floor server's label among the trees'
 
 
 def broker_cpu_seconds(pid: int) -> float:
@@ -200,6 +208,26 @@ class CallgrindBroker(BrokerProcess):
         raise RuntimeError(f"callgrind wrote no dump beside {self.dump_path}")
 
 
+class FloorServer:
+    """The floor server (--floor), with what run_clients asks of a broker: `port` and `process`."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "FloorServer":
+        if not FLOOR_SERVER.exists():
+            raise SystemExit(f"{FLOOR_SERVER} is not built: run `make loadgen`")
+        self.process = subprocess.Popen([str(FLOOR_SERVER), str(self.port)], stdout=subprocess.PIPE, text=True)
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError("the floor server did not start")
+        return self
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
 def start_broker(data_dir: str, tree: str, instructions: bool = False) -> BrokerProcess:
     """A broker running the code of source tree `tree` (PYTHONPATH and working directory: `python -m` puts the
     working directory first on the path), under callgrind if `instructions`."""
@@ -239,9 +267,13 @@ def main() -> None:
     parser.add_argument("--metadata-requests", type=int, default=200)
     parser.add_argument("--cases", default="produce,fetch,fetch-tail,metadata")
     parser.add_argument("--hold", action="store_true", help="print each broker's pid and wait 5 s before measuring")
+    parser.add_argument("--floor", action="store_true",
+                        help="drive the floor server (a C server that only answers) too, as the machine's floor")
     parser.add_argument("--instructions", action="store_true",
                         help="count each broker's instructions under callgrind instead of its CPU time")
     args = parser.parse_args()
+    if args.floor and args.instructions:
+        parser.error("--floor measures CPU time, not instructions")
     trees = [(label, os.path.abspath(path)) for label, path in (tree.split("=", 1) for tree in args.trees)]
     frames = {"produce": [produce_frame("small", index) for index in range(args.clients)],
               "fetch": [fetch_frame("small", index) for index in range(args.clients)],
@@ -269,11 +301,13 @@ def main() -> None:
                             args.window)
                 if args.hold:
                     print(f"{label}: broker pid {broker.process.pid}", flush=True)
+            if args.floor:
+                brokers[FLOOR] = FloorServer().start()
             if args.hold:
                 time.sleep(5)
             results: dict[tuple[str, str], list] = {}
             for _ in range(args.rounds):  # trees interleaved round by round: the machine's load hits all alike
-                for label, _tree in trees:
+                for label in brokers:
                     for case, figures in measure_round(brokers[label], frames, args).items():
                         results.setdefault((label, case), []).append(figures)
             unit = "instructions" if args.instructions else "broker CPU"
@@ -297,6 +331,13 @@ def main() -> None:
                               for earlier, later in zip(results[first, case], results[label, case])]
                     print(f"{label} / {first} {case}: {statistics.median(ratios):.3f} of the {unit} per request "
                           f"(median of the rounds' ratios, {min(ratios):.3f}-{max(ratios):.3f})")
+            if args.floor:
+                for label, _tree in trees:
+                    for case in frames:
+                        ratios = [broker[0] / floor[0] for floor, broker in zip(results[FLOOR, case],
+                                                                                results[label, case])]
+                        print(f"{label} / {FLOOR} {case}: {statistics.median(ratios):.2f}x the floor's CPU per "
+                              f"request (median of the rounds' ratios, {min(ratios):.2f}-{max(ratios):.2f})")
         finally:
             for broker in brokers.values():
                 broker.stop()

@@ -6,8 +6,10 @@ record in each Produce request."""
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -154,3 +156,31 @@ def test_latency_mode_keeps_the_rate_and_reports_ordered_latencies(metered, topi
     assert figures.p99 < 200  # ms; a consumer that sits on records until a batch fills gives ~1,000
     assert 4500 < figures.records_per_s < 5500
     assert figures.valid, figures.verdict()
+
+
+def test_the_floor_server_answers_every_frame_with_its_correlation_id():
+    """bench/request_cost.py --floor counts answers by their size prefix; the floor server must answer each whole
+    frame once, in order, whether frames arrive several to a send or split across sends."""
+    from bench.request_cost import FloorServer, produce_frame
+
+    floor = FloorServer().start()
+    try:
+        frame = bytearray(produce_frame("t", 0))
+        frames = []
+        for correlation_id in range(1, 6):
+            frame[8:12] = correlation_id.to_bytes(4, "big")
+            frames.append(bytes(frame))
+        with socket.create_connection(("127.0.0.1", floor.port), timeout=10) as sock:
+            # two whole, and a third cut inside its header; the pauses let each piece arrive alone
+            for piece in (frames[0] + frames[1] + frames[2][:7], frames[2][7:] + frames[3][:30],
+                          frames[3][30:] + frames[4]):
+                sock.sendall(piece)
+                time.sleep(0.05)
+            answers = b""
+            while len(answers) < 5 * 60 and (received := sock.recv(4096)):
+                answers += received
+        assert len(answers) == 5 * 60
+        assert [int.from_bytes(answers[i * 60:i * 60 + 4], "big") for i in range(5)] == [56] * 5
+        assert [int.from_bytes(answers[i * 60 + 4:i * 60 + 8], "big") for i in range(5)] == [1, 2, 3, 4, 5]
+    finally:
+        floor.stop()

@@ -79,6 +79,7 @@ def _add_pipeline_commands(commands) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from odradek.broker._frame_buffer import keep_freed_frames
     from odradek.broker.broker import Broker
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -99,6 +100,7 @@ def run_serve(args: argparse.Namespace) -> int:
     host = args.host if args.host is not None else host
     port = args.port if args.port is not None else port
     _use_uvloop()
+    keep_freed_frames()  # the process is the broker's: large frames' memory is kept for the next ones
     return asyncio.run(_serve(Broker(props, host=host, port=port)))
 
 

@@ -293,13 +293,13 @@ class Segment:
         blocks the same write takes about 30% less system time (docs/performance.md). Only large writes reserve, so a
         partition written a little at a time holds no blocks it does not use; `seal` gives back what the active
         segment did not fill, and a reservation that fails (no such call, a full disk) only costs the saving."""
+        fd = self.fd
         length = sum(map(len, data)) if type(data) is tuple else len(data)
         end = position + length
         if length >= RESERVE_MIN_WRITE and end > self.reserved_end and _FALLOCATE is not None:
             start = position if position > self.reserved_end else self.reserved_end
             self.reserved_end = (end // RESERVE_CHUNK_BYTES + 1) * RESERVE_CHUNK_BYTES
-            _FALLOCATE(self.fd, _FALLOC_FL_KEEP_SIZE, start, self.reserved_end - start)
-        fd = self.fd
+            _FALLOCATE(fd, _FALLOC_FL_KEEP_SIZE, start, self.reserved_end - start)
         if type(data) is tuple:
             written = os.pwritev(fd, data, position)
             if written == length:  # the one call it nearly always takes

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -79,6 +80,18 @@ def _add_pipeline_commands(commands) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    # Loading the broker and opening every partition's log allocate objects that nearly all live on: the cyclic
+    # collector, run as they pile up, would scan them again and again (0.16 s of a 1.9 s start with 10,000
+    # partitions). It runs once they are all built.
+    gc.disable()
+    try:
+        broker = _load_broker(args)
+    finally:
+        gc.enable()
+    return asyncio.run(_serve(broker))
+
+
+def _load_broker(args: argparse.Namespace):
     from odradek.broker._frame_buffer import keep_freed_frames
     from odradek.broker.broker import Broker
 
@@ -101,7 +114,7 @@ def run_serve(args: argparse.Namespace) -> int:
     port = args.port if args.port is not None else port
     _use_uvloop()
     keep_freed_frames()  # the process is the broker's: large frames' memory is kept for the next ones
-    return asyncio.run(_serve(Broker(props, host=host, port=port)))
+    return Broker(props, host=host, port=port)
 
 
 async def _serve(broker) -> int:

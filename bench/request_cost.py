@@ -34,11 +34,11 @@ request is the least any broker's can be on this machine (loopback TCP, wake-ups
 figures are given beside as a ratio.
 
 With --instructions each broker runs under valgrind's callgrind instead, which counts the instructions the broker
-executes in user space while the clients run (the kernel's part, under 5% of a small request's CPU, is not
-counted): the same count within 1% run after run (a one-record Produce: 121,933 to 122,062 instructions over five
-runs), whatever else the machine is doing, where CPU time moves by half. It runs about 50 times slower, so one
-round of a few thousand requests is enough; this is the figure to compare two trees by when a change is worth a
-few percent. Compare runs of the same --cases: each case runs on what the ones before it left in the log.
+executes in user space while the clients run (the kernel's part, 14% of a pipelined small request's CPU and 46%
+with one in flight, is not counted): the same count within 1% run after run (a one-record Produce: 121,933 to
+122,062 instructions over five runs), whatever else the machine is doing, where CPU time moves by half. It runs
+about 50 times slower, so one round of a few thousand requests is enough; this is the figure to compare two trees
+by when a change is worth a few percent. Compare runs of the same --cases: each case runs on what the ones before it left in the log.
 """
 
 from __future__ import annotations

@@ -612,7 +612,7 @@ class Segment:
         self.offset_index.seal(segment_empty=self.size == 0)
         self.time_index.seal(segment_empty=self.size == 0)
         if self.reserved_end > self.size:
-            os.ftruncate(self.fd, self.size)  # on ext4 and xfs this also frees the blocks past the end
+            os.ftruncate(self.fd, self.size)  # which frees the blocks past the end too (tested on ext4)
             self.reserved_end = 0
         self._clear_tail()
 

@@ -1,19 +1,22 @@
 """A pipelining producer's requests of one receive are written together (the log's DeferredWrites window): what it
 is told was written is in the file, whatever comes next: a fetch behind them in the same send, segments rolling in
-between, kill -9, a disk that refuses the write."""
+between, kill -9, a disk that refuses the write. Large writes land in disk space reserved ahead of the segment's end,
+which a clean stop gives back."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
 from odradek.records.batch import Record, decode_batch, encode_batch, whole_batches
+from odradek.storage.segment import RESERVE_CHUNK_BYTES
 
 from .raw_client import RawClient, read_frame
 
@@ -231,3 +234,42 @@ def test_a_lone_request_the_disk_refuses_is_answered_kafka_storage_error_and_the
     own_broker.kill()
     own_broker.start()
     assert read_back(own_broker, "lone", 1)[0] == [b"before", b"after"]
+
+
+def test_large_writes_land_in_space_reserved_ahead_which_a_clean_stop_gives_back(tmp_path):
+    """A batching producer's large writes reserve the active segment's disk blocks ahead of its end (cheaper writes,
+    Segment.write) without the file's size showing them, and every acknowledged record reads back; the clean stop
+    frees what the segment did not fill."""
+    broker = BrokerProcess(tmp_path / "data").start()
+    try:
+        create(broker, "reserved", 1)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 20,
+                             "batch.size": 1_000_000})
+        acknowledged = []
+        report = lambda error, message: acknowledged.append(message.offset()) if error is None else None
+        values = [b"%07d" % index + b"x" * 93 for index in range(60_000)] + [b"last".ljust(500_000, b"x")]
+        for value in values:  # the last one, alone in its write, is a large write
+            while True:
+                try:
+                    producer.produce("reserved", value, on_delivery=report)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        assert producer.flush(30) == 0
+        assert len(acknowledged) == len(values)
+        segment = tmp_path / "data" / "reserved-0" / "00000000000000000000.log"
+        size = os.path.getsize(segment)
+        assert os.stat(segment).st_blocks * 512 >= (size // RESERVE_CHUNK_BYTES + 1) * RESERVE_CHUNK_BYTES
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "reserved"})
+        consumer.assign([TopicPartition("reserved", 0, 0)])
+        read = []
+        deadline = time.monotonic() + 30
+        while len(read) < len(values) and time.monotonic() < deadline:
+            read += [message.value() for message in consumer.consume(10_000, 1) if message.error() is None]
+        consumer.close()
+        assert read == values
+    finally:
+        exit_code = broker.stop()
+    assert exit_code == 0
+    assert os.path.getsize(segment) == size
+    assert os.stat(segment).st_blocks * 512 < size + 64 * 1024

@@ -45,7 +45,7 @@ from odradek.broker.append_waits import settled, until_led, until_replicated
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
-from odradek.errors import ErrorCode, KafkaError, storage_error
+from odradek.errors import ErrorCode, KafkaError, detached, storage_error
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.records.batch import validate_batches
@@ -100,7 +100,10 @@ def handlers(broker) -> dict:
         if previous is not None:
             await settled(previous)  # its outcome is its own request's
         if check is not None:
-            await check
+            try:
+                await check
+            finally:  # a refusal's traceback holds this frame: holding the check's task, the two would be a cycle
+                check = None
         return append(partition, records, headers)
 
     def prepared(partition: Partition, topic: str, index: int, records, version: int, acks: int,
@@ -263,7 +266,7 @@ def handlers(broker) -> dict:
                     outcome = start_append(name, data.index, data.records, version, acks, request.timeout_ms,
                                            inline_allowance)
                 except (KafkaError, OSError) as exc:
-                    outcome = exc
+                    outcome = detached(exc)
                 waiting = waiting or isinstance(outcome, asyncio.Future)
                 partitions.append((data.index, outcome))
             outcomes.append((name, partitions))

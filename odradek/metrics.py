@@ -3,8 +3,9 @@
 Hot paths pay one cheap call each, never one per record: the network shell reports each request's API and latency
 (`observe_request`), Produce each appended batch set (`record_produce`), Fetch each partition's answer
 (`record_fetch`, which reads the header of each batch handed out, not its records). Everything that is a state
-rather than an event (connections, log size per partition, consumer group lag, the log cleaner's gauges) is read
-from the broker only when Prometheus scrapes, by a collector. Each broker gets its own registry, so several
+rather than an event (connections, log size per partition, consumer group lag, the log cleaner's gauges, and the
+process's own: the cyclic collector's collections, CPU, memory, open files) is read from the broker only when
+Prometheus scrapes, by a collector. Each broker gets its own registry, so several
 embedded brokers can run in one process.
 """
 
@@ -14,7 +15,7 @@ import logging
 import os
 import struct
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, GCCollector, Histogram, ProcessCollector, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
 from odradek.protocol.registry import API_BY_KEY
@@ -56,6 +57,8 @@ class BrokerMetrics:
         self.request_seconds = Histogram("odradek_request_latency_seconds", "Time from a request's arrival to its "
                                          "answer being written", ["api"], **labels)
         self.registry.register(_StateCollector(broker))
+        GCCollector(registry=self.registry)  # python_gc_*: a full collection (generation 2) pauses the event loop
+        ProcessCollector(registry=self.registry)  # process_*: CPU seconds, resident memory, open files
         self._per_api: dict[int, tuple] = {}
         self._per_topic: dict[str, tuple] = {}
         self._server, _ = start_http_server(port, broker.host, registry=self.registry)

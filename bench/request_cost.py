@@ -155,8 +155,9 @@ def run_clients(broker: BrokerProcess, frames: list[bytes], count: int, window: 
     return used / (count * len(frames)) * 1e6, elapsed
 
 
-def metadata_latency(port: int, frame: bytes, count: int) -> float:
-    """Median round trip of one Metadata request at a time, in milliseconds."""
+def round_trip_ms(port: int, frame: bytes, count: int) -> float:
+    """Median round trip of one request at a time, in milliseconds, over a connection of its own: the answer is
+    read but not decoded, so the figure is the broker's and the socket's, not a Python codec's."""
     sock = socket.create_connection(("127.0.0.1", port))
     times = []
     for _ in range(count):
@@ -251,7 +252,7 @@ def measure_round(broker: BrokerProcess, frames: dict[str, list[bytes]], args) -
     for case, case_frames in frames.items():
         if case == "metadata":
             cost, elapsed = measure(case_frames, args.metadata_requests, 1)
-            figures[case] = (cost, elapsed, metadata_latency(broker.port, case_frames[0], args.metadata_requests))
+            figures[case] = (cost, elapsed, round_trip_ms(broker.port, case_frames[0], args.metadata_requests))
         else:
             figures[case] = measure(case_frames, args.requests, args.window)
     return figures

@@ -108,11 +108,11 @@ def handlers(broker) -> dict:
                 return partition
         return broker.partition(target.topic, target.partition)
 
-    def preferred_replica(partition, client_rack: str, fetch_offset: int, racks: dict) -> int:
-        """As leader, the follower a consumer in `client_rack` should read from (replica.selector.class), or
-        NO_PREFERRED_REPLICA. `racks` is filled with the live brokers' racks on first use, once per request."""
-        selector = broker.config["replica.selector.class"]
-        if not selector or not partition.is_leader:
+    def preferred_replica(partition, selector: str, client_rack: str, fetch_offset: int, racks: dict) -> int:
+        """As leader, the follower a consumer in `client_rack` should read from by `selector`
+        (replica.selector.class), or NO_PREFERRED_REPLICA. `racks` is filled with the live brokers' racks on first
+        use, once per request."""
+        if not partition.is_leader:
             return NO_PREFERRED_REPLICA
         if not racks:
             racks.update((b.node_id, b.rack) for b in broker.membership.live_brokers())
@@ -135,6 +135,7 @@ def handlers(broker) -> dict:
         answer_now = False
         writes = []
         racks: dict = {}
+        selector = broker.config["replica.selector.class"] if client_rack is not None else None  # once a request
         for target in targets:
             if target.topic in denied:  # checked first: says nothing of the topic to whoever may not read it
                 answers.append((target, _partition_error(target, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
@@ -159,8 +160,8 @@ def handlers(broker) -> dict:
                 partition.check_leader_epoch(target.current_leader_epoch)
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
-                if client_rack is not None:  # none for a follower or a consumer's Fetch before v11: never sent on
-                    preferred = preferred_replica(partition, client_rack, target.fetch_offset, racks)
+                if selector:  # none for a follower or a consumer's Fetch before v11: never sent on
+                    preferred = preferred_replica(partition, selector, client_rack, target.fetch_offset, racks)
                 if preferred != NO_PREFERRED_REPLICA:
                     answer_now = True  # as Kafka: the consumer is sent on at once, with no records
                     bound = target.fetch_offset

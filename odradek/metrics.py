@@ -5,8 +5,8 @@ Hot paths pay one cheap call each, never one per record: the network shell repor
 (`record_fetch`, which reads the header of each batch handed out, not its records). Everything that is a state
 rather than an event (connections, log size per partition, consumer group lag, the log cleaner's gauges, and the
 process's own: the cyclic collector's collections, CPU, memory, open files) is read from the broker only when
-Prometheus scrapes, by a collector. Each broker gets its own registry, so several
-embedded brokers can run in one process.
+Prometheus scrapes, by a collector. Each broker gets its own registry, so several embedded brokers can run in one
+process.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ REQUESTS = 10
 
 @pytest.fixture
 def broker(tmp_path):
+    """A broker process of each test's own (not the module's shared one): its peak RSS holds no other test's frames."""
     with BrokerProcess(tmp_path / "data") as process:
         yield process
 

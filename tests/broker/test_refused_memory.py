@@ -86,7 +86,7 @@ def test_connections_closed_for_malformed_frames_free_them(broker):
     started = peak_rss_bytes(broker.process.pid)
     for _ in range(REQUESTS):
         closed_after(frame)
-    print("GROWTH MB", (peak_rss_bytes(broker.process.pid) - started) >> 20); assert peak_rss_bytes(broker.process.pid) - started < 2 * FRAME_BYTES
+    assert peak_rss_bytes(broker.process.pid) - started < 2 * FRAME_BYTES
     assert "malformed request" in broker.log_tail(5)
     client = RawClient(broker.port)  # and the broker serves on
     assert produce_error(client, "plain", 0, encode_batch([Record(0, 1_700_000_000_000, None, b"v")])) == 0

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.broker.handlers.produce import INLINE_RECORDS
@@ -25,6 +25,7 @@ from odradek.records.compression import ZSTD
 
 from records.test_validation import record_bytes, with_body  # tests/ is on sys.path (rootdir packages)
 from .raw_client import RawClient
+from .test_confluent_kafka import consume
 from .test_produce_validation import create, fetch_batches, produce
 
 INVALID_RECORD = 87
@@ -241,14 +242,7 @@ def test_idempotent_producer_with_mixed_batches_keeps_every_record_in_order(brok
     assert errors == []
     # librdkafka retries a batch refused as out of order (the earlier one may yet land), so only its log tells
     assert not [line for line in client_log.lines if "OUT_OF_ORDER" in line.upper().replace(" ", "_")]
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic_name})
-    consumer.assign([TopicPartition(topic_name, 0, 0)])
-    received = []
-    deadline = time.monotonic() + 30
-    while len(received) < len(sent) and time.monotonic() < deadline:
-        received += [m.value() for m in consumer.consume(10_000, 1.0) if m.error() is None]
-    consumer.close()
-    assert received == sent
+    assert [message.value() for message in consume(broker, topic_name, 1, len(sent), 30)] == sent
 
 
 def worker_cpu_seconds(broker) -> dict[int, float]:

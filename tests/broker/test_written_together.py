@@ -19,6 +19,7 @@ from odradek.records.batch import Record, decode_batch, encode_batch, whole_batc
 from odradek.storage.segment import RESERVE_CHUNK_BYTES
 
 from .raw_client import RawClient, read_frame
+from .test_confluent_kafka import consume
 
 Produce = api("Produce")
 Fetch = api("Fetch")
@@ -260,14 +261,7 @@ def test_large_writes_land_in_space_reserved_ahead_which_a_clean_stop_gives_back
         segment = tmp_path / "data" / "reserved-0" / "00000000000000000000.log"
         size = os.path.getsize(segment)
         assert os.stat(segment).st_blocks * 512 >= (size // RESERVE_CHUNK_BYTES + 1) * RESERVE_CHUNK_BYTES
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "reserved"})
-        consumer.assign([TopicPartition("reserved", 0, 0)])
-        read = []
-        deadline = time.monotonic() + 30
-        while len(read) < len(values) and time.monotonic() < deadline:
-            read += [message.value() for message in consumer.consume(10_000, 1) if message.error() is None]
-        consumer.close()
-        assert read == values
+        assert [message.value() for message in consume(broker, "reserved", 1, len(values), 30)] == values
     finally:
         exit_code = broker.stop()
     assert exit_code == 0

@@ -11,10 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.client import Admin, ConsumerConnector, Producer
 from odradek.embedded import BrokerProcess
-from odradek.protocol import api
 from tests.broker.raw_client import RawClient
-
-Fetch = api("Fetch").request
+from tests.broker.test_many_partitions import fetch_values
 
 
 def free_port() -> int:
@@ -79,17 +77,12 @@ def test_fetches_of_a_thousand_partitions_bring_no_full_collections(tmp_path):
         names = [f"wide-{number}" for number in range(10)]
         for created in admin.create_topics([NewTopic(name, 100, 1) for name in names]).values():
             created.result(60)
-        fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 50 << 20, "isolation_level": 0,
-                 "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "", "topics": [
-                     Fetch.FetchTopic(topic=name, partitions=[
-                         Fetch.FetchPartition(partition=index, fetch_offset=0, partition_max_bytes=1 << 20)
-                         for index in range(100)]) for name in names]}
+        partitions = [(name, index) for name in names for index in range(100)]
         client = RawClient(broker.port)
         full_collections = ("python_gc_collections_total", frozenset({("generation", "2")}))
         before = scrape(port)
         for _ in range(100):
-            answer = client.call("Fetch", 11, **fetch)
-            assert sum(len(topic.partitions) for topic in answer.responses) == 1000
+            assert len(fetch_values(client, partitions)) == 1000
         after = scrape(port)
         client.close()
     assert after[full_collections] - before[full_collections] <= 1

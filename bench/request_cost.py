@@ -28,10 +28,11 @@ also given as a ratio to the first, the median of the rounds' ratios (this machi
 everything costs up to twice as much, which a ratio taken round by round cancels out). To see where the time goes,
 run it with --hold and attach `py-spy record --native -p PID` (each broker's pid is printed) while it runs.
 
-With --floor the same clients also drive build/loadgen/floor-server (bench/loadgen/floor-server.c, `make loadgen`),
-a C server that answers every frame with a fixed answer and does nothing else, in the same rounds: its CPU per
-request is the least any broker's can be on this machine (loopback TCP, wake-ups, the loop), which the brokers'
-figures are given beside as a ratio.
+With --floor the same clients also drive two servers that answer every frame with a fixed answer and do nothing
+else, in the same rounds: build/loadgen/floor-server (bench/loadgen/floor-server.c, `make loadgen`), in C, whose CPU
+per request is the least any broker's can be on this machine (loopback TCP, wake-ups, the loop), and
+bench/python_floor.py, the same in Python on uvloop, Odradek's runtime: what the interpreter and the event loop take
+of a request before a broker does anything. The brokers' figures are given beside both as ratios.
 
 With --instructions each broker runs under valgrind's callgrind instead, which counts the instructions the broker
 executes in user space while the clients run (the kernel's part, 14% of a pipelined small request's CPU and 46%
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import multiprocessing
 import os
 import re
@@ -52,6 +54,7 @@ import socket
 import statistics
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -68,8 +71,10 @@ METADATA_PARTITIONS = 1000
 TAIL_RECORDS = 100  # per partition of the fetch-tail case's topic: 17 KB, the last ones behind the last index entry
 _SIZE = struct.Struct(">i")
 _TICKS = os.sysconf("SC_CLK_TCK")
-FLOOR_SERVER = Path(__file__).resolve().parent.parent / "build" / "loadgen" / "floor-server"
-FLOOR = "floor"  # the floor server's label among the trees'
+REPOSITORY = Path(__file__).resolve().parent.parent
+FLOOR_SERVER = REPOSITORY / "build" / "loadgen" / "floor-server"
+FLOORS = {"floor": [str(FLOOR_SERVER)],  # the floor servers' labels among the trees', and their commands
+          "python-floor": [sys.executable, "-m", "bench.python_floor"]}
 
 
 def broker_cpu_seconds(pid: int) -> float:
@@ -210,18 +215,21 @@ class CallgrindBroker(BrokerProcess):
 
 
 class FloorServer:
-    """The floor server (--floor), with what run_clients asks of a broker: `port` and `process`."""
+    """A floor server (--floor; `label` one of FLOORS), with what run_clients asks of a broker: `port` and
+    `process`."""
 
-    def __init__(self):
+    def __init__(self, label: str = "floor"):
+        self.command = FLOORS[label]
         self.port = free_port()
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "FloorServer":
-        if not FLOOR_SERVER.exists():
-            raise SystemExit(f"{FLOOR_SERVER} is not built: run `make loadgen`")
-        self.process = subprocess.Popen([str(FLOOR_SERVER), str(self.port)], stdout=subprocess.PIPE, text=True)
+        if not Path(self.command[0]).exists():
+            raise SystemExit(f"{self.command[0]} is not built: run `make loadgen`")
+        self.process = subprocess.Popen([*self.command, str(self.port)], stdout=subprocess.PIPE, text=True,
+                                        cwd=REPOSITORY)
         if self.process.stdout.readline().strip() != "ready":
-            raise RuntimeError("the floor server did not start")
+            raise RuntimeError(f"the floor server {self.command} did not start")
         return self
 
     def stop(self) -> None:
@@ -269,7 +277,7 @@ def main() -> None:
     parser.add_argument("--cases", default="produce,fetch,fetch-tail,metadata")
     parser.add_argument("--hold", action="store_true", help="print each broker's pid and wait 5 s before measuring")
     parser.add_argument("--floor", action="store_true",
-                        help="drive the floor server (a C server that only answers) too, as the machine's floor")
+                        help="drive the floor servers (a C and a Python server that only answer) too")
     parser.add_argument("--instructions", action="store_true",
                         help="count each broker's instructions under callgrind instead of its CPU time")
     args = parser.parse_args()
@@ -303,7 +311,8 @@ def main() -> None:
                 if args.hold:
                     print(f"{label}: broker pid {broker.process.pid}", flush=True)
             if args.floor:
-                brokers[FLOOR] = FloorServer().start()
+                for label in FLOORS:
+                    brokers[label] = FloorServer(label).start()
             if args.hold:
                 time.sleep(5)
             results: dict[tuple[str, str], list] = {}
@@ -333,12 +342,11 @@ def main() -> None:
                     print(f"{label} / {first} {case}: {statistics.median(ratios):.3f} of the {unit} per request "
                           f"(median of the rounds' ratios, {min(ratios):.3f}-{max(ratios):.3f})")
             if args.floor:
-                for label, _tree in trees:
-                    for case in frames:
-                        ratios = [broker[0] / floor[0] for floor, broker in zip(results[FLOOR, case],
-                                                                                results[label, case])]
-                        print(f"{label} / {FLOOR} {case}: {statistics.median(ratios):.2f}x the floor's CPU per "
-                              f"request (median of the rounds' ratios, {min(ratios):.2f}-{max(ratios):.2f})")
+                for (label, _tree), floor_label, case in itertools.product(trees, FLOORS, frames):
+                    ratios = [broker[0] / floor[0] for floor, broker in zip(results[floor_label, case],
+                                                                            results[label, case])]
+                    print(f"{label} / {floor_label} {case}: {statistics.median(ratios):.2f}x that floor's CPU per "
+                          f"request (median of the rounds' ratios, {min(ratios):.2f}-{max(ratios):.2f})")
         finally:
             for broker in brokers.values():
                 broker.stop()

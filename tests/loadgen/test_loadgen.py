@@ -158,12 +158,13 @@ def test_latency_mode_keeps_the_rate_and_reports_ordered_latencies(metered, topi
     assert figures.valid, figures.verdict()
 
 
-def test_the_floor_server_answers_every_frame_with_its_correlation_id():
-    """bench/request_cost.py --floor counts answers by their size prefix; the floor server must answer each whole
-    frame once, in order, whether frames arrive several to a send or split across sends."""
+@pytest.mark.parametrize("label", ["floor", "python-floor"])
+def test_the_floor_servers_answer_every_frame_with_its_correlation_id(label):
+    """bench/request_cost.py --floor counts answers by their size prefix; each floor server (C and Python) must
+    answer each whole frame once, in order, whether frames arrive several to a send or split across sends."""
     from bench.request_cost import FloorServer, produce_frame
 
-    floor = FloorServer().start()
+    floor = FloorServer(label).start()
     try:
         frame = bytearray(produce_frame("t", 0))
         frames = []

@@ -829,29 +829,27 @@ class TlsConnection(Connection):
     async def _receive(self, loop, size: int) -> bytes:
         """Up to `size` decrypted bytes: all that the TLS records received so far hold."""
         pieces: list = []
-        await self._decrypt(loop, size, pieces)
-        return b"".join(pieces)
+        await self._decrypt(loop, size, pieces, None)
+        return b"".join(pieces)  # one piece is returned as it is
 
     async def _receive_into(self, loop, view: memoryview) -> int:
-        """A large frame's next decrypted records, copied into `view`."""
-        pieces: list = []
-        count = await self._decrypt(loop, len(view), pieces)
-        start = 0
-        for piece in pieces:
-            view[start:start + len(piece)] = piece
-            start += len(piece)
-        return count
+        """A large frame's next decrypted records, decrypted straight into `view`."""
+        return await self._decrypt(loop, len(view), None, view)
 
-    async def _decrypt(self, loop, size: int, pieces: list) -> int:
-        """Read up to `size` decrypted bytes into a list of pieces, waiting for the socket only while there are
-        none. One SSLObject.read yields at most one TLS record (16 KiB), so reads go on while received bytes
+    async def _decrypt(self, loop, size: int, pieces: list | None, view: memoryview | None) -> int:
+        """Read up to `size` decrypted bytes, into `view` if there is one (a large frame's buffer: no bytes object
+        made and copied again per TLS record), else into a list of pieces, waiting for the socket only while there
+        are none. One SSLObject.read yields at most one TLS record (16 KiB), so reads go on while received bytes
         remain. Returns how many bytes came (0: the peer closed)."""
         length = 0
         while length < size:
             try:
-                piece = self._tls.read(min(size - length, TLS_RECORD_SIZE))
-                pieces.append(piece)
-                count = len(piece)
+                if view is None:
+                    piece = self._tls.read(min(size - length, TLS_RECORD_SIZE))
+                    pieces.append(piece)
+                    count = len(piece)
+                else:
+                    count = self._tls.read(size - length, view[length:])
             except ssl.SSLWantReadError:
                 if length:
                     break

@@ -292,13 +292,12 @@ PyMODINIT_FUNC PyInit__crc32c(void) {
     if (__builtin_cpu_supports("sse4.2")) {
         extend = hardware_extend;
         implementation = "sse4.2";
-    }
-    /* libgcc's checks include the operating system's saving of the AVX-512 registers (XCR0) */
-    if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul") &&
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("vpclmulqdq")) {
-        extend = wide_extend;
-        implementation = "vpclmulqdq";
+        /* libgcc's checks include the operating system's saving of the AVX-512 registers (XCR0) */
+        if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq")) {
+            extend = wide_extend;
+            implementation = "vpclmulqdq";
+        }
     }
 #endif
     PyObject *created = PyModule_Create(&module);

@@ -218,7 +218,7 @@ class FloorServer:
     """A floor server (--floor; `label` one of FLOORS), with what run_clients asks of a broker: `port` and
     `process`."""
 
-    def __init__(self, label: str = "floor"):
+    def __init__(self, label: str):
         self.command = FLOORS[label]
         self.port = free_port()
         self.process: subprocess.Popen | None = None

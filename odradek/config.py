@@ -318,6 +318,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("delete.topic.enable", _T.BOOLEAN, True, "Allow DeleteTopics"),
         ConfigKey("message.max.bytes", _T.INT, 1048588, "Largest record batch (topic default)", minimum=0),
         ConfigKey("socket.request.max.bytes", _T.INT, 104857600, "Largest request frame", minimum=1),
+        ConfigKey("sasl.server.max.receive.size", _T.INT, 524288, "Largest request frame before SASL "
+                  "authentication is done; a larger one closes the connection at once", minimum=1),
         ConfigKey("connections.max.idle.ms", _T.LONG, 600000, "Close connections idle this long"),
         ConfigKey("max.connections", _T.INT, INT_MAX, "Connections at once; more wait to be accepted", minimum=0),
         ConfigKey("max.connections.per.ip", _T.INT, INT_MAX, "Connections at once from one address; more are "

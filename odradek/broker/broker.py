@@ -462,6 +462,7 @@ class Broker:
         self.server = NetworkServer(
             handlers,
             max_request_bytes=self.config["socket.request.max.bytes"],
+            max_unauthenticated_bytes=self.config["sasl.server.max.receive.size"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_version_answer=unsupported_version_answer,
             quotas=self._connection_quotas,

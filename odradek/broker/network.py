@@ -34,7 +34,10 @@ loop; only their receive and send primitives differ, and their fetch answers are
 since sendfile cannot pass through TLS. On a SASL listener a connection carries its SASL session (`authenticating`)
 until the exchange succeeds: before that, a request the session does not expect (anything but ApiVersions and
 SaslHandshake first, then only SaslAuthenticate) closes it (ILLEGAL_SASL_STATE, as Kafka), and so does not
-finishing within the SASL deadline.
+finishing within the SASL deadline. Until then a frame may be no larger than sasl.server.max.receive.size (512 KiB,
+Kafka's SaslServerAuthenticator: larger closes at once), and the frames that unauthenticated connections are still
+receiving may hold no more than UNAUTHENTICATED_MEMORY_BYTES together: one that would go past it is closed, so
+connections that never log in cannot make the broker buffer more than that, however many there are.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ INLINE_REGION_BYTES = 16384  # file regions up to this size are copied into the 
 SEND_BUFFERS_MAX = os.sysconf("SC_IOV_MAX")  # buffers one sendmsg takes (Linux: 1024; more is EMSGSIZE)
 DRAIN_POLL_SECONDS = 0.01  # how often a closing server looks whether every connection has answered
 AUTHENTICATION_TIMEOUT_SECONDS = 10.0  # SASL must be done within this (or connections.max.idle.ms if shorter)
+UNAUTHENTICATED_MEMORY_BYTES = 32 * 1024 * 1024  # what frames still arriving before authentication hold, all together
 
 # A handler answers one decoded request: a response body, None for no answer (Produce with acks=0), or an
 # awaitable of either (Fetch long polls).
@@ -178,7 +182,7 @@ class Connection:
                  "_answer_ready", "_writer_idle", "_unsent", "_watching_reads", "_reading", "_partial",
                  "_wanted", "_ready_frame", "_large", "fetch_sessions",
                  "principal", "listener", "authenticating", "close_after_answer", "sasl", "session_expires_at",
-                 "muted_until")
+                 "muted_until", "_held")
 
     def __init__(self, server: "NetworkServer", sock: socket.socket, address: tuple, listener: Listener,
                  authenticating: Any = None):
@@ -210,6 +214,7 @@ class Connection:
         # who is asking, as Kafka's KafkaPrincipal text: "User:ANONYMOUS" until a certificate or SASL says otherwise
         self.principal = ANONYMOUS
         self.muted_until = 0.0  # time.monotonic() before which no request is read (a client quota's throttle)
+        self._held = 0  # bytes of the frame being received counted in the server's unauthenticated_held
 
     async def run(self) -> None:
         writer = asyncio.ensure_future(self._write_answers())
@@ -268,6 +273,8 @@ class Connection:
         self._unsent = None
         self._large = None
         self._reading = None
+        if self._held:
+            self._release_held()
         if not self.closed:
             self.closed = True
             self.server.forget(self)
@@ -359,14 +366,18 @@ class Connection:
                     if size < 0 or size > self.server.max_request_bytes:
                         raise CloseConnection(f"request size {size} is outside 0..{self.server.max_request_bytes} "
                                               f"(socket.request.max.bytes)")
+                    if self.authenticating is not None and size > self.server.max_unauthenticated_bytes:
+                        raise CloseConnection(f"request size {size} before authentication is larger than "
+                                              f"{self.server.max_unauthenticated_bytes} (sasl.server.max.receive.size)")
                     if end - start - 4 >= size:
                         frame = self._ready_frame = view[start + 4:start + 4 + size]
                         start += 4 + size
-                    elif 4 + size > RECV_SIZE:
-                        self._start_large(view[start + 4:end], size)
-                        start = end
-                        break
                     else:
+                        if self.authenticating is not None and not self._held:
+                            self._hold(size)
+                        if 4 + size > RECV_SIZE:
+                            self._start_large(view[start + 4:end], size)
+                            start = end
                         break
                 if self.muted_until and self.muted_until > time.monotonic():  # a throttled client's channel is muted
                     wait = self._muted()
@@ -375,6 +386,8 @@ class Connection:
                     wait = asyncio.get_running_loop().create_future()
                     break
                 self._ready_frame = None
+                if self._held:
+                    self._release_held()
                 if deferred is not None and deferred.thread is None and (
                         start < end or len(frame) >= WRITER_THREAD_MIN_BYTES):  # more requests follow, or a large one
                     deferred.open()  # closed by `_send_queued` below, before any wait and any answer
@@ -395,6 +408,20 @@ class Connection:
         else:
             self._partial = bytearray(view[start:end])
         return wait
+
+    def _hold(self, size: int) -> None:
+        """An unauthenticated connection is receiving a frame of `size` bytes: count it against what all of them may
+        hold (UNAUTHENTICATED_MEMORY_BYTES), or close this one if that is full."""
+        server = self.server
+        if server.unauthenticated_held + size > UNAUTHENTICATED_MEMORY_BYTES:
+            raise CloseConnection(f"unauthenticated connections already hold {server.unauthenticated_held} bytes of "
+                                  f"requests; a request of {size} bytes more is refused")
+        server.unauthenticated_held += size
+        self._held = size
+
+    def _release_held(self) -> None:
+        self.server.unauthenticated_held -= self._held
+        self._held = 0
 
     async def _muted(self) -> None:
         while (left := self.muted_until - time.monotonic()) > 0:  # uvloop's timers round to whole ms:
@@ -982,12 +1009,14 @@ class NetworkServer:
 
     def __init__(self, handlers: dict[int, Handler], *, max_request_bytes: int, idle_ms: int,
                  unsupported_version_answer: Callable[[RequestHeader], Any], quotas: ConnectionQuotas,
-                 deferred_writes: DeferredWrites | None = None):
+                 max_unauthenticated_bytes: int, deferred_writes: DeferredWrites | None = None):
         self.quotas = quotas
         self.deferred_writes = deferred_writes
         self._slot_freed = asyncio.Event()
         self.handlers = handlers
         self.max_request_bytes = max_request_bytes
+        self.max_unauthenticated_bytes = max_unauthenticated_bytes  # sasl.server.max.receive.size
+        self.unauthenticated_held = 0  # bytes the frames being received by unauthenticated connections hold
         self.idle_seconds = idle_ms / 1000 if idle_ms > 0 else None
         self.authentication_seconds = min(AUTHENTICATION_TIMEOUT_SECONDS, self.idle_seconds or math.inf)
         self.unsupported_version_answer = unsupported_version_answer

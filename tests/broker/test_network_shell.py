@@ -23,7 +23,7 @@ FETCH = api("Fetch")
 def serving(handler, key: int = API_VERSIONS.key) -> tuple[NetworkServer, socket.socket, asyncio.Future]:
     """A server answering api `key` with `handler` on a port of its own: (server, listening socket, its task)."""
     quotas = ConnectionQuotas(max_connections=10, max_per_ip=10, per_ip_overrides={}, max_creation_rate=1000)
-    server = NetworkServer({key: handler}, max_request_bytes=1 << 20, idle_ms=0,
+    server = NetworkServer({key: handler}, max_request_bytes=1 << 20, max_unauthenticated_bytes=1 << 19, idle_ms=0,
                            unsupported_version_answer=lambda h: None, quotas=quotas)
     server_socket = listen("127.0.0.1", 0)
     server.accept_on(server_socket, Listener("PLAINTEXT", "PLAINTEXT", "127.0.0.1", server_socket.getsockname()[1]))

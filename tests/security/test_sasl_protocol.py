@@ -4,6 +4,7 @@ tokens after SaslHandshake v0, a client that never finishes, and fuzzed SASL mes
 from __future__ import annotations
 
 import random
+import socket
 import struct
 import time
 
@@ -110,3 +111,55 @@ def test_a_client_that_never_authenticates_is_closed(tmp_path):
                 client.sock.sendall(b"\0")
                 time.sleep(0.2)
         assert time.monotonic() - started < 8
+
+
+def test_a_frame_larger_than_sasl_server_max_receive_size_before_authentication_closes_at_once(secure_broker):
+    """Kafka's SaslServerAuthenticator: a frame above sasl.server.max.receive.size (512 KiB) before authentication
+    closes the connection as soon as its size is read, without waiting for (and buffering) the bytes announced."""
+    client = sasl_client(secure_broker)
+    started = time.monotonic()
+    client.sock.sendall(struct.pack(">i", 512 * 1024 + 1) + b"\0" * 1000)
+    assert_closed(client)
+    assert time.monotonic() - started < 2  # the SASL deadline (10 s) would close it too, much later
+
+
+def still_open(sock: socket.socket) -> bool:
+    """Whether the broker has kept `sock` open (it answers nothing to an unfinished frame)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionError:
+        return False
+
+
+def test_frames_of_unauthenticated_connections_hold_a_bounded_memory_together(secure_broker):
+    """Each of 80 connections that never log in sends all but the last byte of a 500 KiB frame (all within the SASL
+    deadline): together they would hold 40 MB, so once those still open hold the broker's 32 MiB the next ones are
+    closed, and the broker answers as before; once the holders go, a new unauthenticated connection may send a
+    frame that large again."""
+    frame_bytes = 500 * 1024
+    port = secure_broker.ports["SASL_PLAINTEXT"]
+    connections = []
+    for _ in range(80):
+        sock = socket.create_connection(("127.0.0.1", port))
+        try:
+            sock.sendall(struct.pack(">i", frame_bytes) + b"\0" * (frame_bytes - 1))
+        except ConnectionError:  # closed while sending
+            pass
+        connections.append(sock)
+    time.sleep(1)
+    holders = [sock for sock in connections if still_open(sock)]
+    assert len(holders) == 32 * 1024 * 1024 // frame_bytes
+    healthy = RawClient(secure_broker.ports["PLAINTEXT"])
+    assert healthy.call("Metadata", 12, topics=None, allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False).brokers
+    for sock in connections:
+        sock.close()
+    time.sleep(0.5)
+    client = sasl_client(secure_broker)
+    client.sock.sendall(struct.pack(">i", frame_bytes) + b"\0" * (frame_bytes - 1))
+    time.sleep(0.5)
+    assert still_open(client.sock)
+    client.close()

@@ -38,11 +38,16 @@ NOT_FOUND_ERRORS = {"UNKNOWN_TOPIC_OR_PART", "GROUP_ID_NOT_FOUND"}
 
 
 def same_origin(request: Request) -> bool:
-    """A change may come only from the console's own pages: the browser's Origin (or Sec-Fetch-Site) says so."""
+    """A change may come only from the console's own pages: the browser's Origin (or Sec-Fetch-Site) says so. An
+    origin is its scheme, host and port together (RFC 6454): https://host:port is another origin than the console
+    served as http://host:port."""
     if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
         return False
     origin = request.headers.get("origin")
-    return origin is None or urllib.parse.urlsplit(origin).netloc == request.headers.get("host")
+    if origin is None:
+        return True
+    parts = urllib.parse.urlsplit(origin)
+    return (parts.scheme, parts.netloc) == (request.url.scheme, request.headers.get("host"))
 
 
 def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopback_only: bool = True) -> Starlette:

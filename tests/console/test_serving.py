@@ -35,7 +35,9 @@ def test_changes_come_only_from_the_consoles_own_pages(console, topic_name):
     admin = Admin(console.bootstrap_servers)
     foreign = post(console.url + "topics", {"name": topic_name}, Origin="http://attacker.example")
     cross_site = post(console.url + "topics", {"name": topic_name}, **{"Sec-Fetch-Site": "cross-site"})
-    assert (foreign, cross_site) == (403, 403) and topic_name not in admin.list_topics()
+    other_scheme = post(console.url + "topics", {"name": topic_name},
+                        Origin=console.url.rstrip("/").replace("http://", "https://", 1))
+    assert (foreign, cross_site, other_scheme) == (403, 403, 403) and topic_name not in admin.list_topics()
     own = post(console.url + "topics", {"name": topic_name}, Origin=console.url.rstrip("/"),
                **{"Sec-Fetch-Site": "same-origin"})
     assert own == 303 and topic_name in admin.list_topics()

@@ -39,7 +39,8 @@ from odradek.coordinator.classic import (JOIN, SYNC, ClassicGroup, ClassicGroupC
 from odradek.coordinator.consumer import ConsumerGroup, HeartbeatResult
 from odradek.coordinator.offsets import OffsetAndMetadata, OffsetStore, TopicPartition
 from odradek.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupRecord, OffsetRecord, group_metadata_record,
-                                               offset_commit_record, parse_record, partition_for,
+                                               offset_commit_record, parse_record, partition_count,
+                                               partition_for,
                                                restore_classic_group)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import (CONTROL_COMMIT, Record, decode_batch, decode_control_record,
@@ -59,7 +60,6 @@ class GroupCoordinator:
     def __init__(self, broker):
         self.broker = broker
         config = broker.config
-        self.num_partitions: int = config["offsets.topic.num.partitions"]
         self.classic_config = ClassicGroupConfig(
             min_session_timeout_ms=config["group.min.session.timeout.ms"],
             max_session_timeout_ms=config["group.max.session.timeout.ms"],
@@ -73,6 +73,14 @@ class GroupCoordinator:
         self._waiters: dict[tuple[str, str, str], asyncio.Future] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task] = []
+
+    @property
+    def num_partitions(self) -> int:
+        """How many partitions the groups are spread over: those of __consumer_offsets once it exists, whatever this
+        broker's offsets.topic.num.partitions says (as Kafka's partitionFor: the setting only sizes the topic it
+        creates, and brokers started with different settings still agree on every group's partition)."""
+        return partition_count(self.broker.metadata.topics, OFFSETS_TOPIC,
+                               self.broker.config["offsets.topic.num.partitions"])
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -98,7 +106,7 @@ class GroupCoordinator:
         self._waiters.clear()
 
     def ensure_offsets_topic(self) -> None:
-        self.broker.ensure_internal_topic(OFFSETS_TOPIC, self.num_partitions, {
+        self.broker.ensure_internal_topic(OFFSETS_TOPIC, self.broker.config["offsets.topic.num.partitions"], {
             "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])},
             "offsets.topic.replication.factor")
 

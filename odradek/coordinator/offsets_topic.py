@@ -1,7 +1,7 @@
 """The internal topic __consumer_offsets: which partition holds a group, and its records in Kafka's exact formats.
 
-A group lives in partition abs(String.hashCode(group_id)) % offsets.topic.num.partitions, computed the Java way so
-the layout matches Kafka's. Keys and values carry a leading int16 version, as Kafka writes them: key version 0/1 is
+A group lives in partition abs(String.hashCode(group_id)) % the partition count of __consumer_offsets, computed the
+Java way so the layout matches Kafka's; offsets.topic.num.partitions only sizes the topic when it is created. Keys and values carry a leading int16 version, as Kafka writes them: key version 0/1 is
 an offset commit (group, topic, partition), key version 2 a classic group's metadata (group); a null value is a
 tombstone that compaction keeps until delete.retention.ms and then drops.
 
@@ -46,6 +46,13 @@ def java_string_hash(text: str) -> int:
 def partition_for(group_id: str, partitions: int) -> int:
     """Kafka's Utils.abs (x & 0x7fffffff, not Math.abs) of the hash, modulo the partition count."""
     return (java_string_hash(group_id) & 0x7FFFFFFF) % partitions
+
+
+def partition_count(topics, topic: str, configured: int) -> int:
+    """The partitions a coordinator's topic spreads its keys over: those the topic has in the catalogue `topics`
+    once it exists, `configured` (what it is created with) before."""
+    existing = topics.get(topic)
+    return len(existing.partitions) if existing is not None else configured
 
 
 def offset_commit_record(group_id: str, topic: str, partition: int,

@@ -35,7 +35,7 @@ from odradek.broker.periodic import every
 from odradek.clock import now_ms
 from odradek.broker.peer import call_peer
 from odradek.cluster.producer_ids import ProducerIdManager
-from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_count, partition_for
 from odradek.coordinator.transaction_state import (
     COMPLETED, PREPARED, TRANSACTION_STATE_TOPIC, TopicPartition, TransactionMetadata, TransactionState,
     add_partitions, begin_abort, check_producer, complete, fence_epoch, init_producer, parse_transaction_record,
@@ -60,7 +60,6 @@ class TransactionCoordinator:
     def __init__(self, broker):
         self.broker = broker
         config = broker.config
-        self.num_partitions: int = config["transaction.state.log.num.partitions"]
         self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
         self.producer_ids = ProducerIdManager(broker.metadata)
         self.transactions: dict[str, TransactionMetadata] = {}
@@ -68,6 +67,14 @@ class TransactionCoordinator:
         self._leading: set[int] = set()
         self._markers_in_flight: set[str] = set()  # transactional ids whose markers are on their way
         self._tasks: list[asyncio.Task] = []
+
+    @property
+    def num_partitions(self) -> int:
+        """How many partitions the transactional ids are spread over: those of __transaction_state once it exists,
+        whatever this broker's transaction.state.log.num.partitions says (as Kafka's TransactionStateManager: the
+        setting only sizes the topic it creates)."""
+        return partition_count(self.broker.metadata.topics, TRANSACTION_STATE_TOPIC,
+                               self.broker.config["transaction.state.log.num.partitions"])
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -89,7 +96,8 @@ class TransactionCoordinator:
         """__transaction_state, created on first use with min.insync.replicas = transaction.state.log.min.isr in a
         cluster (1 on a single node, whose replication factor is 1)."""
         min_isr = 1 if self.broker.controller is None else self.broker.config["transaction.state.log.min.isr"]
-        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, {
+        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC,
+                                          self.broker.config["transaction.state.log.num.partitions"], {
             "cleanup.policy": "compact", "min.insync.replicas": str(min_isr)},
             "transaction.state.log.replication.factor")
 

@@ -568,6 +568,65 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
     {key.broker_synonyms[0] for key in TOPIC_CONFIGS.values() if key.broker_synonyms} | set(CLEANER_DYNAMIC_CONFIGS)
     | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 
+# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only per listener (listener.name.<name>.ssl.keystore.location).
+SSL_RECONFIGURABLE_CONFIGS = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates"})
+# Kafka's DynamicListenerConfig.ReconfigurableConfigs: per broker, except the three connection settings below.
+_LISTENER_RECONFIGURABLE_CONFIGS = frozenset({
+    "advertised.listeners", "listeners", "listener.security.protocol.map", "principal.builder.class",
+    "ssl.protocol", "ssl.provider", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keystore.type",
+    "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+    "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation", "ssl.client.auth",
+    "ssl.engine.factory.class", "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config",
+    "sasl.enabled.mechanisms", "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds", "max.connections", "max.connection.creation.rate", "num.network.threads"})
+_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+_PER_BROKER_CONFIGS = (SSL_RECONFIGURABLE_CONFIGS | _LISTENER_RECONFIGURABLE_CONFIGS) - _CLUSTER_LEVEL_LISTENER_CONFIGS
+# Everything Kafka lets change on a BROKER resource (DynamicBrokerConfig.AllDynamicConfigs and the broker quotas).
+# Beyond DYNAMIC_BROKER_CONFIGS, which apply at once, these are stored and described back, and the ones this broker
+# reads at start (listener-prefixed security settings, connection limits) are in force from its next start.
+KAFKA_DYNAMIC_BROKER_CONFIGS = DYNAMIC_BROKER_CONFIGS | _LISTENER_RECONFIGURABLE_CONFIGS | {
+    "log.cleaner.io.buffer.load.factor", "log.cleaner.io.buffer.size", "num.io.threads", "num.replica.fetchers",
+    "num.recovery.threads.per.data.dir", "background.threads", "metric.reporters", "max.connections.per.ip",
+    "max.connections.per.ip.overrides", "producer.id.expiration.ms", "transaction.partition.verification.enable",
+    "remote.log.index.file.cache.total.size.bytes", "remote.fetch.max.wait.ms",
+    "remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second",
+    "remote.list.offsets.request.timeout.ms", "replica.alter.log.dirs.io.max.bytes.per.second"}
+_LISTENER_PREFIX = re.compile(r"listener\.name\.[^.]*\.(.*)")
+
+
+def dynamic_base_name(name: str) -> str:
+    """The key a dynamic broker config sets: listener.name.<listener>.<key> sets <key> for that listener."""
+    match = _LISTENER_PREFIX.fullmatch(name)
+    return match.group(1) if match else name
+
+
+def dynamic_broker_configs_refusal(names, per_broker: bool) -> str | None:
+    """Kafka's DynamicBrokerConfig.validateConfigs of the names a BROKER resource would have (its message, None if
+    they may be set): a Kafka setting that cannot change while running; an SSL store setting without its listener's
+    prefix; at the cluster default ("" resource), a setting each broker must have of its own. A name Kafka does not
+    know is taken, as Kafka takes it."""
+    known = {*BROKER_CONFIGS, *TOPIC_DEFAULT_BROKER_KEYS, *_BROKER_KEY_SYNONYMS, *_KAFKA_KEYS_NOT_USED_HERE}
+    checks = [
+        ({name for name in names if name in known and name not in KAFKA_DYNAMIC_BROKER_CONFIGS},
+         "Cannot update these configs dynamically"),
+        ({name for name in names if name in SSL_RECONFIGURABLE_CONFIGS},
+         "These security configs can be dynamically updated only per-listener using the listener prefix")]
+    if not per_broker:
+        checks.append(({name for name in names if name in _PER_BROKER_CONFIGS or (
+            name != dynamic_base_name(name) and dynamic_base_name(name) not in _CLUSTER_LEVEL_LISTENER_CONFIGS)},
+            "Cannot update these configs at default cluster level, broker id must be specified"))
+    for refused, message in checks:
+        if refused:
+            return f"{message}: Set({', '.join(sorted(refused))})"
+    return None
+
 
 def broker_key_synonyms(name: str) -> tuple[str, ...]:
     """The broker keys that set the same thing as `name`, `name` included (log.retention.ms/minutes/hours)."""

@@ -160,6 +160,40 @@ def test_what_cannot_change_dynamically_is_refused_as_kafka_refuses_it(tmp_path)
         assert retention.value is None and retention.source == 5  # validated, not applied
 
 
+def test_what_kafka_takes_dynamically_is_taken_and_described_back(tmp_path):
+    """librdkafka's 0081 sets sasl.kerberos.min.time.before.relogin on a broker, kafkajs a listener-prefixed SASL
+    setting: Kafka takes both per broker (and any name it does not know), refuses an SSL store setting without its
+    listener's prefix and a per-broker one at the cluster default; a listener's password is hidden when described."""
+    with BrokerProcess(tmp_path / "data") as broker:
+        client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        invalid_request = 42
+        set_broker_configs(client, "1", {"sasl.kerberos.min.time.before.relogin": "58000",
+                                         "listener.name.plaintext.sasl.enabled.mechanisms": "PLAIN",
+                                         "listener.name.plaintext.ssl.keystore.password": "secret",
+                                         "max.connections": "1000", "custom.setting": "x"})
+        own = describe(client, "broker", "1")
+        assert {name: (own[name].value, own[name].source) for name in (
+            "sasl.kerberos.min.time.before.relogin", "listener.name.plaintext.sasl.enabled.mechanisms",
+            "max.connections", "custom.setting")} == {
+            "sasl.kerberos.min.time.before.relogin": ("58000", DYNAMIC_BROKER_CONFIG),
+            "listener.name.plaintext.sasl.enabled.mechanisms": ("PLAIN", DYNAMIC_BROKER_CONFIG),
+            "max.connections": ("1000", DYNAMIC_BROKER_CONFIG), "custom.setting": ("x", DYNAMIC_BROKER_CONFIG)}
+        password = own["listener.name.plaintext.ssl.keystore.password"]
+        assert password.value is None and password.is_sensitive
+        assert not own["max.connections"].is_read_only
+        assert set_raw(broker, "1", {"ssl.keystore.location": "/tmp/k.jks"}) == (
+            invalid_request, "These security configs can be dynamically updated only per-listener using the "
+                             "listener prefix: Set(ssl.keystore.location)")
+        assert set_raw(broker, "", {"sasl.kerberos.min.time.before.relogin": "58000"}) == (
+            invalid_request, "Cannot update these configs at default cluster level, broker id must be specified: "
+                             "Set(sasl.kerberos.min.time.before.relogin)")
+        assert set_raw(broker, "", {"max.connections": "2000", "log.retention.ms": "1000"}) == (0, None)
+        assert set_raw(broker, "1", {"listener.name.plaintext.max.connections": "many"})[0] == invalid_request
+        broker.restart()
+        client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        assert describe(client, "broker", "1")["custom.setting"].value == "x"
+
+
 def test_new_cleaner_settings_restart_the_pool_under_them(tmp_path):
     def settings(**changed) -> dict:
         return resolve_broker_config({"log.cleaner.backoff.ms": 10,

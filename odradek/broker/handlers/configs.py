@@ -7,15 +7,21 @@ then Kafka's own DEFAULT_CONFIG of that broker key), each layer in the broker ke
 .minutes, .hours). Configs come back in the order they were asked for (all of them, in table order, when none were
 named). AlterConfigs replaces a resource's whole set; IncrementalAlterConfigs edits it key by key (SET, DELETE,
 APPEND, SUBTRACT for list keys). On a BROKER resource, name "" is the cluster default and "<node id>" this broker:
-only the keys in DYNAMIC_BROKER_CONFIGS may change, and Kafka's validation failures are INVALID_REQUEST
-(KAFKA-13609 keeps them so). With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the
+what Kafka refuses is refused with its message (odradek.config.dynamic_broker_configs_refusal: a static Kafka
+setting, an SSL store setting without its listener's prefix, a per-broker setting at the cluster default), anything
+else is stored (names Kafka does not know and listener-prefixed ones too, described back as strings, passwords
+hidden), and Kafka's validation failures are INVALID_REQUEST (KAFKA-13609 keeps them so). With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the
 topic, or on the cluster for a broker resource.
 """
 
 from __future__ import annotations
 
-from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
+import dataclasses
+import itertools
+
+from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, KAFKA_DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
                             TOPIC_DEFAULT_BROKER_KEYS, ConfigKey, ConfigSource, ConfigType, broker_default_for,
+                            broker_key_synonyms, dynamic_base_name, dynamic_broker_configs_refusal,
                             validate_topic_configs)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -39,6 +45,21 @@ def kafka_default(name: str) -> str | None:
     """Kafka's default of a broker key as DescribeConfigs shows it (None: Kafka defines none)."""
     key = ALL_BROKER_KEYS.get(name)
     return None if key is None or key.default is None else key.render(key.default)
+
+
+def config_key(name: str) -> ConfigKey:
+    """The broker key of `name` (its listener prefix set aside); a name no table knows is a string Kafka takes as
+    given, and hidden as Kafka hides a password when it names one."""
+    key = ALL_BROKER_KEYS.get(dynamic_base_name(name))
+    if key is not None:
+        return key if key.name == name else dataclasses.replace(key, name=name)
+    return ConfigKey(name, ConfigType.STRING, None, "")
+
+
+def is_sensitive(name: str) -> bool:
+    """Kafka's PASSWORD-typed settings: never shown in DescribeConfigs."""
+    base = dynamic_base_name(name)
+    return base.endswith((".password", "sasl.jaas.config")) or base == "ssl.keystore.key"
 
 
 def in_order(entries: list, wanted) -> list:
@@ -65,50 +86,57 @@ def handlers(broker) -> dict:
                 (broker.dynamic_configs(""), ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
                 (broker.static_props, ConfigSource.STATIC_BROKER_CONFIG)]
 
-    def broker_synonyms(names) -> list[tuple[str, str | None, ConfigSource]]:
-        found = [(name, layer[name], source) for layer, source in layers() for name in names if name in layer]
-        return found + [(name, kafka_default(name), ConfigSource.DEFAULT_CONFIG) for name in names
-                        if kafka_default(name) is not None]
-
-    def source_of(broker_key: str) -> ConfigSource:
-        return next(source for layer, source in layers() if broker_key in layer)
+    def broker_synonyms(name: str, names) -> list[tuple[str, str | None, ConfigSource]]:
+        """Kafka's ConfigHelper.configSynonyms: each layer's values of `names`, layer by layer, from the first that
+        is `name` itself on (none when `name` is set nowhere, even if a synonym after it is: a topic's retention.ms
+        lists nothing while only log.retention.hours has a value)."""
+        found = [(each, layer[each], source) for layer, source in layers() for each in names if each in layer]
+        found += [(each, kafka_default(each), ConfigSource.DEFAULT_CONFIG) for each in names
+                  if kafka_default(each) is not None]
+        return list(itertools.dropwhile(lambda synonym: synonym[0] != name, found))
 
     def topic_entries(name: str, include_synonyms: bool, include_docs: bool) -> list:
         overrides = broker.metadata.topics[name].configs
         entries = []
         for key in TOPIC_CONFIGS.values():
-            synonyms = broker_synonyms(key.broker_synonyms)
+            synonyms = broker_synonyms(key.broker_synonyms[0], key.broker_synonyms) if key.broker_synonyms else []
             if key.name in overrides:
-                value, source = key.parse(overrides[key.name]), ConfigSource.TOPIC_CONFIG
-                synonyms.insert(0, (key.name, key.render(value), source))
+                value = key.parse(overrides[key.name])
+                synonyms.insert(0, (key.name, key.render(value), ConfigSource.TOPIC_CONFIG))
             else:
-                value, from_key = broker_default_for(key, broker.props)
-                source = source_of(from_key) if from_key else ConfigSource.DEFAULT_CONFIG
+                value = broker_default_for(key, broker.props)[0]
+            source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG  # Kafka's, even where it differs
             entries.append(entry(key, value, source, synonyms if include_synonyms else [], include_docs, False))
         return entries
 
     def broker_entries(resource_name: str, include_synonyms: bool, include_docs: bool) -> list:
         """This broker's keys ("<id>"), or the cluster-default dynamic keys set ("" lists only those, as Kafka)."""
-        if resource_name == "":
-            return [entry(ALL_BROKER_KEYS[name], ALL_BROKER_KEYS[name].parse(raw),
-                          ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
-                          [(name, raw, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)] if include_synonyms else [],
+        def dynamic_entries(layer: str, source: ConfigSource) -> list:
+            return [entry(config_key(name), config_key(name).parse(raw), source,
+                          [(name, None if is_sensitive(name) else raw, source)] if include_synonyms else [],
                           include_docs, False)
-                    for name, raw in broker.dynamic_configs("").items()]
+                    for name, raw in broker.dynamic_configs(layer).items()
+                    if resource_name == "" or name not in ALL_BROKER_KEYS]
+        if resource_name == "":
+            return dynamic_entries("", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
         entries = []
         for key in ALL_BROKER_KEYS.values():
-            synonyms = broker_synonyms([key.name])
+            synonyms = broker_synonyms(key.name, broker_key_synonyms(key.name))
             source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
             value = broker.config[key.name] if key.name in BROKER_CONFIGS else (
                 key.parse(broker.props[key.name]) if key.name in broker.props else key.default)
             entries.append(entry(key, value, source, synonyms if include_synonyms else [], include_docs,
-                                 key.name not in DYNAMIC_BROKER_CONFIGS))
-        return entries
+                                 key.name not in KAFKA_DYNAMIC_BROKER_CONFIGS))
+        own = dynamic_entries(resource_name, ConfigSource.DYNAMIC_BROKER_CONFIG)
+        own_names = {item.name for item in own}
+        return entries + own + [item for item in dynamic_entries("", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+                                if item.name not in own_names]
 
     def entry(key: ConfigKey, value, source: ConfigSource, synonyms, include_docs: bool, read_only: bool):
+        sensitive = is_sensitive(key.name)
         return DescribeConfigsResponse.DescribeConfigsResourceResult(
-            name=key.name, value=key.render(value), read_only=read_only,
-            is_default=source == ConfigSource.DEFAULT_CONFIG, config_source=source, is_sensitive=False,
+            name=key.name, value=None if sensitive else key.render(value), read_only=read_only,
+            is_default=source == ConfigSource.DEFAULT_CONFIG, config_source=source, is_sensitive=sensitive,
             synonyms=[DescribeConfigsResponse.DescribeConfigsSynonym(name=name, value=raw, source=src)
                       for name, raw, src in synonyms],
             config_type=key.type if key.type != ConfigType.UNKNOWN else ConfigType.STRING,
@@ -169,15 +197,13 @@ def handlers(broker) -> dict:
 
     async def alter_broker(resource, compute, validate_only: bool):
         check_broker_name(resource.resource_name)
-        new_configs = compute(dict(broker.dynamic_configs(resource.resource_name)), resource.configs,
-                              ALL_BROKER_KEYS.get)
-        not_dynamic = [name for name in new_configs if name not in DYNAMIC_BROKER_CONFIGS]
-        if not_dynamic:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                             f"Cannot update these configs dynamically: Set({', '.join(not_dynamic)})")
+        new_configs = compute(dict(broker.dynamic_configs(resource.resource_name)), resource.configs, config_key)
+        refusal = dynamic_broker_configs_refusal(new_configs, per_broker=resource.resource_name != "")
+        if refusal is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, refusal)
         try:
             for name, raw in new_configs.items():
-                ALL_BROKER_KEYS[name].parse(raw)
+                config_key(name).parse(raw)
         except KafkaError as exc:  # Kafka answers a broker config's bad value with INVALID_REQUEST (KAFKA-13609)
             raise KafkaError(ErrorCode.INVALID_REQUEST, exc.message) from None
         broker.check_dynamic_configs(resource.resource_name, new_configs)

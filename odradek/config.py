@@ -283,6 +283,25 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("zookeeper.session.timeout.ms", _T.INT, 18000, "ZooKeeper session timeout", minimum=1),
         ConfigKey("zookeeper.connection.timeout.ms", _T.INT, 0,
                   "Longest wait for the first ZooKeeper connection (0: zookeeper.session.timeout.ms)", minimum=0),
+        # Protecting ZooKeeper (odradek/cluster/zk_security.py, docs/security.md): Kafka's names and defaults
+        ConfigKey("zookeeper.set.acl", _T.BOOLEAN, False, "Create znodes writable only by the brokers' identity "
+                  "(SASL or TLS), SCRAM credentials and broker configs readable only by them"),
+        ConfigKey("zookeeper.sasl.client", _T.BOOLEAN, True, "Authenticate to ZooKeeper with SASL DIGEST-MD5 when "
+                  "the JAAS file has the zookeeper.sasl.clientconfig section"),
+        ConfigKey("zookeeper.sasl.clientconfig", _T.STRING, "Client", "The JAAS file's section for ZooKeeper"),
+        ConfigKey("java.security.auth.login.config", _T.STRING, "", "The JAAS file (empty: "
+                  "-Djava.security.auth.login.config=PATH in $KAFKA_OPTS, as Kafka reads it)"),
+        ConfigKey("zookeeper.ssl.client.enable", _T.BOOLEAN, False, "TLS to ZooKeeper"),
+        ConfigKey("zookeeper.clientCnxnSocket", _T.STRING, "", "Java's socket class for TLS to ZooKeeper "
+                  "(taken for Kafka compatibility; TLS follows zookeeper.ssl.client.enable)"),
+        ConfigKey("zookeeper.ssl.keystore.location", _T.STRING, "", "PEM file with the client certificate and key"),
+        ConfigKey("zookeeper.ssl.keystore.password", _T.PASSWORD, "", "Password of the keystore's key"),
+        ConfigKey("zookeeper.ssl.keystore.type", _T.STRING, "", "Keystore format: PEM (empty: PEM)"),
+        ConfigKey("zookeeper.ssl.truststore.location", _T.STRING, "", "PEM file with the CA certificate(s)"),
+        ConfigKey("zookeeper.ssl.truststore.password", _T.PASSWORD, "", "Truststore password (not needed for PEM)"),
+        ConfigKey("zookeeper.ssl.truststore.type", _T.STRING, "", "Truststore format: PEM (empty: PEM)"),
+        ConfigKey("zookeeper.ssl.endpoint.identification.algorithm", _T.STRING, "HTTPS",
+                  "HTTPS: check ZooKeeper's certificate names its host; empty: do not"),
         ConfigKey("num.partitions", _T.INT, 1, "Partitions of an auto-created topic", minimum=1),
         ConfigKey("default.replication.factor", _T.SHORT, 1, "Replication factor of an auto-created topic"),
         ConfigKey("replica.lag.time.max.ms", _T.LONG, 30000, "A follower that has not caught up this long leaves "

@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Mapping, Sequence
 
 _READY = re.compile(r"ready on (?P<host>[^ ]+):(?P<port>\d+)")
 
@@ -263,8 +264,13 @@ class ZooKeeperServer(_ChildProcess, _Service):
     `odradek cluster up`; `connect` is what brokers take as zookeeper.connect."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *, port: int = 0, tick_time_ms: int = 1000,
-                 classpath: str = ZOOKEEPER_CLASSPATH):
+                 classpath: str = ZOOKEEPER_CLASSPATH, extra_config: Mapping[str, object] | None = None,
+                 jvm_options: Sequence[str] = ()):
+        """extra_config: more zoo.cfg lines (authProvider.1, secureClientPort, ...); jvm_options: more java
+        arguments (-Djava.security.auth.login.config=..., -Dzookeeper.ssl.keyStore.location=...)."""
         self.data_dir = Path(data_dir) if data_dir is not None else self._temporary_directory("odradek-zookeeper-")
+        self.extra_config = dict(extra_config or {})
+        self.jvm_options = list(jvm_options)
         self.port = port or _free_port()  # known before start, so brokers can be configured first
         self.tick_time_ms = tick_time_ms
         self.classpath = classpath
@@ -283,11 +289,12 @@ class ZooKeeperServer(_ChildProcess, _Service):
         config = self.data_dir / "zoo.cfg"
         config.write_text(f"tickTime={self.tick_time_ms}\ndataDir={self.data_dir / 'data'}\nclientPort={self.port}\n"
                           "clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n"
-                          "4lw.commands.whitelist=ruok,srvr,stat\n")
+                          "4lw.commands.whitelist=ruok,srvr,stat\n"
+                          + "".join(f"{key}={value}\n" for key, value in self.extra_config.items()))
         log_file = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dzookeeper.jmx.log4j.disable=true",
-             "-cp", self.classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config)],
+             *self.jvm_options, "-cp", self.classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config)],
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log_file.close()
         if not wait_until(lambda: self.process.poll() is not None or self._answers(), timeout) \

@@ -133,11 +133,13 @@ class Broker:
         broker alone. Built from the static settings: none of these keys can change dynamically."""
         if not config["zookeeper.connect"]:
             return LocalMembership(self.node_id)
+        from odradek.cluster.zk_security import ZooKeeperSecurity
         from odradek.cluster.zookeeper import ZooKeeperMembership
 
         return ZooKeeperMembership(config["zookeeper.connect"], self.node_id,
                                    session_timeout_ms=config["zookeeper.session.timeout.ms"],
-                                   connection_timeout_ms=config["zookeeper.connection.timeout.ms"])
+                                   connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
+                                   security=ZooKeeperSecurity.from_config(config))
 
     def _catalogue(self, config: Mapping[str, Any]) -> ClusterMetadata:
         """The catalogue file of a single node, or the cluster's topics in ZooKeeper, read in full before the logs

@@ -1,7 +1,12 @@
-"""`odradek zk ls|get PATH`: look inside the cluster's ZooKeeper, as Kafka's zookeeper-shell does.
+"""`odradek zk ls|get PATH`: look inside the cluster's ZooKeeper, as Kafka's zookeeper-shell does; `odradek zk
+set-acls --zookeeper.acl secure|unsecure`: set every znode's ACL as brokers with zookeeper.set.acl=true (or false)
+would have created it, as Kafka's zookeeper-security-migration does.
 
 The --zookeeper option (HOST:PORT[/chroot], default $ODRADEK_ZOOKEEPER or 127.0.0.1:2181) and the client it opens
-are shared with `odradek brokers list --zookeeper`. Read-only: nothing here creates or changes a znode.
+are shared with `odradek brokers list --zookeeper`. The client logs in as Kafka's tools do: the JAAS file's Client
+section named by -Djava.security.auth.login.config in $KAFKA_OPTS, and TLS from --zk-tls-config-file (zookeeper.ssl.*
+settings, as Kafka's tools take them); odradek/cluster/zk_security.py reads both. ls and get change nothing;
+set-acls changes ACLs only, under the chroot (with none, everything but ZooKeeper's own /zookeeper and the root).
 """
 
 from __future__ import annotations
@@ -20,12 +25,29 @@ def add_zookeeper_option(parser: argparse.ArgumentParser, default: str | None = 
                              + (f"; default $ODRADEK_ZOOKEEPER or {default}" if default else ""))
 
 
+def add_tls_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--zk-tls-config-file", metavar="FILE",
+                        help="properties file with zookeeper.ssl.* settings for TLS to ZooKeeper")
+
+
+def tls_settings(path: str | None) -> dict[str, str]:
+    from odradek.config import parse_properties
+
+    if path is None:
+        return {}
+    with open(path, encoding="utf-8") as properties:
+        return parse_properties(properties.read())
+
+
 @contextlib.contextmanager
-def zookeeper_client(connect: str, timeout_s: float = 10.0):
-    """A kazoo client inside the chroot, closed at exit; the chroot is never created here."""
+def zookeeper_client(connect: str, timeout_s: float = 10.0, settings: dict[str, object] | None = None):
+    """A kazoo client inside the chroot, logged in as `settings` and $KAFKA_OPTS say, closed at exit; the chroot
+    is never created here."""
+    from odradek.cluster.zk_security import ZooKeeperSecurity
     from odradek.cluster.zookeeper import connect_client
 
-    client = connect_client(connect, 10_000, int(timeout_s * 1000), make_chroot=False)
+    client = connect_client(connect, 10_000, int(timeout_s * 1000), make_chroot=False,
+                            security=ZooKeeperSecurity.from_config(settings or {}))
     try:
         yield client
     finally:
@@ -50,6 +72,13 @@ def add_commands(commands) -> None:
     get.add_argument("path")
     add_zookeeper_option(get)
     get.set_defaults(run=run_get)
+    acls = actions.add_parser("set-acls", help="secure or open every znode's ACL (zookeeper-security-migration)",
+                              description="Set the ACL of every znode under the chroot to what brokers with "
+                                          "zookeeper.set.acl=true (secure) or false (unsecure) create.")
+    acls.add_argument("--zookeeper.acl", dest="acl", required=True, choices=("secure", "unsecure"))
+    add_zookeeper_option(acls)
+    add_tls_option(acls)
+    acls.set_defaults(run=run_set_acls)
 
 
 def run_ls(args: argparse.Namespace) -> int:
@@ -74,4 +103,25 @@ def run_get(args: argparse.Namespace) -> int:
         except NoNodeError:
             raise ValueError(f"no znode {args.path} in ZooKeeper {args.zookeeper}") from None
     print(data.decode(errors="backslashreplace") if data else "")
+    return 0
+
+
+def run_set_acls(args: argparse.Namespace) -> int:
+    """Walk the tree from the top (the chroot), parents before children, as ZkSecurityMigrator does."""
+    from odradek.cluster.zookeeper import split_connect_string
+
+    chrooted = bool(split_connect_string(args.zookeeper)[1])
+    settings = {**tls_settings(args.zk_tls_config_file), "zookeeper.set.acl": args.acl == "secure"}
+    with zookeeper_client(args.zookeeper, settings=settings) as client:
+        paths = ["/"]
+        count = 0
+        while paths:
+            path = paths.pop()
+            if path == "/zookeeper" and not chrooted:
+                continue  # ZooKeeper's own quota and config nodes
+            if path != "/" or chrooted:
+                client.set_acls(path, client.security.acl_for(path))
+                count += 1
+            paths.extend(f"{path.rstrip('/')}/{child}" for child in client.get_children(path))
+    print(f"set {args.acl} ACLs on {count} znodes")
     return 0

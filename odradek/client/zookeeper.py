@@ -25,7 +25,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
@@ -33,6 +34,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.membership import BrokerEndpoint
 from odradek.cluster.zk_catalogue import TOPICS, PartitionState, decode_assignment, state_path, topic_path
+from odradek.cluster.zk_security import ZooKeeperSecurity
 from odradek.cluster.zookeeper import BROKER_IDS, connect_client, decode_broker
 
 log = logging.getLogger("odradek.client.zookeeper")
@@ -347,9 +349,13 @@ class ZooKeeperGroupMember:
             self._thread.join()
 
 
-def connect(connect_string: str) -> KazooClient:
-    """A session inside zookeeper.connect's chroot (a client never creates the chroot: brokers do)."""
-    return connect_client(connect_string, SESSION_TIMEOUT_MS, CONNECTION_TIMEOUT_MS, make_chroot=False)
+def connect(connect_string: str, settings: Mapping[str, Any] | None = None) -> KazooClient:
+    """A session inside zookeeper.connect's chroot (a client never creates the chroot: brokers do), logged in as
+    a broker would be: `settings` are the brokers' ZooKeeper security settings (zookeeper.set.acl,
+    zookeeper.ssl.*, java.security.auth.login.config); without them the JAAS file is the one
+    -Djava.security.auth.login.config in $KAFKA_OPTS names, as Kafka's own ZooKeeper clients find it."""
+    return connect_client(connect_string, SESSION_TIMEOUT_MS, CONNECTION_TIMEOUT_MS, make_chroot=False,
+                          security=ZooKeeperSecurity.from_config(settings or {}))
 
 
 def owners(client: KazooClient, group: str, topics: Sequence[str]) -> dict[Partition, str]:

@@ -67,7 +67,9 @@ class GroupCoordinator:
             max_size=config["group.max.size"])
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore()
-        self._pending_transactional_offsets: dict[int, dict[tuple[str, TopicPartition], OffsetAndMetadata]] = {}
+        # producer id -> (group, partition) -> (offset, log offset of its record): TxnOffsetCommits awaiting markers
+        self._pending_transactional_offsets: dict[int, dict[tuple[str, TopicPartition],
+                                                            tuple[OffsetAndMetadata, int]]] = {}
         self._loaded: set[int] = set()
         self._leading: set[int] = set()
         self._waiters: dict[tuple[str, str, str], asyncio.Future] = {}
@@ -242,8 +244,9 @@ class GroupCoordinator:
         for position, code in zip(known, known_codes):
             codes[position] = code
         accepted = [(partition, committed, known[position]) for partition, committed, position in accepted]
-        return self._store_offsets(group_id, records, accepted, codes, lambda partition, committed: self.offsets.commit(
-            group_id, partition, committed))
+        return self._store_offsets(group_id, records, accepted, codes,
+                                   lambda partition, committed, record_offset: self.offsets.commit(
+                                       group_id, partition, committed, record_offset))
 
     def _validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
                                 api_version: int) -> None:
@@ -301,8 +304,9 @@ class GroupCoordinator:
             group.validate_offset_commit(member_id, generation, 9)
         codes, records, accepted = self._offset_records(group_id, offsets, now_ms(), -1)
 
-        def keep_pending(partition: TopicPartition, committed: OffsetAndMetadata) -> None:
-            self._pending_transactional_offsets.setdefault(producer_id, {})[(group_id, partition)] = committed
+        def keep_pending(partition: TopicPartition, committed: OffsetAndMetadata, record_offset: int) -> None:
+            self._pending_transactional_offsets.setdefault(producer_id, {})[(group_id, partition)] = (
+                committed, record_offset)
 
         return self._store_offsets(group_id, records, accepted, codes, keep_pending,
                                    producer=(producer_id, producer_epoch))
@@ -310,9 +314,11 @@ class GroupCoordinator:
     def _store_offsets(self, group_id: str, records: list[tuple[bytes, bytes | None]], accepted: list, codes:
                        list[ErrorCode], take, producer: tuple[int, int] | None = None
                        ) -> list[ErrorCode] | Awaitable[list[ErrorCode]]:
-        """Write the commit's records, then `take(partition, committed)` each accepted offset (its position in
-        `codes` the third item) once the write is as safe as offsets.commit.required.acks asks: at once with acks
-        1, after the in-sync replicas have it with -1 (an awaitable of the codes then). A write that fails or does
+        """Write the commit's records, then `take(partition, committed, log offset of the batch)` each accepted
+        offset (its position in `codes` the third item) once the write is as safe as offsets.commit.required.acks
+        asks: at once with acks 1, after the in-sync replicas have it with -1 (an awaitable of the codes then). The
+        waits of a connection's pipelined commits end in any order (a later commit's first look at the high
+        watermark can come before the wake-up of an earlier one), so the log offset is what orders them. A write that fails or does
         not reach them in offsets.commit.timeout.ms takes nothing, and the codes say so as Kafka's
         GroupMetadataManager.storeOffsets does."""
         wait_for_isr = self.broker.config["offsets.commit.required.acks"] == -1
@@ -330,7 +336,7 @@ class GroupCoordinator:
                 log.warning("offsets of group %s not acknowledged: %s", group_id, error)
                 return self._refuse(codes, accepted, error)
             for partition, committed, _ in accepted:
-                take(partition, committed)
+                take(partition, committed, last_offset)
             return codes
 
         partition = self.broker.partitions.get((OFFSETS_TOPIC, index))
@@ -358,9 +364,9 @@ class GroupCoordinator:
         if not pending:
             return
         for key in [key for key in pending if partition_for(key[0], self.num_partitions) == offsets_partition]:
-            committed = pending.pop(key)
+            committed, record_offset = pending.pop(key)
             if commit:
-                self.offsets.commit(key[0], key[1], committed)
+                self.offsets.commit(key[0], key[1], committed, record_offset)
         if not pending:
             del self._pending_transactional_offsets[producer_id]
 
@@ -599,16 +605,17 @@ class GroupCoordinator:
             if header.is_control:
                 pending = open_transactions.pop(header.producer_id, [])
                 if batch_records and decode_control_record(batch_records[0])[0] == CONTROL_COMMIT:
-                    for record in pending:
-                        self._apply(record)
+                    for record, record_offset in pending:
+                        self._apply(record, record_offset)
             else:
                 for record in batch_records:
                     if record.key is None:
                         continue
+                    record_offset = header.base_offset + record.offset_delta
                     if header.is_transactional:
-                        open_transactions.setdefault(header.producer_id, []).append(record)
+                        open_transactions.setdefault(header.producer_id, []).append((record, record_offset))
                     else:
-                        self._apply(record)
+                        self._apply(record, record_offset)
             if count % LOAD_BATCHES_BETWEEN_YIELDS == 0:
                 await asyncio.sleep(0)
         self._restore_pending_offsets(open_transactions)
@@ -616,20 +623,20 @@ class GroupCoordinator:
     def _restore_pending_offsets(self, open_transactions: dict[int, list]) -> None:
         """Offsets of transactions still open at the end of the log wait for their marker, as before the restart."""
         for producer_id, records in open_transactions.items():
-            for record in records:
+            for record, record_offset in records:
                 parsed = parse_record(record.key, record.value)
                 if isinstance(parsed, OffsetRecord) and parsed.committed is not None:
                     pending = self._pending_transactional_offsets.setdefault(producer_id, {})
-                    pending[(parsed.group_id, (parsed.topic, parsed.partition))] = parsed.committed
+                    pending[(parsed.group_id, (parsed.topic, parsed.partition))] = (parsed.committed, record_offset)
 
-    def _apply(self, record: Record) -> None:
+    def _apply(self, record: Record, record_offset: int) -> None:
         parsed = parse_record(record.key, record.value)
         if isinstance(parsed, OffsetRecord):
             partition = (parsed.topic, parsed.partition)
             if parsed.committed is None:
                 self.offsets.remove(parsed.group_id, partition)
             else:
-                self.offsets.commit(parsed.group_id, partition, parsed.committed)
+                self.offsets.commit(parsed.group_id, partition, parsed.committed, record_offset)
         elif isinstance(parsed, GroupRecord):
             if parsed.value is None:
                 self.groups.pop(parsed.group_id, None)

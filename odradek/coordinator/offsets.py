@@ -1,8 +1,11 @@
 """Committed offsets held in memory: what OffsetFetch answers from, and the rules for when they expire.
 
 The durable copy is the __consumer_offsets log (offsets_topic.py writes and reads it); this store is the cache the
-coordinator fills from that log at start and updates after each successful append. Plain code with explicit
-`now_ms`, so retention is testable without waiting a week.
+coordinator fills from that log at start and updates after each successful append. Each offset is kept with the log
+offset of the record that committed it, and a commit whose record is older than the one held is ignored, as Kafka's
+GroupMetadata (olderThan): appends waiting for the in-sync replicas, and transactions waiting for their markers,
+complete out of order, and the cache must hold the last commit written, not the last one completed. Plain code with
+explicit `now_ms`, so retention is testable without waiting a week.
 """
 
 from __future__ import annotations
@@ -23,12 +26,21 @@ class OffsetAndMetadata(NamedTuple):
 class OffsetStore:
     def __init__(self):
         self._groups: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        self._record_offsets: dict[tuple[str, TopicPartition], int] = {}
 
-    def commit(self, group_id: str, partition: TopicPartition, committed: OffsetAndMetadata) -> None:
+    def commit(self, group_id: str, partition: TopicPartition, committed: OffsetAndMetadata,
+               record_offset: int) -> bool:
+        """Take `committed`, written at `record_offset` of the group's __consumer_offsets partition, unless the
+        offset held was written later; whether it was taken."""
+        if self._record_offsets.get((group_id, partition), -1) > record_offset:
+            return False
         self._groups.setdefault(group_id, {})[partition] = committed
+        self._record_offsets[(group_id, partition)] = record_offset
+        return True
 
     def remove(self, group_id: str, partition: TopicPartition) -> None:
         offsets = self._groups.get(group_id)
+        self._record_offsets.pop((group_id, partition), None)
         if offsets is not None:
             offsets.pop(partition, None)
             if not offsets:

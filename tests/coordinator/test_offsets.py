@@ -50,11 +50,24 @@ def test_group_metadata_round_trips_into_a_stable_group():
 
 def test_retention_counts_from_empty_time_or_commit_time_and_honours_explicit_expiry():
     store = OffsetStore()
-    store.commit("g", ("t", 0), OffsetAndMetadata(1, -1, "", commit_timestamp_ms=100))
-    store.commit("g", ("t", 1), OffsetAndMetadata(1, -1, "", commit_timestamp_ms=100, expire_timestamp_ms=150))
+    store.commit("g", ("t", 0), OffsetAndMetadata(1, -1, "", commit_timestamp_ms=100), 0)
+    store.commit("g", ("t", 1), OffsetAndMetadata(1, -1, "", commit_timestamp_ms=100, expire_timestamp_ms=150), 0)
     assert store.expired("g", 200, retention_ms=1000, empty_since_ms=None) == [("t", 1)]
     assert store.expired("g", 1100, retention_ms=1000, empty_since_ms=None) == [("t", 0), ("t", 1)]
     assert store.expired("g", 1100, retention_ms=1000, empty_since_ms=500) == [("t", 1)]
     store.remove("g", ("t", 0))
     store.remove("g", ("t", 1))
     assert not store.has_offsets("g")
+
+
+def test_a_commit_written_before_the_one_held_does_not_replace_it():
+    """Appends complete out of order (the waits for the in-sync replicas, a transaction's marker): the record's log
+    offset decides, as Kafka's olderThan."""
+    store = OffsetStore()
+    assert store.commit("g", ("t", 0), OffsetAndMetadata(50, -1, "", 0), 149)
+    assert not store.commit("g", ("t", 0), OffsetAndMetadata(11, -1, "", 0), 110)
+    assert store.get("g", ("t", 0)).offset == 50
+    assert store.commit("g", ("t", 0), OffsetAndMetadata(51, -1, "", 0), 150)
+    store.remove("g", ("t", 0))
+    assert store.commit("g", ("t", 0), OffsetAndMetadata(7, -1, "", 0), 20)  # a removed offset holds no position
+    assert store.get("g", ("t", 0)).offset == 7

@@ -34,6 +34,16 @@ move to another ISR member (epoch bumped) and they leave the ISRs, for good: lea
 partition with no other in-sync replica keeps its leader until it really stops. The znode is ephemeral, so it
 goes with the broker's session and a restarted broker is a normal one again.
 
+A bounced broker (killed and started again within its old ZooKeeper session, so the live brokers seem unchanged) is
+known by its broker epoch (the czxid of its registration, odradek.cluster.zookeeper): a state znode last written
+before the registration of a broker it names as leader or ISR member is out of date, and the controller does what
+Kafka's does for bounced brokers (onBrokerFailure, then onBrokerStartup): the broker leaves that ISR and its
+leadership moves to another in-sync replica (leader epoch bumped); it rejoins the ISR once it has caught up (its
+log may have lost its tail). With no other in-sync replica, it leads again under a new leader epoch. Comparing
+against the state znodes rather than remembered epochs, a newly elected controller sees a bounce too, its own
+predecessor's included. Until then the restarted broker does not lead on the stale state (odradek.cluster.
+zk_catalogue).
+
 The ISR otherwise belongs to each partition's leader, which writes the same znode (conditionally on its version)
 when followers fall behind or catch up (odradek/broker/replica_fetcher.py); the controller only takes brokers that
 left out of it.
@@ -89,6 +99,25 @@ def next_state(replicas: list[int], current: PartitionState | None, live: set[in
         return None if current.leader == NO_LEADER else PartitionState(
             NO_LEADER, current.leader_epoch + 1, current.isr, controller_epoch)
     return PartitionState(leader, current.leader_epoch + 1, isr, controller_epoch)
+
+
+def bounced_members(current: PartitionState | None, state_zxid: int | None, epochs: dict[int, int]) -> set[int]:
+    """The leader and ISR members that registered after the state was written (their epoch is above its zxid)."""
+    if current is None or state_zxid is None:
+        return set()
+    return {r for r in {current.leader, *current.isr} if epochs.get(r, -1) > state_zxid}
+
+
+def after_bounce(replicas: list[int], current: PartitionState, live: set[int], bounced: set[int],
+                 controller_epoch: int) -> PartitionState:
+    """The state once the bounced brokers failed and started again: they leave the ISR and the leadership (the
+    leader epoch bumped when the leader was one of them), except a sole in-sync replica, which leads again under a
+    new leader epoch."""
+    wanted = next_state(replicas, current, live - bounced, controller_epoch)
+    if wanted is None or wanted.leader == NO_LEADER:
+        offline = PartitionState(NO_LEADER, current.leader_epoch, current.isr, controller_epoch)
+        wanted = next_state(replicas, offline, live, controller_epoch) or offline
+    return wanted
 
 
 def request_controlled_shutdown(client, node_id: int) -> None:
@@ -160,6 +189,7 @@ class Controller:
         self._take_legacy_reassignments(client)
         live = {broker.node_id for broker in self.membership.live_brokers()}
         available = live - {int(name) for name in client.get_children(CONTROLLED_SHUTDOWN)}
+        epochs = self.membership.broker_epochs()
         changing = set()  # partitions given a new state this pass: asked elections wait for the next
         states = []
         for topic in list(self.catalogue.topics.values()):
@@ -168,7 +198,12 @@ class Controller:
                 current, version = known if known else (None, None)
                 unclean = topic.configs.get("unclean.leader.election.enable", str(self.unclean_default))
                 unclean = unclean.lower() == "true"
-                if current is not None and current.leader in live:  # alive, perhaps shutting down: never unclean
+                bounced = bounced_members(current, self.catalogue.state_zxid(topic.name, index), epochs)
+                if bounced:
+                    wanted = after_bounce(assignment.replicas, current, available, bounced, epoch)
+                    log.info("%s-%d: broker %s restarted since the state was written", topic.name, index,
+                             sorted(bounced))
+                elif current is not None and current.leader in live:  # alive, perhaps shutting down: never unclean
                     wanted = next_state(assignment.replicas, current, available, epoch)
                     if wanted is not None and wanted.leader == NO_LEADER:  # no one else in sync: leads until it stops
                         wanted = next_state(assignment.replicas, current, live, epoch)

@@ -19,6 +19,12 @@ so the event loop reads them without locks. Listeners are told after every batch
 opens or drops partitions, the controller re-checks leadership). When the session ends kazoo drops every watch: the
 reader reads everything again once connected.
 
+A state znode names this broker leader only if it was written since this broker registered (its mzxid above this
+broker's epoch, odradek.cluster.zookeeper): one written before, by a controller that did not know this broker
+restarted, is published without a leader (Kafka's broker ignores a LeaderAndIsr of an older broker epoch), so a
+restarted broker whose log lost its tail never leads on it; the controller's next write, which knows the new epoch,
+decides (odradek/cluster/controller.py).
+
 The security state is the cluster's too, in Kafka's znodes: ACLs (odradek.cluster.zk_acls), SCRAM credentials,
 client quotas and dynamic broker configs (odradek.cluster.zk_configs); the catalogue hands their writes on and takes
 their views (`acls`, `scram_credentials`, `client_quotas`, `broker_configs`), replaced whole. The file beside the logs
@@ -183,6 +189,7 @@ class _TopicWatch:
         self.configs: dict[str, str] = {}
         self.states: dict[int, tuple[PartitionState, int]] = {}  # index -> (state, znode version)
         self.state_watched: set[int] = set()  # partitions whose state znode is read and watched
+        self.state_zxids: dict[int, int] = {}  # index -> the zxid of the state znode's last write (its mzxid)
 
 
 class ZooKeeperCatalogue(ClusterMetadata):
@@ -202,6 +209,7 @@ class ZooKeeperCatalogue(ClusterMetadata):
         self._wake = threading.Event()
         self.listeners: list[Callable[[], None]] = []
         self._acl_store: ZooKeeperAcls | None = None
+        self._published_epoch = -1  # the broker epoch the view's leaders were fenced with
 
     def follow(self, membership) -> None:
         """Read every topic and ACL now and follow them from then on (the topics on a reader thread of their own)."""
@@ -209,6 +217,7 @@ class ZooKeeperCatalogue(ClusterMetadata):
         self._client = membership.client
         self.topics, self.topics_by_id = {}, {}  # ZooKeeper's, whatever the local file had
         self._client.add_listener(self._on_session_state)
+        membership.listeners.append(self._on_membership)
         self._mark([TOPICS])
         self._read_pending()
         threading.Thread(target=self._read_changes, name="odradek-zk-catalogue", daemon=True).start()
@@ -273,6 +282,17 @@ class ZooKeeperCatalogue(ClusterMetadata):
         """The partition's state znode as last read, with its version (for the controller's conditional write)."""
         watch = self._watches.get(name)
         return watch.states.get(index) if watch is not None else None
+
+    def state_zxid(self, name: str, index: int) -> int | None:
+        """The zxid of the partition's state znode's last write, as last read (to compare with broker epochs)."""
+        watch = self._watches.get(name)
+        return watch.state_zxids.get(index) if watch is not None else None
+
+    def _on_membership(self) -> None:
+        """This broker registered (again): the leaders it was fenced from are published anew."""
+        if self.membership.broker_epoch != self._published_epoch:
+            with self._lock:
+                self._publish(set(self._watches))
 
     def write_isr(self, name: str, index: int, leader_epoch: int, isr: list[int]) -> bool:
         """A leader's ISR change, on Kafka 2.x's path: the leader rewrites the state znode itself, conditionally on
@@ -404,8 +424,10 @@ class ZooKeeperCatalogue(ClusterMetadata):
                 watch.configs = decode_topic_config(data)
             elif data is None:
                 watch.states.pop(index, None)
+                watch.state_zxids.pop(index, None)
             else:
                 watch.states[index] = (PartitionState.decode(data), stat.version)
+                watch.state_zxids[index] = stat.mzxid
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring unreadable %s: %s", path, exc)
         return {name}
@@ -438,6 +460,7 @@ class ZooKeeperCatalogue(ClusterMetadata):
         if not names:
             return
         topics, by_id = dict(self.topics), dict(self.topics_by_id)
+        epoch = self._published_epoch = self.membership.broker_epoch
         for name in names:
             old = topics.pop(name, None)
             if old is not None:
@@ -450,6 +473,8 @@ class ZooKeeperCatalogue(ClusterMetadata):
                 state = watch.states.get(index)
                 leader, leader_epoch, isr = (state[0].leader, state[0].leader_epoch, state[0].isr) if state else (
                     NO_LEADER, 0, [])
+                if leader == self.node_id and (epoch < 0 or watch.state_zxids[index] < epoch):
+                    leader = NO_LEADER  # a state from before this broker registered (see the module docstring)
                 partitions.append(PartitionAssignment(leader, leader_epoch, replicas, isr,
                                                       watch.adding.get(index, []), watch.removing.get(index, [])))
             topic = TopicMetadata(name, watch.topic_id, partitions, dict(watch.configs))

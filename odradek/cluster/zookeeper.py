@@ -15,6 +15,13 @@ loop reads it without locks. kazoo reconnects by itself, to the same session whi
 across a ZooKeeper restart); a session that expired (the broker paused, or cut off from a running ZooKeeper, for
 longer than the timeout) is followed by a new one, and the broker registers again and takes part in the next
 election.
+
+The broker epoch is Kafka's: the czxid of a broker's /brokers/ids/[id] (`broker_epochs()`, and `broker_epoch` for
+this broker's own), new at every registration. A broker killed and restarted within its old session's timeout
+replaces its predecessor's node (one advertising the listeners the new process has bound: that process is dead) by
+its own in one transaction, and deletes a /controller the predecessor held so that a live broker is elected at once;
+its epoch changes while the list of live brokers does not, and the controller takes it for a broker that failed and
+started again (odradek/cluster/controller.py).
 """
 
 from __future__ import annotations
@@ -25,13 +32,12 @@ import threading
 import time
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import AuthFailedError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo, ClusterMembershipError
 from odradek.cluster.metadata import new_cluster_id
-from odradek.cluster.zk_security import SecuredKazooClient, ZooKeeperSecurity
 from odradek.config import Listener
 
 log = logging.getLogger("odradek.zookeeper")
@@ -118,25 +124,17 @@ def decode_cluster_id(data: bytes) -> str:
 
 
 def connect_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int, *,
-                   make_chroot: bool = True, security: ZooKeeperSecurity | None = None) -> KazooClient:
-    """A started kazoo client inside zookeeper.connect's chroot, which a broker creates if absent (as Kafka does),
-    authenticated and creating znodes with the ACLs `security` gives (odradek/cluster/zk_security.py)."""
+                   make_chroot: bool = True) -> KazooClient:
+    """A started kazoo client inside zookeeper.connect's chroot, which a broker creates if absent (as Kafka does)."""
     hosts, chroot = split_connect_string(connect)
-    client = SecuredKazooClient(security or ZooKeeperSecurity(), hosts=hosts, timeout=session_timeout_ms / 1000,
-                                connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 1.0})
+    client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000,
+                         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 1.0})
     try:
         client.start(timeout=connection_timeout_ms / 1000)
     except KazooTimeoutError:
         client.close()
         raise ClusterMembershipError(f"could not connect to ZooKeeper at {hosts} within "
                                      f"{connection_timeout_ms / 1000:g}s (zookeeper.connect={connect})") from None
-    try:
-        client.exists("/")  # kazoo reports a refused SASL login on the first request, not at start
-    except AuthFailedError:
-        client.stop()
-        client.close()
-        raise ClusterMembershipError(f"ZooKeeper at {hosts} refused SASL user {client.security.sasl_username!r} "
-                                     "(the JAAS file's username and password)") from None
     if chroot:
         if make_chroot:
             client.ensure_path(chroot)
@@ -166,15 +164,16 @@ class ZooKeeperMembership:
     """One broker's membership of a ZooKeeper-coordinated cluster (see the module docstring)."""
 
     def __init__(self, connect: str, node_id: int, *, session_timeout_ms: int = 18000,
-                 connection_timeout_ms: int | None = None, security: ZooKeeperSecurity | None = None):
+                 connection_timeout_ms: int | None = None):
         self.connect_string = connect
-        self.security = security or ZooKeeperSecurity()
         self.node_id = node_id
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
         self.controller_id: int = -1
         self.controller_epoch: int = -1
         self._brokers: tuple[BrokerEndpoint, ...] = ()
+        self._epochs: dict[int, int] = {}
+        self.broker_epoch: int = -1  # the czxid of this broker's registration
         self._shutting_down: frozenset[int] = frozenset()
         self._endpoint: BrokerEndpoint | None = None
         self._client: KazooClient | None = None
@@ -200,6 +199,10 @@ class ZooKeeperMembership:
     def live_brokers(self) -> tuple[BrokerEndpoint, ...]:
         return self._brokers
 
+    def broker_epochs(self) -> dict[int, int]:
+        """Each live broker's epoch: the czxid of its registration (see the module docstring)."""
+        return self._epochs
+
     def shutting_down(self) -> frozenset[int]:
         """Live brokers in controlled shutdown: out of every ISR until they stop (the controller takes them out;
         a leader must not take them back, as Kafka's controller refuses them, KIP-841)."""
@@ -208,8 +211,7 @@ class ZooKeeperMembership:
     # ------------------------------------------------------------------------------------------ joining
     def connect(self) -> str:
         """Open the session, create the top-level paths and return the cluster id (made here if first)."""
-        self._client = connect_client(self.connect_string, self.session_timeout_ms, self.connection_timeout_ms,
-                                      security=self.security)
+        self._client = connect_client(self.connect_string, self.session_timeout_ms, self.connection_timeout_ms)
         for path in PERSISTENT_PATHS:
             self._client.ensure_path(path)
         cluster_id = self._cluster_id()
@@ -239,14 +241,15 @@ class ZooKeeperMembership:
         ChildrenWatch(self._client, CONTROLLED_SHUTDOWN, self._on_controlled_shutdown)
 
     def _create_registration(self) -> None:
-        """The ephemeral registration. A node left by this broker's previous, killed process disappears when that
+        """The ephemeral registration. A node that advertises the listeners this process has bound is its killed
+        predecessor's, replaced at once; another broker's (or one whose listeners changed) disappears when that
         session times out, so an occupied id is waited on for one session timeout before it is refused."""
         path = f"{BROKER_IDS}/{self.node_id}"
         data = encode_broker(self._endpoint, int(time.time() * 1000))
         deadline = time.monotonic() + self.session_timeout_ms / 1000 + 2
         while True:
             try:
-                self._client.create(path, data, ephemeral=True)
+                self.broker_epoch = self._client.create(path, data, ephemeral=True, include_data=True)[1].czxid
                 log.info("registered at %s as %s:%d", path, self._endpoint.host, self._endpoint.port)
                 return
             except NodeExistsError:
@@ -257,7 +260,12 @@ class ZooKeeperMembership:
             except NoNodeError:
                 continue
             if stat.ephemeralOwner == self._client.client_id[0]:
+                self.broker_epoch = stat.czxid
                 return  # ours: a create retried after a lost answer
+            if decode_broker(self.node_id, holder).listeners == self._endpoint.listeners:
+                if self._replace_registration(path, data, stat.version):
+                    return
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not gone.wait(remaining):
                 other = decode_broker(self.node_id, holder)
@@ -266,19 +274,34 @@ class ZooKeeperMembership:
                     f"({other.host}:{other.port}, session 0x{stat.ephemeralOwner:x}); every broker needs its own "
                     "broker.id")
 
+    def _replace_registration(self, path: str, data: bytes, version: int) -> bool:
+        """The dead predecessor's registration replaced by ours in one transaction (Kafka's restarted broker does
+        not wait for the old session either): the other brokers see the id stay registered, under a new broker
+        epoch. False when the node changed meanwhile."""
+        transaction = self._client.transaction()
+        transaction.delete(path, version=version)
+        transaction.create(path, data, ephemeral=True)
+        if any(isinstance(result, Exception) for result in transaction.commit()):
+            return False
+        self.broker_epoch = self._client.get(path)[1].czxid
+        log.info("registered at %s as %s:%d in place of this broker's previous process", path, self._endpoint.host,
+                 self._endpoint.port)
+        return True
+
     # ---------------------------------------------------------------------------------- following the cluster
     def _on_broker_ids(self, children: list[str]) -> None:
-        brokers = []
+        brokers, epochs = [], {}
         for child in children:
             try:
-                data = self._client.retry(self._client.get, f"{BROKER_IDS}/{child}")[0]
+                data, stat = self._client.retry(self._client.get, f"{BROKER_IDS}/{child}")
                 brokers.append(decode_broker(int(child), data))
+                epochs[int(child)] = stat.czxid
             except NoNodeError:
                 continue  # gone since the list was read; the next watch event brings the new list
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("ignoring unreadable registration %s/%s: %s", BROKER_IDS, child, exc)
         before = {b.node_id for b in self._brokers}
-        self._brokers = tuple(sorted(brokers, key=lambda b: b.node_id))
+        self._brokers, self._epochs = tuple(sorted(brokers, key=lambda b: b.node_id)), epochs
         after = {b.node_id for b in self._brokers}
         if self.is_controller and before != after:
             log.info("controller (epoch %d): live brokers now %s (joined %s, left %s)", self.controller_epoch,
@@ -293,17 +316,22 @@ class ZooKeeperMembership:
             listener()
 
     def _on_controller(self, data: bytes | None, stat) -> None:
-        """/controller changed: elect one if there is none, else learn who it is and its epoch. Interrupted by a
-        lost connection, this runs again when kazoo reconnects (DataWatch reads the node again then)."""
+        """/controller changed: elect one if there is none (or it is this broker's dead predecessor's, deleted
+        then), else learn who it is and its epoch. Interrupted by a lost connection, this runs again when kazoo
+        reconnects (DataWatch reads the node again then)."""
         if self._closing:
             return
         try:
             if data is None:
                 self._elect()
+            elif decode_controller(data) == self.node_id and stat.ephemeralOwner != self._client.client_id[0]:
+                self._client.delete(CONTROLLER, version=stat.version)  # a dead predecessor's: elect a live one
             else:
                 self.controller_id = decode_controller(data)
                 self.controller_epoch = int(self._client.get(CONTROLLER_EPOCH)[0])
                 self._tell_listeners()
+        except (NoNodeError, BadVersionError):
+            pass  # /controller changed meanwhile: the watch brings the new one
         except KazooException as exc:
             log.warning("following the controller was interrupted (%r); resumed when reconnected", exc)
         except (ValueError, KeyError, TypeError) as exc:
@@ -358,4 +386,4 @@ class ZooKeeperMembership:
             self._client.stop()
             self._client.close()
             self._client = None
-        self._brokers = ()
+        self._brokers, self._epochs = (), {}

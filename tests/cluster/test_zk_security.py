@@ -2,7 +2,8 @@
 DIGEST-MD5 logins, brokers with zookeeper.set.acl=true and a Kafka JAAS `Client` section create every znode
 writable only by themselves and the SCRAM credentials readable only by themselves, while they work as usual;
 `odradek zk set-acls` secures (and opens again) a tree made without set.acl; a wrong password stops a broker at
-start with a clear error. The ZooKeeper client clients of the seeds authenticate with the same settings."""
+start with a clear error; the seeds' ZooKeeper clients log in with the same settings. Over TLS (a PEM client
+certificate) the brokers' identity is the certificate's subject."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -21,7 +23,7 @@ from kazoo.security import ACL, Id, Permissions
 
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.cluster.zk_security import ZooKeeperSecurity, jaas_path_from_options, jaas_section
-from odradek.embedded import Cluster, ZooKeeperServer, zookeeper_available
+from odradek.embedded import Cluster, ZooKeeperServer, _free_port as free_port, zookeeper_available
 
 BROKERS_PASSWORD = "kafka-secret"
 ONE_BROKER = {"offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1}
@@ -256,3 +258,51 @@ def test_tls_takes_pem_and_refuses_other_keystore_types():
         ZooKeeperSecurity.from_config({"zookeeper.ssl.client.enable": "true",
                                        "zookeeper.ssl.keystore.location": "/k.jks",
                                        "zookeeper.ssl.keystore.type": "JKS"}, environ={})
+
+
+# ------------------------------------------------------------------------------------------- TLS to ZooKeeper
+@pytest.fixture(scope="module")
+def tls_zookeeper(tmp_path_factory):
+    """A ZooKeeper with a TLS port (Netty, PEM stores) that takes a client certificate of our CA as the client's
+    identity (x509:<subject>), and its plain port for clients that show none."""
+    from tests.security.certificates import make_certificates
+
+    if not zookeeper_available():
+        pytest.skip("no ZooKeeper server here (Debian's zookeeper package)")
+    certificates = make_certificates(tmp_path_factory.mktemp("zk-certificates"))
+    secure_port = free_port()
+    server = ZooKeeperServer(tmp_path_factory.mktemp("tls-zookeeper"), extra_config={
+        "secureClientPort": secure_port, "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+        "ssl.keyStore.location": certificates.path("broker-keystore.pem"), "ssl.keyStore.type": "PEM",
+        "ssl.trustStore.location": certificates.path("ca.pem"), "ssl.trustStore.type": "PEM",
+        "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider"})
+    keystore = certificates.directory / "client-keystore.pem"
+    keystore.write_text(Path(certificates.path("client.key")).read_text()
+                        + Path(certificates.path("client.pem")).read_text())
+    with server:
+        yield server, f"127.0.0.1:{secure_port}", {
+            "zookeeper.ssl.client.enable": "true",
+            "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+            "zookeeper.ssl.keystore.location": str(keystore), "zookeeper.ssl.keystore.type": "PEM",
+            "zookeeper.ssl.truststore.location": certificates.path("ca.pem"), "zookeeper.ssl.truststore.type": "PEM"}
+
+
+def test_brokers_over_tls_protect_znodes_with_their_certificate(tls_zookeeper, tmp_path_factory):
+    server, secure_connect, tls = tls_zookeeper
+    chroot = f"/odradek-{uuid.uuid4().hex[:8]}"
+    with Cluster(1, zookeeper=secure_connect + chroot, data_dir=tmp_path_factory.mktemp("tls"),
+                 settings={"zookeeper.set.acl": "true", **tls, **ONE_BROKER}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("over-tls", 1, 1)])["over-tls"].result(15)
+        zk = anonymous(server.connect + chroot)
+        try:
+            assert zk.get_acls("/brokers/ids")[0] == [
+                ACL(Permissions.ALL, Id("x509", "CN=alice,OU=eng,O=acme,C=DE")),
+                ACL(Permissions.READ, Id("world", "anyone"))]
+            with pytest.raises(NoAuthError):
+                zk.create("/admin/delete_topics/over-tls")
+            with pytest.raises(NoAuthError):
+                zk.get("/config/users")
+        finally:
+            zk.stop()
+            zk.close()

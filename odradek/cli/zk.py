@@ -61,7 +61,7 @@ def in_order(children: list[str]) -> list[str]:
 
 
 def add_commands(commands) -> None:
-    zk = commands.add_parser("zk", help="look inside the cluster's ZooKeeper (ls, get)",
+    zk = commands.add_parser("zk", help="look inside the cluster's ZooKeeper (ls, get) or set its ACLs (set-acls)",
                              description="Read the cluster's znodes (docs/zookeeper-layout.md), as zookeeper-shell.")
     actions = zk.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("ls", help="a znode's children", description="List a znode's children, sorted.")

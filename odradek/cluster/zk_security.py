@@ -38,6 +38,8 @@ SENSITIVE_ACL = CREATOR_ALL_ACL
 # kazoo reads PEM only; Kafka's other keystore types are refused with this advice
 _PEM_ADVICE = ("convert it to PEM (openssl pkcs12 -in store.p12 -out store.pem -nodes; keytool -importkeystore "
                "to PKCS12 first for JKS) and set the type to PEM")
+_JAAS_SECTION = re.compile(r'([\w.-]+)\s*\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\}\s*;')
+_JAAS_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)  # quoted strings kept
 
 
 def is_sensitive(path: str) -> bool:
@@ -45,11 +47,11 @@ def is_sensitive(path: str) -> bool:
 
 
 def jaas_section(text: str, name: str) -> dict[str, str] | None:
-    """The options of the first login module of section `name` in a JAAS file (`Name { Module flag k="v"; };`)."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    for match in re.finditer(r"([\w.-]+)\s*\{(.*?)\}\s*;", text, flags=re.S):
+    """The options of section `name` in a JAAS file (`Name { Module flag k="v" ...; };`), None without one."""
+    text = _JAAS_COMMENT.sub(lambda match: match.group(0) if match.group(0).startswith('"') else "", text)
+    for match in _JAAS_SECTION.finditer(text):
         if match.group(1) == name:
-            return jaas_options(match.group(2).split(";")[0].split(None, 2)[-1]) if match.group(2).strip() else {}
+            return jaas_options(match.group(2))
     return None
 
 

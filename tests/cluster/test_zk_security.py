@@ -231,11 +231,11 @@ def test_the_seeds_zookeeper_connector_logs_in(secured_cluster, tmp_path_factory
 def test_the_jaas_file_is_found_as_kafka_finds_it(tmp_path):
     jaas = tmp_path / "jaas.conf"
     jaas.write_text("KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
-                    '  username="admin" password="a";\n};\n' + CLIENT_JAAS.format(password="p w\\\"q"))
+                    '  username="admin" password="a";\n};\n' + CLIENT_JAAS.format(password="p w;}//\\\"q"))
     options = f"-Xmx1g -Djava.security.auth.login.config={jaas} -Dzookeeper.sasl.client=true"
     assert jaas_path_from_options(options) == str(jaas)
     security = ZooKeeperSecurity.from_config({"zookeeper.set.acl": True}, environ={"KAFKA_OPTS": options})
-    assert (security.sasl_username, security.sasl_password) == ("kafka", 'p w"q')
+    assert (security.sasl_username, security.sasl_password) == ("kafka", 'p w;}//"q')
     assert jaas_section(jaas.read_text(), "KafkaServer") == {"username": "admin", "password": "a"}
     assert ZooKeeperSecurity.from_config({"zookeeper.sasl.client": False, "java.security.auth.login.config":
                                           str(jaas)}, environ={}).sasl_username is None

@@ -8,7 +8,8 @@ faults, then everything healed, a final read, and the checker over the whole his
   from offset 0 and a `subscribe` consumer in a group (each poll's records, each assignment, and each reset of a
   position by auto.offset.reset, which librdkafka only logs: `OffsetResets`).
 - `Nemesis`: from a seeded random generator, one fault at a time on one broker, held for a while, then healed: kill
-  (-9, then start again), pause (SIGSTOP/SIGCONT), restart (clean stop and start), partition the broker from
+  (-9, then start again), bounce (-9 and start again at once), cut-tail (-9, the end of one of its partition logs
+  cut off, start again at once), pause (SIGSTOP/SIGCONT), restart (clean stop and start), partition the broker from
   everyone (its proxy blackholed or dropped) or from ZooKeeper alone.
 - `run`: all of the above for some seconds; the topic's settings (replication factor, min.insync.replicas, unclean
   election) are parameters, so the same run proves replication once it lands (RF=3, min.insync.replicas=2).
@@ -44,7 +45,7 @@ from .checker import Op, Report, check
 from .proxy import Proxy
 
 LOSS_REPORT = re.compile(r"ACKNOWLEDGED RECORDS LOST: offsets \d+-\d+ \((\d+)\)")
-FAULTS = ("kill", "pause", "restart", "partition-broker", "partition-zookeeper")
+FAULTS = ("kill", "bounce", "cut-tail", "pause", "restart", "partition-broker", "partition-zookeeper")
 
 
 class ProxiedCluster(Cluster):
@@ -108,10 +109,15 @@ class Settings:
     topic_config: dict[str, str] = field(default_factory=dict)  # min.insync.replicas, unclean.leader.election...
     producers: int = 2
     sends_per_second: int = 100  # per producer
-    faults: tuple[str, ...] = FAULTS
+    faults: tuple[str, ...] | None = None  # None: FAULTS, without cut-tail at RF=1 (no other copy to restore it)
     fault_seconds: tuple[float, float] = (2.0, 9.0)  # how long a fault is held; ZooKeeper's session is 6 s
     calm_seconds: tuple[float, float] = (1.0, 4.0)   # between a heal and the next fault
     in_turn: bool = False  # brokers 1, 2, 3, 1, ... (a rolling restart) rather than at random
+
+    def fault_kinds(self) -> tuple[str, ...]:
+        if self.faults is not None:
+            return self.faults
+        return FAULTS if self.replication_factor > 1 else tuple(f for f in FAULTS if f != "cut-tail")
 
 
 @dataclass
@@ -367,9 +373,10 @@ class ConsumerClient(_Client):
 
 
 class Nemesis(threading.Thread):
-    def __init__(self, cluster: ProxiedCluster, settings: Settings, stop: threading.Event, started: float):
+    def __init__(self, cluster: ProxiedCluster, settings: Settings, stop: threading.Event, started: float,
+                 topic: str):
         super().__init__(name="nemesis", daemon=True)
-        self.cluster, self.settings, self.stop, self.started = cluster, settings, stop, started
+        self.cluster, self.settings, self.stop, self.started, self.topic = cluster, settings, stop, started, topic
         self.random = random.Random(settings.seed)
         self.faults: list[tuple[float, str, int, str]] = []
         self.failure: BaseException | None = None
@@ -380,7 +387,7 @@ class Nemesis(threading.Thread):
                 brokers = self.cluster.brokers
                 broker = brokers[len(self.faults) % len(brokers)] if self.settings.in_turn \
                     else self.random.choice(brokers)
-                fault = self.random.choice(self.settings.faults)
+                fault = self.random.choice(self.settings.fault_kinds())
                 held = self.random.uniform(*self.settings.fault_seconds)
                 heal = self.inject(fault, broker, held)
                 self.stop.wait(held)
@@ -393,7 +400,13 @@ class Nemesis(threading.Thread):
         node_id, detail = broker.node_id, f"{held:.1f}s"
         if fault == "kill":
             broker.kill()
-            heal = lambda: broker.start(timeout=60)  # noqa: E731 - waits out its old session first
+            heal = lambda: broker.start(timeout=60)  # noqa: E731
+        elif fault in ("bounce", "cut-tail"):
+            broker.kill()
+            if fault == "cut-tail":
+                detail = self.cut_tail(broker)
+            broker.start(timeout=60)  # at once, within its old ZooKeeper session
+            heal = lambda: None  # noqa: E731
         elif fault == "pause":
             broker.process.send_signal(signal.SIGSTOP)
             heal = lambda: broker.process.send_signal(signal.SIGCONT)  # noqa: E731
@@ -409,6 +422,20 @@ class Nemesis(threading.Thread):
             heal = proxy.heal
         self.faults.append((time.monotonic() - self.started, fault, node_id, detail))
         return heal
+
+    def cut_tail(self, broker: BrokerProcess) -> str:
+        """Cut a random part off the end of the last segment of one of the topic's partitions on the (stopped)
+        broker, as a power cut loses what was not flushed; the detail for the fault list."""
+        logs = sorted(broker.data_dir.glob(f"{self.topic}-*/*.log"))
+        last_segments = {path.parent: path for path in logs}  # sorted: each directory's last segment wins
+        if not last_segments:
+            return "no log"
+        segment = last_segments[self.random.choice(sorted(last_segments))]
+        size = segment.stat().st_size
+        keep = self.random.randrange(size) if size else 0
+        with open(segment, "r+b") as file:
+            file.truncate(keep)
+        return f"{segment.parent.name} {size - keep} bytes cut"
 
 
 def create_topic(bootstrap: str, settings: Settings) -> str:
@@ -524,7 +551,7 @@ def run(cluster: ProxiedCluster, settings: Settings) -> Outcome:
                                        settings.seed))
     clients += [ConsumerClient(f"consumer-{mode}", history, clients_stop, bootstrap, topic, settings.partitions, mode)
                 for mode in ("assign", "subscribe")]
-    nemesis = Nemesis(cluster, settings, nemesis_stop, history.started)
+    nemesis = Nemesis(cluster, settings, nemesis_stop, history.started, topic)
     for thread in (*clients, nemesis):
         thread.start()
     time.sleep(settings.seconds)

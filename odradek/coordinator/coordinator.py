@@ -17,7 +17,9 @@ on every in-sync replica, and the replica that leads the partition next loads it
 
 Offsets committed inside a transaction (TxnOffsetCommit) are written as the producer's transactional batch and kept
 pending, invisible to OffsetFetch, until the transaction coordinator's marker reaches the group's partition
-(`complete_transaction`): a commit marker makes them the group's offsets, an abort drops them.
+(`complete_transaction`): a commit marker makes them the group's offsets, an abort drops them. Meanwhile an
+OffsetFetch with require_stable gets UNSTABLE_OFFSET_COMMIT for those partitions (KIP-447), so a read_committed
+consumer does not start from the offset the transaction is replacing.
 """
 
 from __future__ import annotations
@@ -148,10 +150,15 @@ class GroupCoordinator:
                 handle.cancel()
             for partition in list(self.offsets.of_group(group_id)):
                 self.offsets.remove(group_id, partition)
+            for pending in self._pending_transactional_offsets.values():
+                for key in [key for key in pending if key[0] == group_id]:
+                    del pending[key]
             for key in [key for key in self._waiters if key[0] == group_id]:
                 future = self._waiters.pop(key)
                 if not future.done():
                     future.set_exception(KafkaError(ErrorCode.NOT_COORDINATOR))
+        self._pending_transactional_offsets = {producer_id: pending for producer_id, pending
+                                               in self._pending_transactional_offsets.items() if pending}
         log.info("%s-%d is led by another broker now; its groups are forgotten here", OFFSETS_TOPIC, index)
 
     # ------------------------------------------------------------------------------------ classic groups
@@ -371,17 +378,25 @@ class GroupCoordinator:
             del self._pending_transactional_offsets[producer_id]
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None, *,
-                      member_id: str | None = None, member_epoch: int = -1) -> list[tuple[TopicPartition,
-                                                                                       OffsetAndMetadata | None]]:
-        """The committed offset of each partition asked (None: no commit); every committed one when `partitions`
-        is None."""
+                      member_id: str | None = None, member_epoch: int = -1, require_stable: bool = False
+                      ) -> list[tuple[TopicPartition, OffsetAndMetadata | None, ErrorCode]]:
+        """(partition, committed offset or None for no commit, error) for each partition asked; every committed one
+        when `partitions` is None. With `require_stable` (OffsetFetch v7+, KIP-447), a partition with offsets of an
+        open transaction (TxnOffsetCommit written, the marker not yet here) is UNSTABLE_OFFSET_COMMIT without an
+        offset, as Kafka's OffsetMetadataManager: the client asks again until the transaction ended."""
         self.check_available(group_id)
         group = self.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             group.validate_offset_fetch(member_id, member_epoch)
         if partitions is None:
-            return sorted(self.offsets.of_group(group_id).items())
-        return [(partition, self.offsets.get(group_id, partition)) for partition in partitions]
+            found = sorted(self.offsets.of_group(group_id).items())
+        else:
+            found = [(partition, self.offsets.get(group_id, partition)) for partition in partitions]
+        if not require_stable:
+            return [(partition, committed, ErrorCode.NONE) for partition, committed in found]
+        unstable = {key for pending in self._pending_transactional_offsets.values() for key in pending}
+        return [(partition, None, ErrorCode.UNSTABLE_OFFSET_COMMIT) if (group_id, partition) in unstable
+                else (partition, committed, ErrorCode.NONE) for partition, committed in found]
 
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> list[ErrorCode]:
         self.check_available(group_id)

@@ -208,51 +208,52 @@ def handlers(broker) -> dict:
         return commit_answer(Response, Response.OffsetCommitResponseTopic, Response.OffsetCommitResponsePartition, request.topics, denied, codes)
 
     # ---------------------------------------------------------------------------------------- OffsetFetch
-    def fetch_group(access, group_id: str, topics, member_id, member_epoch):
+    def fetch_group(access, group_id: str, topics, member_id, member_epoch, require_stable: bool):
         """(group error, [(topic, [(partition, committed or None, error)])]) for one group of the request; topics
         the principal may not describe are left out."""
         asked = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
         try:
             access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
-            found = coordinator().fetch_offsets(group_id, asked, member_id=member_id, member_epoch=member_epoch)
+            found = coordinator().fetch_offsets(group_id, asked, member_id=member_id, member_epoch=member_epoch,
+                                                require_stable=require_stable)
         except KafkaError as exc:
             return exc.code, []
         by_topic: dict[str, list] = {}
-        for (topic, index), committed in found:
+        for (topic, index), committed, code in found:
             if access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
-                by_topic.setdefault(topic, []).append((index, committed))
+                by_topic.setdefault(topic, []).append((index, committed, code))
         return ErrorCode.NONE, list(by_topic.items())
 
     def answer_offset_fetch(connection, header, request):
         Response = OFFSET_FETCH.response
         version = header.api_version
         access = broker.access(connection)
+        require_stable = version >= 7 and request.require_stable
         if version >= 8:
             groups = []
             for group in request.groups:
                 code, topics = fetch_group(access, group.group_id, group.topics,
                                            group.member_id if version >= 9 else None,
-                                           group.member_epoch if version >= 9 else -1)
+                                           group.member_epoch if version >= 9 else -1, require_stable)
                 groups.append(Response.OffsetFetchResponseGroup(group_id=group.group_id, error_code=code, topics=[
                     Response.OffsetFetchResponseTopics(name=name, partitions=[
                         Response.OffsetFetchResponsePartitions(
                             partition_index=index, committed_offset=c.offset if c else -1,
                             committed_leader_epoch=c.leader_epoch if c else -1,
-                            metadata=c.metadata if c else "", error_code=ErrorCode.NONE)
-                        for index, c in partitions])
+                            metadata=c.metadata if c else "", error_code=partition_code)
+                        for index, c, partition_code in partitions])
                     for name, partitions in topics]))
             return Response(throttle_time_ms=0, groups=groups)
-        code, topics = fetch_group(access, request.group_id, request.topics, None, -1)
+        code, topics = fetch_group(access, request.group_id, request.topics, None, -1, require_stable)
         if code != ErrorCode.NONE and version < 2:  # no group-level error field: report it on every partition
-            topics = [(t.name, [(i, None) for i in t.partition_indexes]) for t in request.topics or []]
-        partition_code = code if version < 2 else ErrorCode.NONE
+            topics = [(t.name, [(i, None, code) for i in t.partition_indexes]) for t in request.topics or []]
         return Response(throttle_time_ms=0, error_code=code, topics=[
             Response.OffsetFetchResponseTopic(name=name, partitions=[
                 Response.OffsetFetchResponsePartition(
                     partition_index=index, committed_offset=c.offset if c else -1,
                     committed_leader_epoch=c.leader_epoch if c else -1, metadata=c.metadata if c else "",
                     error_code=partition_code)
-                for index, c in partitions])
+                for index, c, partition_code in partitions])
             for name, partitions in topics])
 
     # --------------------------------------------------------------------------------------- OffsetDelete

@@ -286,9 +286,11 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         # Protecting ZooKeeper (odradek/cluster/zk_security.py, docs/security.md): Kafka's names and defaults
         ConfigKey("zookeeper.set.acl", _T.BOOLEAN, False, "Create znodes writable only by the brokers' identity "
                   "(SASL or TLS), SCRAM credentials and broker configs readable only by them"),
-        ConfigKey("zookeeper.sasl.client", _T.BOOLEAN, True, "Authenticate to ZooKeeper with SASL DIGEST-MD5 when "
-                  "the JAAS file has the zookeeper.sasl.clientconfig section"),
-        ConfigKey("zookeeper.sasl.clientconfig", _T.STRING, "Client", "The JAAS file's section for ZooKeeper"),
+        ConfigKey("zookeeper.sasl.client", _T.STRING, "", "true: log in to ZooKeeper with SASL DIGEST-MD5 when the "
+                  "JAAS file has the zookeeper.sasl.clientconfig section (empty: -Dzookeeper.sasl.client in "
+                  "$KAFKA_OPTS, else true)"),
+        ConfigKey("zookeeper.sasl.clientconfig", _T.STRING, "", "The JAAS file's section for ZooKeeper (empty: "
+                  "-Dzookeeper.sasl.clientconfig in $KAFKA_OPTS, else Client)"),
         ConfigKey("java.security.auth.login.config", _T.STRING, "", "The JAAS file (empty: "
                   "-Djava.security.auth.login.config=PATH in $KAFKA_OPTS, as Kafka reads it)"),
         ConfigKey("zookeeper.ssl.client.enable", _T.BOOLEAN, False, "TLS to ZooKeeper"),

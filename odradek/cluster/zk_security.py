@@ -31,6 +31,7 @@ from odradek.cluster.membership import ClusterMembershipError
 from odradek.security.sasl import jaas_options
 
 JAAS_PROPERTY = "java.security.auth.login.config"
+SYSTEM_PROPERTIES = (JAAS_PROPERTY, "zookeeper.sasl.client", "zookeeper.sasl.clientconfig")  # also read from -D
 SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token/tokens")  # ZkData.sensitiveRootPaths
 OPEN_PATHS = ("/consumers",)  # ZkData.defaultAcls leaves the old consumers' path open
 SECURE_ACL = CREATOR_ALL_ACL + READ_ACL_UNSAFE
@@ -55,10 +56,10 @@ def jaas_section(text: str, name: str) -> dict[str, str] | None:
     return None
 
 
-def jaas_path_from_options(java_options: str) -> str | None:
-    """-Djava.security.auth.login.config=PATH in a JVM option string such as $KAFKA_OPTS."""
+def java_property(java_options: str, name: str) -> str | None:
+    """-D<name>=VALUE in a JVM option string such as $KAFKA_OPTS."""
     for word in shlex.split(java_options or ""):
-        if word.startswith(f"-D{JAAS_PROPERTY}="):
+        if word.startswith(f"-D{name}="):
             return word.split("=", 1)[1]
     return None
 
@@ -80,9 +81,14 @@ class ZooKeeperSecurity:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> "ZooKeeperSecurity":
-        """From broker (or client) settings with Kafka's names and defaults; a missing key takes its default."""
+        """From broker (or client) settings with Kafka's names and defaults; a missing key takes its default. The
+        JAAS file and zookeeper.sasl.* may also be JVM system properties in $KAFKA_OPTS, as Kafka reads them."""
+        java_options = environ.get("KAFKA_OPTS", "")
+
         def get(key: str, default: Any = None) -> Any:
             value = config.get(key)
+            if value in (None, "") and key in SYSTEM_PROPERTIES:
+                value = java_property(java_options, key)
             return default if value in (None, "") else value
 
         def flag(key: str, default: bool) -> bool:
@@ -90,7 +96,7 @@ class ZooKeeperSecurity:
             return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
         username = password = None
-        jaas_file = get(JAAS_PROPERTY) or jaas_path_from_options(environ.get("KAFKA_OPTS", ""))
+        jaas_file = get(JAAS_PROPERTY)
         section_name = get("zookeeper.sasl.clientconfig", "Client")
         if jaas_file and flag("zookeeper.sasl.client", True):
             try:

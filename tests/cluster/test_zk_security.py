@@ -22,7 +22,8 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import ACL, Id, Permissions
 
 from odradek.cluster.membership import ClusterMembershipError
-from odradek.cluster.zk_security import ZooKeeperSecurity, jaas_path_from_options, jaas_section
+from odradek.cluster.zk_security import ZooKeeperSecurity, jaas_section, java_property
+from odradek.config import resolve_broker_config
 from odradek.embedded import Cluster, ZooKeeperServer, _free_port as free_port, zookeeper_available
 
 BROKERS_PASSWORD = "kafka-secret"
@@ -233,12 +234,20 @@ def test_the_jaas_file_is_found_as_kafka_finds_it(tmp_path):
     jaas.write_text("KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
                     '  username="admin" password="a";\n};\n' + CLIENT_JAAS.format(password="p w;}//\\\"q"))
     options = f"-Xmx1g -Djava.security.auth.login.config={jaas} -Dzookeeper.sasl.client=true"
-    assert jaas_path_from_options(options) == str(jaas)
+    assert java_property(options, "java.security.auth.login.config") == str(jaas)
     security = ZooKeeperSecurity.from_config({"zookeeper.set.acl": True}, environ={"KAFKA_OPTS": options})
     assert (security.sasl_username, security.sasl_password) == ("kafka", 'p w;}//"q')
     assert jaas_section(jaas.read_text(), "KafkaServer") == {"username": "admin", "password": "a"}
     assert ZooKeeperSecurity.from_config({"zookeeper.sasl.client": False, "java.security.auth.login.config":
                                           str(jaas)}, environ={}).sasl_username is None
+    assert ZooKeeperSecurity.from_config({}, environ={"KAFKA_OPTS": options.replace("=true", "=false")}) \
+        .sasl_username is None
+    other_section = f"{options} -Dzookeeper.sasl.clientconfig=KafkaServer"
+    assert ZooKeeperSecurity.from_config({}, environ={"KAFKA_OPTS": other_section}).sasl_username == "admin"
+    broker_defaults = resolve_broker_config({"zookeeper.sasl.clientconfig": "KafkaServer"})
+    assert ZooKeeperSecurity.from_config(broker_defaults, environ={"KAFKA_OPTS": options}).sasl_username == "admin"
+    assert ZooKeeperSecurity.from_config(resolve_broker_config({}), environ={
+        "KAFKA_OPTS": options.replace("=true", "=false")}).sasl_username is None  # the -D, not a default, decides
 
 
 def test_set_acl_without_an_identity_is_refused():

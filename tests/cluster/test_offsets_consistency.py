@@ -1,5 +1,7 @@
 """Committed offsets on three brokers with __consumer_offsets replicated three ways (every commit waits for the
-in-sync replicas): pipelined commits of one connection leave the last one committed, however their appends complete."""
+in-sync replicas): pipelined commits of one connection leave the last one committed, however their appends complete;
+and OffsetFetch with require_stable (KIP-447) holds a partition back while a transaction's offsets for it await their
+marker, so a read_committed consumer sees a just committed transaction's offsets."""
 
 from __future__ import annotations
 

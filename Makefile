@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
-.PHONY: serve test bench bench-packages loadgen fuzz chaos system-packages
+.PHONY: serve test dist bench bench-packages loadgen fuzz chaos system-packages
 
 $(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c odradek/records/_crc32c.c odradek/records/_batch.c \
 		odradek/broker/_frame_buffer.c odradek/protocol/_codec.c odradek/storage/_offset_map.c
@@ -38,6 +38,11 @@ serve: $(INSTALLED)
 
 test: $(INSTALLED) system-packages
 	$(BIN)/python -m pytest -q
+
+# A wheel of this checkout in dist/ (built in an isolated environment with the setuptools pyproject.toml asks for;
+# the C extensions make it a platform wheel): pip install dist/odradek-*.whl installs it elsewhere.
+dist: $(INSTALLED)
+	$(BIN)/pip wheel -q --disable-pip-version-check --no-deps -w dist .
 
 # Structure-aware fuzzing of a real broker for FUZZ_SECONDS (default an hour) with a random seed, printed;
 # FUZZ_SEED=n replays one (no pytest timeout here). The suite runs the same test for a fixed seed and 3,000 cases

@@ -25,6 +25,7 @@ from odradek import __version__
 from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, mirror, perf, produce, reassign,
                          topics, users, zk)
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
+from odradek.cli.extras import missing_extra_line
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
@@ -175,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT_CODE
+    except ModuleNotFoundError as exc:  # an optional dependency (an extra) that is not installed
+        line = missing_extra_line(getattr(args, "command", None), exc)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

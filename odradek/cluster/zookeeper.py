@@ -32,12 +32,13 @@ import threading
 import time
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import AuthFailedError, BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo, ClusterMembershipError
 from odradek.cluster.metadata import new_cluster_id
+from odradek.cluster.zk_security import SecuredKazooClient, ZooKeeperSecurity
 from odradek.config import Listener
 
 log = logging.getLogger("odradek.zookeeper")
@@ -124,17 +125,25 @@ def decode_cluster_id(data: bytes) -> str:
 
 
 def connect_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int, *,
-                   make_chroot: bool = True) -> KazooClient:
-    """A started kazoo client inside zookeeper.connect's chroot, which a broker creates if absent (as Kafka does)."""
+                   make_chroot: bool = True, security: ZooKeeperSecurity | None = None) -> KazooClient:
+    """A started kazoo client inside zookeeper.connect's chroot, which a broker creates if absent (as Kafka does),
+    authenticated and creating znodes with the ACLs `security` gives (odradek/cluster/zk_security.py)."""
     hosts, chroot = split_connect_string(connect)
-    client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000,
-                         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 1.0})
+    client = SecuredKazooClient(security or ZooKeeperSecurity(), hosts=hosts, timeout=session_timeout_ms / 1000,
+                                connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 1.0})
     try:
         client.start(timeout=connection_timeout_ms / 1000)
     except KazooTimeoutError:
         client.close()
         raise ClusterMembershipError(f"could not connect to ZooKeeper at {hosts} within "
                                      f"{connection_timeout_ms / 1000:g}s (zookeeper.connect={connect})") from None
+    try:
+        client.exists("/")  # kazoo reports a refused SASL login on the first request, not at start
+    except AuthFailedError:
+        client.stop()
+        client.close()
+        raise ClusterMembershipError(f"ZooKeeper at {hosts} refused SASL user {client.security.sasl_username!r} "
+                                     "(the JAAS file's username and password)") from None
     if chroot:
         if make_chroot:
             client.ensure_path(chroot)
@@ -164,8 +173,9 @@ class ZooKeeperMembership:
     """One broker's membership of a ZooKeeper-coordinated cluster (see the module docstring)."""
 
     def __init__(self, connect: str, node_id: int, *, session_timeout_ms: int = 18000,
-                 connection_timeout_ms: int | None = None):
+                 connection_timeout_ms: int | None = None, security: ZooKeeperSecurity | None = None):
         self.connect_string = connect
+        self.security = security or ZooKeeperSecurity()
         self.node_id = node_id
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
@@ -211,7 +221,8 @@ class ZooKeeperMembership:
     # ------------------------------------------------------------------------------------------ joining
     def connect(self) -> str:
         """Open the session, create the top-level paths and return the cluster id (made here if first)."""
-        self._client = connect_client(self.connect_string, self.session_timeout_ms, self.connection_timeout_ms)
+        self._client = connect_client(self.connect_string, self.session_timeout_ms, self.connection_timeout_ms,
+                                      security=self.security)
         for path in PERSISTENT_PATHS:
             self._client.ensure_path(path)
         cluster_id = self._cluster_id()

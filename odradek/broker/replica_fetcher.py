@@ -26,6 +26,8 @@ many (`acknowledged_loss`), so the loss is reported, not hidden.
 `check_isr` is the leader's side (Kafka's isr-expiration task and maybeExpandIsr): every ISR_CHECK_INTERVAL_MS it asks
 each partition it leads for the ISR it should have (Partition.wanted_isr, replica.lag.time.max.ms) and writes a
 change to the state znode (ZooKeeperCatalogue.write_isr), off the event loop, one write per partition at a time.
+A follower that restarted (a new broker epoch) is first forgotten (Partition.forget_restarted): only its new
+process's fetches can bring it back into the ISR.
 From the moment a change is decided, min.insync.replicas counts only the replicas it keeps, and a written ISR is
 taken at once (Partition.begin_isr_change, end_isr_change), so a produce never passes against an ISR already left.
 
@@ -286,9 +288,11 @@ class ReplicaFetchers:
         lag_ms = self.broker.config["replica.lag.time.max.ms"]
         membership = self.broker.membership
         live = {broker.node_id for broker in membership.live_brokers()} - membership.shutting_down()
+        epochs = membership.broker_epochs()
         for partition in list(self.broker.partitions.values()):
             if not partition.is_leader or not partition.followers or partition.isr_change is not None:
                 continue
+            partition.forget_restarted(epochs, now)
             wanted = partition.wanted_isr(now, lag_ms, live)
             if wanted is not None:
                 partition.begin_isr_change(wanted)

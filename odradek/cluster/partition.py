@@ -42,11 +42,12 @@ from odradek.storage.producer_state import AppendOrigin, CompletedTransaction
 class FollowerState:
     """What the leader knows of one follower: its log end offset (its last fetch offset) and when it last caught up
     (Kafka's lastCaughtUpTimeMs: it fetched from the leader's log end, or from the end the leader had at its
-    previous fetch)."""
+    previous fetch), and the broker epoch of the process those fetches came from (None until the leader checks)."""
 
-    __slots__ = ("log_end_offset", "last_caught_up_ms", "_last_fetch_leader_end", "_last_fetch_ms")
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "_last_fetch_leader_end", "_last_fetch_ms", "broker_epoch")
 
-    def __init__(self, now_ms: int):
+    def __init__(self, now_ms: int, broker_epoch: int | None = None):
+        self.broker_epoch = broker_epoch
         self.log_end_offset = -1
         self.last_caught_up_ms = now_ms
         self._last_fetch_leader_end = -1
@@ -150,6 +151,17 @@ class Partition:
         if end > self.high_watermark:
             self.high_watermark = end
             self.wake()
+
+    def forget_restarted(self, broker_epochs: dict[int, int], now_ms: int) -> None:
+        """As leader, start afresh the view of each follower registered under a new broker epoch since its fetches
+        were counted: what its previous process fetched is no measure of the restarted one's log (which may have
+        lost its tail), so it joins the ISR only once its own fetches reach the high watermark (Kafka's KIP-903)."""
+        for replica, follower in self.followers.items():
+            epoch = broker_epochs.get(replica)
+            if follower.broker_epoch is None:
+                follower.broker_epoch = epoch
+            elif epoch is not None and epoch != follower.broker_epoch:
+                self.followers[replica] = FollowerState(now_ms, epoch)
 
     def wanted_isr(self, now_ms: int, lag_time_max_ms: int, live: Collection[int]) -> list[int] | None:
         """As leader, the ISR the partition should have, or None when the current one is right: members that have

@@ -19,9 +19,10 @@ election.
 The broker epoch is Kafka's: the czxid of a broker's /brokers/ids/[id] (`broker_epochs()`, and `broker_epoch` for
 this broker's own), new at every registration. A broker killed and restarted within its old session's timeout
 replaces its predecessor's node (one advertising the listeners the new process has bound: that process is dead) by
-its own in one transaction, and deletes a /controller the predecessor held so that a live broker is elected at once;
-its epoch changes while the list of live brokers does not, and the controller takes it for a broker that failed and
-started again (odradek/cluster/controller.py).
+its own in one transaction, and deletes a /controller the predecessor held so that a live broker is elected at once,
+and the predecessor's controlled shutdown request, which is not the new process's; its epoch changes while the list
+of live brokers does not, and the controller takes it for a broker that failed and started again
+(odradek/cluster/controller.py).
 """
 
 from __future__ import annotations
@@ -249,7 +250,19 @@ class ZooKeeperMembership:
         ChildrenWatch(self._client, BROKER_IDS, self._on_broker_ids)
         DataWatch(self._client, CONTROLLER, self._on_controller)
         self._client.ensure_path(CONTROLLED_SHUTDOWN)
+        self._drop_predecessor_shutdown()
         ChildrenWatch(self._client, CONTROLLED_SHUTDOWN, self._on_controlled_shutdown)
+
+    def _drop_predecessor_shutdown(self) -> None:
+        """A controlled shutdown asked by a killed predecessor (its node lives until that session times out) is
+        deleted: it would keep this process out of every ISR meanwhile."""
+        path = f"{CONTROLLED_SHUTDOWN}/{self.node_id}"
+        try:
+            stat = self._client.exists(path)
+            if stat is not None and stat.ephemeralOwner != self._client.client_id[0]:
+                self._client.delete(path, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
 
     def _create_registration(self) -> None:
         """The ephemeral registration. A node that advertises the listeners this process has bound is its killed

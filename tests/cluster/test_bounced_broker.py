@@ -186,3 +186,12 @@ def test_a_bounced_leader_whose_log_lost_its_tail_loses_no_acknowledged_record(c
         for other in others:
             other.start(timeout=60)
         wait_until(lambda: all(len(log.latest(i)["isr"]) == 3 for i in range(PARTITIONS)), timeout=60)
+
+
+def test_a_controlled_shutdown_its_killed_predecessor_asked_does_not_hold_the_restarted_broker(cluster, zk):
+    victim = next(b for b in cluster.brokers if b.node_id != controller_of(zk))
+    path = f"/admin/controlled_shutdown/{victim.node_id}"
+    victim.kill()
+    zk.create(path, b"", ephemeral=True)  # as the killed process left it: its session has not timed out
+    victim.start(timeout=60)
+    wait_until(lambda: zk.exists(path) is None, timeout=30)

@@ -101,7 +101,7 @@ $(LOADGEN)/floor-server: bench/loadgen/floor-server.c
 loadgen: $(LOADGEN)/loadgen-producer $(LOADGEN)/loadgen-consumer $(LOADGEN)/loadgen-wire-producer \
 	$(LOADGEN)/loadgen-wire-consumer $(LOADGEN)/floor-server
 
-# Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>.json and .png.
+# Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>-<workloads>.json and .png (bench/results/README.md).
 # Without a C compiler or librdkafka-dev the load generator's workloads are skipped, the rest still run.
 bench: $(BENCH_INSTALLED) bench-packages
 	@$(MAKE) --no-print-directory loadgen || echo "no load generator: its workloads will be skipped"

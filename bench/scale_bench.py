@@ -10,7 +10,7 @@ times as long to decode 10,000 partitions' Metadata as the broker takes to answe
 Then, on a broker with few partitions, it opens idle connections (the test process's RLIMIT_NOFILE is raised
 first) and measures RSS per connection and ApiVersions latency while they are open. Everything goes over the
 raw protocol (tests/broker/raw_client.py), so the client is a socket and a codec, not a library's machinery.
-Results: bench/results/scale-<date>.json and a log-log chart scale-<date>.png beside it.
+Results: bench/results/<date>-scale.json and a log-log chart <date>-scale.png beside it.
 Run: `python bench/scale_bench.py [--counts 1000 10000 50000] [--connections 10000] [--label before]`.
 """
 
@@ -241,7 +241,7 @@ def main() -> None:
     # the broker process inherits the limit: 50,000 partitions or 10,000 connections need more than 1,024 files
     raise_fd_limit(max(args.counts) * 3 + args.connections + 1000)
     date = datetime.date.today().isoformat()
-    out = RESULTS / f"scale-{date}.json"
+    out = RESULTS / f"{date}-scale.json"
     results = json.loads(out.read_text()) if out.exists() else {"runs": {}, "connections": {}}
     results["meta"] = {"cpus": os.cpu_count(), "load_average": os.getloadavg(),
                        "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)}

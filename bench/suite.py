@@ -1,5 +1,5 @@
 """The benchmark suite behind `make bench`: every workload on Odradek, Tansu and noida-db, plus the machine's limits,
-in one run, written to bench/results/<date>.json and .png and printed as a table.
+in one run, written to bench/results/<date>-<workloads>.json and .png (results_name) and printed as a table.
 
 One command, so that anyone can rerun the claim: the peers and the machine are measured in the same run as Odradek
 (figures from another day or another machine are not comparable), every point is repeated (3 times by default) and
@@ -209,12 +209,27 @@ def versions() -> dict:
     return found
 
 
+def results_name(day: datetime.date, names: list[str]) -> str:
+    """A run's file name, by its date and its workloads: 2026-11-30-all, 2026-11-30-loadgen-small-requests,
+    2026-11-30-all-but-loadgen-small-requests. The machine's limits run beside any workload and are not named."""
+    ran = [name for name in names if name != "machine"] or ["machine"]
+    rest = [name for name in WORKLOADS if name != "machine" and name not in ran]
+    if not rest:
+        label = "all"
+    elif len(ran) <= 3:
+        label = "-".join(ran)
+    else:
+        label = "all-but-" + "-".join(rest)
+    return f"{day.isoformat()}-{label.replace('_', '-')}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and one repetition, for debugging")
     parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated workloads to run")
     parser.add_argument("--brokers", default=",".join(peers.COMMANDS), help="comma-separated brokers")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="directory for <date>.json and .png")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR,
+                        help="directory for <date>-<workloads>.json and .png")
     args = parser.parse_args()
     sizes = QUICK if args.quick else Sizes()
     brokers = args.brokers.split(",")
@@ -235,7 +250,7 @@ def main() -> None:
     for row in rows:
         row["goals"] = [text for goal in GOALS if (text := goal.check(row))]
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / datetime.date.today().isoformat()
+    stem = args.out / results_name(datetime.date.today(), args.only.split(","))
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "versus_machine": machine_ratios},
                                                     indent=1) + "\n")
     from bench import chart  # matplotlib (the bench extra): the suite's tables import without it (tests/loadgen)

@@ -41,7 +41,8 @@ test: $(INSTALLED) system-packages
 
 # A wheel of this checkout in dist/ (built in an isolated environment with the setuptools pyproject.toml asks for;
 # the C extensions make it a platform wheel): pip install dist/odradek-*.whl installs it elsewhere.
-dist: $(INSTALLED)
+dist:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip wheel -q --disable-pip-version-check --no-deps -w dist .
 
 # Structure-aware fuzzing of a real broker for FUZZ_SECONDS (default an hour) with a random seed, printed;

@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from odradek.broker.periodic import every
 from odradek.clock import now_ms
 from odradek.cluster.membership import BrokerEndpoint, LocalMembership
 from odradek.cluster.metadata import ClusterMetadata, TopicMetadata
@@ -37,6 +36,7 @@ from odradek.config import (Listener, LogConfig, layered_broker_props, parse_adv
                             resolve_broker_config, warn_about_unknown_broker_keys)
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.errors import ErrorCode, KafkaError
+from odradek.periodic import every
 from odradek.security.acl import UNRESTRICTED, RequestAuthorizer, make_authorizer, principal_of
 from odradek.security.inter_broker import inter_broker_security
 from odradek.security.quotas import ClientQuotas

@@ -59,7 +59,7 @@ from types import CoroutineType
 from typing import Any
 
 from odradek.broker._frame_buffer import frame_buffer
-from odradek.broker.append_waits import resolve, settled
+from odradek.cluster.append_waits import resolve, settled
 from odradek.config import Listener
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ProtocolError, RequestHeader, UnsupportedVersion, decode_request, encode_response

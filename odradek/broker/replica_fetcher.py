@@ -1,7 +1,7 @@
 """Replication between the brokers of a ZooKeeper cluster: followers fetching from leaders, leaders keeping the ISR.
 
 `ReplicaFetchers` runs one task per leader this broker follows (Kafka's ReplicaFetcherThread, one per source
-broker): over one connection to the leader's inter-broker listener (odradek.broker.peer: TLS and SASL as that
+broker): over one connection to the leader's inter-broker listener (odradek.cluster.peer: TLS and SASL as that
 listener needs; a refused login is logged as an error and tried again) it sends Fetch with replica_id = this broker,
 for every partition it follows there, from each log's end, and appends what comes back as it is (offsets and leader
 epochs kept; Partition.append_replicated) with the leader's high watermark. The leader answers from its segment
@@ -42,8 +42,8 @@ import asyncio
 import logging
 import time
 
-from odradek.broker.peer import PeerAuthenticationFailed, open_peer_connection, round_trip
 from odradek.broker.replication_quotas import FOLLOWER_RATE, ReplicationQuota
+from odradek.cluster.peer import PeerAuthenticationFailed, open_peer_connection, round_trip
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.records.batch import validate_batches
@@ -127,7 +127,7 @@ class ReplicaFetchers:
                 connection.close()
 
     async def _connect(self, leader_id: int):
-        """A connection to the leader over the inter-broker listener (odradek.broker.peer), None while it is not
+        """A connection to the leader over the inter-broker listener (odradek.cluster.peer), None while it is not
         registered."""
         endpoint = next((b for b in self.broker.membership.live_brokers() if b.node_id == leader_id), None)
         if endpoint is None:

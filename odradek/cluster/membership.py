@@ -21,7 +21,7 @@ class BrokerEndpoint:
     """A live broker as clients see it: id, its legacy host and port (its PLAINTEXT listener's if it has one, else
     its first), rack (None when unset), and the advertised address of every listener it has, by name (Kafka's
     registered endpoints with their listener_security_protocol_map; other brokers reach it at the inter-broker
-    listener's, odradek.broker.peer)."""
+    listener's, odradek.cluster.peer)."""
 
     node_id: int
     host: str

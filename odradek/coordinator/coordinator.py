@@ -31,9 +31,8 @@ import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
-from odradek.broker.append_waits import until_replicated
-from odradek.broker.periodic import every
 from odradek.clock import now_ms
+from odradek.cluster.append_waits import until_replicated
 from odradek.config import LONG_MAX
 from odradek.coordinator.assignors import TopicInfo
 from odradek.coordinator.classic import (JOIN, SYNC, ClassicGroup, ClassicGroupConfig, GroupState, JoinResult,
@@ -45,6 +44,7 @@ from odradek.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupRecord, Offse
                                                partition_for,
                                                restore_classic_group)
 from odradek.errors import ErrorCode, KafkaError
+from odradek.periodic import every
 from odradek.records.batch import (CONTROL_COMMIT, Record, decode_batch, decode_control_record,
                                    encode_batch, parse_header, validate_batches)
 from odradek.storage.producer_state import AppendOrigin

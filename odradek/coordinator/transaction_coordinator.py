@@ -30,10 +30,9 @@ import re
 import time
 from collections.abc import Awaitable, Coroutine
 
-from odradek.broker.append_waits import until_replicated
-from odradek.broker.periodic import every
 from odradek.clock import now_ms
-from odradek.broker.peer import call_peer
+from odradek.cluster.append_waits import until_replicated
+from odradek.cluster.peer import call_peer
 from odradek.cluster.producer_ids import ProducerIdManager
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_count, partition_for
 from odradek.coordinator.transaction_state import (
@@ -42,6 +41,7 @@ from odradek.coordinator.transaction_state import (
     prepare_end, transaction_record,
 )
 from odradek.errors import ErrorCode, KafkaError
+from odradek.periodic import every
 from odradek.protocol import api
 from odradek.records.batch import Record, decode_batch, encode_batch, validate_batches
 

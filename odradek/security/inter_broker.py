@@ -9,7 +9,7 @@ set PLAIN or SCRAM-SHA-256/512) as the `username`/`password` of the listener's J
 `listener.name.<listener>.<mechanism>.sasl.jaas.config` (or the same key without the listener prefix), as Kafka's
 broker does; the receiving broker then authorizes it as that user, which needs super.users or CLUSTER_ACTION.
 Everything is checked at start, so a broker that could not reach its peers does not start. Plain code: the
-connecting itself is odradek.broker.peer's.
+connecting itself is odradek.cluster.peer's.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.broker.peer import round_trip
+from odradek.cluster.peer import round_trip
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.embedded import Cluster, wait_until

@@ -39,10 +39,10 @@ from __future__ import annotations
 import operator
 import time
 
-from odradek.broker.append_waits import next_change, written
 from odradek.broker.fetch_sessions import FetchSessionCache, FetchTarget
 from odradek.broker.replication_quotas import LEADER_RATE, ReplicationQuota
 from odradek.clock import now_ms
+from odradek.cluster.append_waits import next_change, written
 from odradek.cluster.replica_selector import NO_PREFERRED_REPLICA, FollowerView, preferred_read_replica
 from odradek.errors import ErrorCode, KafkaError, storage_error
 from odradek.protocol import api

@@ -41,8 +41,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from odradek.broker.append_waits import settled, until_led, until_replicated
 from odradek.broker.validation_workers import ValidationWorkers
+from odradek.cluster.append_waits import settled, until_led, until_replicated
 from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.cluster.partition import Partition
 from odradek.errors import ErrorCode, KafkaError, detached, storage_error

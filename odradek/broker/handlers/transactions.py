@@ -22,8 +22,8 @@ import asyncio
 import inspect
 import time
 
-from odradek.broker.append_waits import until_replicated
 from odradek.broker.handlers.groups import commit_answer
+from odradek.cluster.append_waits import until_replicated
 from odradek.coordinator.transaction_state import TransactionState
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api

@@ -20,7 +20,6 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from odradek.cluster.replica_selector import REPLICA_SELECTORS
 from odradek.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("odradek.config")
@@ -28,6 +27,10 @@ log = logging.getLogger("odradek.config")
 LONG_MAX = 2**63 - 1
 LONG_MIN = -2**63
 INT_MAX = 2**31 - 1
+
+# replica.selector.class's values (KIP-392; odradek/cluster/replica_selector.py makes the choice)
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+REPLICA_SELECTORS = ("", RACK_AWARE_SELECTOR)  # "": none, the leader serves every consumer
 
 
 class ConfigType(enum.IntEnum):

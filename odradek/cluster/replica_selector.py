@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
-RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-REPLICA_SELECTORS = ("", RACK_AWARE_SELECTOR)  # "": none, the leader serves every consumer
+from odradek.config import RACK_AWARE_SELECTOR
+
 NO_PREFERRED_REPLICA = -1  # Fetch's preferred_read_replica when the consumer should stay where it is
 
 

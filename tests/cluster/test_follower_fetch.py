@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.cluster.replica_selector import (NO_PREFERRED_REPLICA, RACK_AWARE_SELECTOR, FollowerView,
-                                              preferred_read_replica)
+from odradek.cluster.replica_selector import NO_PREFERRED_REPLICA, FollowerView, preferred_read_replica
+from odradek.config import RACK_AWARE_SELECTOR
 from odradek.embedded import wait_until
 from tests.metrics.test_metrics import free_port, scrape
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from odradek.cli.common import add_admin_options, admin_of, print_table
-from odradek.cli.zk import add_zookeeper_option, zookeeper_client
+from odradek.cli.zk import add_zookeeper_option
 
 
 def add_commands(commands) -> None:
@@ -26,7 +26,7 @@ def add_commands(commands) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     if args.zookeeper:
-        from odradek.cluster.zookeeper import read_cluster
+        from odradek.cluster.zookeeper import read_cluster, zookeeper_client
 
         with zookeeper_client(args.zookeeper, args.timeout) as client:
             info = read_cluster(client)

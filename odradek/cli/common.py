@@ -1,5 +1,5 @@
-"""What every client-side command shares: the --bootstrap-server and --command-config options, KEY=VALUE and time
-arguments, tables.
+"""What every client-side command shares: the --command-config and --timeout options (with --bootstrap-server, which
+odradek.client.options holds for the Spark pipelines' commands too), KEY=VALUE arguments, tables.
 
 Commands talk to a cluster through odradek.client only; failures surface as ClientError (or ValueError for bad
 input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1; UsageError (arguments that
@@ -9,30 +9,18 @@ parse but do not go together) exits 2 like argparse's own usage errors.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from odradek.client import Admin
+from odradek.client.options import add_bootstrap
 from odradek.config import parse_properties
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells and Kafka's own (JVM) tools report Ctrl-C
 
 
 class UsageError(ValueError):
     """Arguments that parse one by one but do not make sense together: exit code 2, as argparse's errors."""
-
-
-def add_bootstrap(parser: argparse.ArgumentParser, *hidden_aliases: str) -> None:
-    """--bootstrap-server (-b), defaulting to $ODRADEK_BOOTSTRAP_SERVER; hidden_aliases are older spellings that
-    still work but are not shown in --help."""
-    parser.add_argument("--bootstrap-server", "-b", dest="bootstrap_server",
-                        default=os.environ.get("ODRADEK_BOOTSTRAP_SERVER", DEFAULT_BOOTSTRAP), metavar="HOST:PORT",
-                        help=f"broker to connect to (default $ODRADEK_BOOTSTRAP_SERVER or {DEFAULT_BOOTSTRAP})")
-    if hidden_aliases:
-        parser.add_argument(*hidden_aliases, dest="bootstrap_server", help=argparse.SUPPRESS)
 
 
 def add_admin_options(parser: argparse.ArgumentParser) -> None:
@@ -63,17 +51,6 @@ def key_value(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     key, value = text.split("=", 1)
     return key.strip(), value
-
-
-def timestamp_ms(text: str) -> int:
-    """Milliseconds since the epoch, or an ISO-8601 date/time (local time when it names no zone)."""
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected epoch milliseconds or an ISO-8601 time, got {text!r}") from None
-    return int(moment.timestamp() * 1000)
 
 
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> None:

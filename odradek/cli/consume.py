@@ -16,10 +16,11 @@ import time
 
 import confluent_kafka
 
-from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, admin_of, timestamp_ms
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, admin_of
 from odradek.client import Admin, ClientError, Message
 from odradek.client.behind import Behind
 from odradek.client.errors import LIBRDKAFKA_LOGGER
+from odradek.client.options import timestamp_ms
 
 BATCH_SIZE = 500  # records taken from the client per call
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from confluent_kafka.admin import OffsetSpec
-
-from odradek.cli.common import add_admin_options, admin_of, print_table, timestamp_ms
-from odradek.client import Admin, ClientError
+from odradek.cli.common import add_admin_options, admin_of, print_table
+from odradek.client import ClientError
+from odradek.client.options import timestamp_ms
 
 
 def add_commands(commands) -> None:
@@ -71,32 +70,10 @@ def run_describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def planned_offsets(admin: Admin, args: argparse.Namespace) -> dict[tuple[str, int], int]:
-    committed = admin.committed_offsets(args.group)
-    topics = sorted({topic for topic, _ in committed}) if args.all_topics else args.topic
-    plan: dict[tuple[str, int], int] = {}
-    for topic in topics:
-        count = admin.partition_count(topic)
-        if count is None:
-            raise ValueError(f"topic {topic!r} does not exist")
-        partitions = range(count)
-        if args.to_offset is not None:
-            # as Kafka's tool does: an offset outside a partition's log is moved to its nearer end
-            earliest = admin.list_offsets(topic, partitions, OffsetSpec.earliest())
-            latest = admin.list_offsets(topic, partitions, OffsetSpec.latest())
-            found = {p: min(max(args.to_offset, earliest[p]), latest[p]) for p in partitions}
-        elif args.to_datetime is not None:
-            found = admin.offsets_for_time(topic, partitions, args.to_datetime)
-        else:
-            found = admin.list_offsets(topic, partitions,
-                                       OffsetSpec.earliest() if args.to_earliest else OffsetSpec.latest())
-        plan.update({(topic, p): offset for p, offset in found.items()})
-    return plan
-
-
 def run_reset_offsets(args: argparse.Namespace) -> int:
     admin = admin_of(args)
-    plan = planned_offsets(admin, args)
+    plan = admin.reset_plan(args.group, None if args.all_topics else args.topic, to_earliest=args.to_earliest,
+                            to_offset=args.to_offset, to_datetime=args.to_datetime)
     if args.execute:
         admin.set_group_offsets(args.group, plan)
     print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],

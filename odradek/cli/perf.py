@@ -16,9 +16,10 @@ import time
 
 import confluent_kafka
 
-from odradek.cli.common import add_bootstrap, key_value
+from odradek.cli.common import key_value
 from odradek.client import ClientError
 from odradek.client.errors import LIBRDKAFKA_LOGGER
+from odradek.client.options import add_bootstrap
 
 MB = 1024 * 1024
 PERCENTILES = (50, 95, 99, 99.9)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli.common import add_bootstrap, key_value
+from odradek.cli.common import key_value
 from odradek.client import ClientError, Producer
+from odradek.client.options import add_bootstrap
 
 
 def add_commands(commands) -> None:

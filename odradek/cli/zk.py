@@ -2,17 +2,17 @@
 set-acls --zookeeper.acl secure|unsecure`: set every znode's ACL as brokers with zookeeper.set.acl=true (or false)
 would have created it, as Kafka's zookeeper-security-migration does.
 
-The --zookeeper option (HOST:PORT[/chroot], default $ODRADEK_ZOOKEEPER or 127.0.0.1:2181) and the client it opens
-are shared with `odradek brokers list --zookeeper`. The client logs in as Kafka's tools do: the JAAS file's Client
-section named by -Djava.security.auth.login.config in $KAFKA_OPTS, and TLS from --zk-tls-config-file (zookeeper.ssl.*
-settings, as Kafka's tools take them); odradek/cluster/zk_security.py reads both. ls and get change nothing;
+The --zookeeper option (HOST:PORT[/chroot], default $ODRADEK_ZOOKEEPER or 127.0.0.1:2181) is shared with `odradek
+brokers list --zookeeper`; both open odradek.cluster.zookeeper's zookeeper_client, as the console does. The client
+logs in as Kafka's tools do: the JAAS file's Client section named by -Djava.security.auth.login.config in
+$KAFKA_OPTS, and TLS from --zk-tls-config-file (zookeeper.ssl.* settings, as Kafka's tools take them);
+odradek/cluster/zk_security.py reads both. ls and get change nothing;
 set-acls changes ACLs only, under the chroot (with none, everything but ZooKeeper's own /zookeeper and the root).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 
 DEFAULT_ZOOKEEPER = "127.0.0.1:2181"
@@ -39,27 +39,6 @@ def tls_settings(path: str | None) -> dict[str, str]:
         return parse_properties(properties.read())
 
 
-@contextlib.contextmanager
-def zookeeper_client(connect: str, timeout_s: float = 10.0, settings: dict[str, object] | None = None):
-    """A kazoo client inside the chroot, logged in as `settings` and $KAFKA_OPTS say, closed at exit; the chroot
-    is never created here."""
-    from odradek.cluster.zk_security import ZooKeeperSecurity
-    from odradek.cluster.zookeeper import connect_client
-
-    client = connect_client(connect, 10_000, int(timeout_s * 1000), make_chroot=False,
-                            security=ZooKeeperSecurity.from_config(settings or {}))
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
-
-
-def in_order(children: list[str]) -> list[str]:
-    """Znode names sorted, numeric ones (broker ids, sequence numbers) by value and first."""
-    return sorted(children, key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else name))
-
-
 def add_commands(commands) -> None:
     zk = commands.add_parser("zk", help="look inside the cluster's ZooKeeper (ls, get) or set its ACLs (set-acls)",
                              description="Read the cluster's znodes (docs/zookeeper-layout.md), as zookeeper-shell.")
@@ -84,6 +63,8 @@ def add_commands(commands) -> None:
 def run_ls(args: argparse.Namespace) -> int:
     from kazoo.exceptions import NoNodeError
 
+    from odradek.cluster.zookeeper import in_order, zookeeper_client
+
     with zookeeper_client(args.zookeeper) as client:
         try:
             children = client.get_children(args.path)
@@ -97,6 +78,8 @@ def run_ls(args: argparse.Namespace) -> int:
 def run_get(args: argparse.Namespace) -> int:
     from kazoo.exceptions import NoNodeError
 
+    from odradek.cluster.zookeeper import zookeeper_client
+
     with zookeeper_client(args.zookeeper) as client:
         try:
             data = client.get(args.path)[0]
@@ -108,7 +91,7 @@ def run_get(args: argparse.Namespace) -> int:
 
 def run_set_acls(args: argparse.Namespace) -> int:
     """Walk the tree from the top (the chroot), parents before children, as ZkSecurityMigrator does."""
-    from odradek.cluster.zookeeper import split_connect_string
+    from odradek.cluster.zookeeper import split_connect_string, zookeeper_client
 
     chrooted = bool(split_connect_string(args.zookeeper)[1])
     settings = {**tls_settings(args.zk_tls_config_file), "zookeeper.set.acl": args.acl == "secure"}

@@ -226,6 +226,33 @@ class Admin:
                        self.timeout)
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
+    def reset_plan(self, group_id: str, topics: Iterable[str] | None = None, *, to_earliest: bool = False,
+                   to_offset: int | None = None, to_datetime: int | None = None) -> dict[tuple[str, int], int]:
+        """The offsets a reset of the group's committed offsets would set (what `odradek groups reset-offsets` and
+        the console show before applying them with set_group_offsets), in `topics` (None: every topic the group has
+        offsets for): `to_offset` in every partition, the first offset at or after `to_datetime` (epoch ms), the
+        earliest offsets with `to_earliest`, else the latest."""
+        committed = self.committed_offsets(group_id)
+        topics = sorted({topic for topic, _ in committed}) if topics is None else topics
+        plan: dict[tuple[str, int], int] = {}
+        for topic in topics:
+            count = self.partition_count(topic)
+            if count is None:
+                raise ValueError(f"topic {topic!r} does not exist")
+            partitions = range(count)
+            if to_offset is not None:
+                # as Kafka's tool does: an offset outside a partition's log is moved to its nearer end
+                earliest = self.list_offsets(topic, partitions, OffsetSpec.earliest())
+                latest = self.list_offsets(topic, partitions, OffsetSpec.latest())
+                found = {p: min(max(to_offset, earliest[p]), latest[p]) for p in partitions}
+            elif to_datetime is not None:
+                found = self.offsets_for_time(topic, partitions, to_datetime)
+            else:
+                found = self.list_offsets(topic, partitions,
+                                          OffsetSpec.earliest() if to_earliest else OffsetSpec.latest())
+            plan.update({(topic, p): offset for p, offset in found.items()})
+        return plan
+
     def set_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
         """Commit these offsets for the group (it must have no active members)."""
         request = confluent_kafka.ConsumerGroupTopicPartitions(

@@ -14,7 +14,8 @@ on its own threads: the state they feed (live brokers, controller id) is replace
 loop reads it without locks. kazoo reconnects by itself, to the same session while ZooKeeper still holds it (also
 across a ZooKeeper restart); a session that expired (the broker paused, or cut off from a running ZooKeeper, for
 longer than the timeout) is followed by a new one, and the broker registers again and takes part in the next
-election.
+election. Tools that look inside (the CLI's `zk` and `brokers list --zookeeper`, the console's znode browser) open
+`zookeeper_client`, a session that creates nothing, and read the registry with `read_cluster` and `in_order`.
 
 The broker epoch is Kafka's: the czxid of a broker's /brokers/ids/[id] (`broker_epochs()`, and `broker_epoch` for
 this broker's own), new at every registration. A broker killed and restarted within its old session's timeout
@@ -27,6 +28,7 @@ of live brokers does not, and the controller takes it for a broker that failed a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -150,6 +152,24 @@ def connect_client(connect: str, session_timeout_ms: int, connection_timeout_ms:
             client.ensure_path(chroot)
         client.chroot = chroot
     return client
+
+
+@contextlib.contextmanager
+def zookeeper_client(connect: str, timeout_s: float = 10.0, settings: dict[str, object] | None = None):
+    """A kazoo client inside the chroot, logged in as `settings` and $KAFKA_OPTS say, closed at exit; the chroot
+    is never created here."""
+    client = connect_client(connect, 10_000, int(timeout_s * 1000), make_chroot=False,
+                            security=ZooKeeperSecurity.from_config(settings or {}))
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def in_order(children: list[str]) -> list[str]:
+    """Znode names sorted, numeric ones (broker ids, sequence numbers) by value and first."""
+    return sorted(children, key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else name))
 
 
 def read_cluster(client: KazooClient) -> ClusterInfo:

@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from odradek.client import ClientError
-from odradek.cli.common import timestamp_ms
+from odradek.client.options import timestamp_ms
 from odradek.console import render
 from odradek.console.cluster import ClusterView, group_lag
 from odradek.console.rates import LagHistory, MetricsSampler

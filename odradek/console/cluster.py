@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import types
 from collections.abc import Mapping
 
 from confluent_kafka.admin import OffsetSpec
 
 from odradek.client import Admin, ClientError, ConfigValue, GroupOffset, Message, PartitionLayout, Producer, \
     SimpleConsumer
+from odradek.client.options import timestamp_ms
 from odradek.console import render
 
 TOPICS_PER_PAGE = 50
@@ -213,16 +213,11 @@ class ClusterView:
 
     def reset_plan(self, group_id: str, topics: list[str], target: str, value: str = "") -> dict[tuple[str, int], int]:
         """The offsets `odradek groups reset-offsets` would set: target earliest, latest, offset or datetime."""
-        from odradek.cli.common import timestamp_ms
-        from odradek.cli.groups import planned_offsets
-
         if target not in ("earliest", "latest", "offset", "datetime"):
             raise ValueError(f"unknown reset target {target!r}")
-        request = types.SimpleNamespace(
-            group=group_id, all_topics=not topics, topic=topics, to_earliest=target == "earliest",
-            to_offset=int(value) if target == "offset" else None,
-            to_datetime=timestamp_ms(value) if target == "datetime" else None)
-        return planned_offsets(self.admin, request)
+        return self.admin.reset_plan(group_id, topics or None, to_earliest=target == "earliest",
+                                     to_offset=int(value) if target == "offset" else None,
+                                     to_datetime=timestamp_ms(value) if target == "datetime" else None)
 
     def reset_offsets(self, group_id: str, plan: Mapping[tuple[str, int], int]) -> None:
         self.admin.set_group_offsets(group_id, plan)
@@ -235,7 +230,7 @@ class ClusterView:
         """A znode's children (sorted, numbers in order) and data; read-only."""
         from kazoo.exceptions import NoNodeError
 
-        from odradek.cli.zk import in_order, zookeeper_client
+        from odradek.cluster.zookeeper import in_order, zookeeper_client
 
         if self.zookeeper is None:
             raise ValueError("no ZooKeeper: give the console --zookeeper (cluster mode)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from odradek.cli.common import add_bootstrap
+from odradek.client.options import add_bootstrap
 
 OLD_BOOTSTRAP_OPTION = "--bootstrap-servers"
 

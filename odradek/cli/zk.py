@@ -54,7 +54,9 @@ def add_commands(commands) -> None:
     acls = actions.add_parser("set-acls", help="secure or open every znode's ACL (zookeeper-security-migration)",
                               description="Set the ACL of every znode under the chroot to what brokers with "
                                           "zookeeper.set.acl=true (secure) or false (unsecure) create.")
-    acls.add_argument("--zookeeper.acl", dest="acl", required=True, choices=("secure", "unsecure"))
+    acls.add_argument("--zookeeper.acl", dest="acl", required=True, choices=("secure", "unsecure"),
+                      help="secure: writable only by the brokers' identity (SCRAM credentials and broker configs "
+                           "readable only by it); unsecure: open to everyone again")
     add_zookeeper_option(acls)
     add_tls_option(acls)
     acls.set_defaults(run=run_set_acls)

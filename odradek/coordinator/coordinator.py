@@ -325,9 +325,9 @@ class GroupCoordinator:
         offset (its position in `codes` the third item) once the write is as safe as offsets.commit.required.acks
         asks: at once with acks 1, after the in-sync replicas have it with -1 (an awaitable of the codes then). The
         waits of a connection's pipelined commits end in any order (a later commit's first look at the high
-        watermark can come before the wake-up of an earlier one), so the log offset is what orders them. A write that fails or does
-        not reach them in offsets.commit.timeout.ms takes nothing, and the codes say so as Kafka's
-        GroupMetadataManager.storeOffsets does."""
+        watermark can come before the wake-up of an earlier one), so the log offset is what orders them. A write
+        that fails or does not reach them in offsets.commit.timeout.ms takes nothing, and the codes say so as
+        Kafka's GroupMetadataManager.storeOffsets does."""
         wait_for_isr = self.broker.config["offsets.commit.required.acks"] == -1
         index = partition_for(group_id, self.num_partitions)
         try:

@@ -1,9 +1,10 @@
 """The internal topic __consumer_offsets: which partition holds a group, and its records in Kafka's exact formats.
 
 A group lives in partition abs(String.hashCode(group_id)) % the partition count of __consumer_offsets, computed the
-Java way so the layout matches Kafka's; offsets.topic.num.partitions only sizes the topic when it is created. Keys and values carry a leading int16 version, as Kafka writes them: key version 0/1 is
-an offset commit (group, topic, partition), key version 2 a classic group's metadata (group); a null value is a
-tombstone that compaction keeps until delete.retention.ms and then drops.
+Java way so the layout matches Kafka's; offsets.topic.num.partitions only sizes the topic when it is created. Keys
+and values carry a leading int16 version, as Kafka writes them: key version 0/1 is an offset commit (group, topic,
+partition), key version 2 a classic group's metadata (group); a null value is a tombstone that compaction keeps
+until delete.retention.ms and then drops.
 
 The key and value schemas are Kafka's, declared once in odradek/protocol/internal.py.
 """

@@ -10,8 +10,8 @@ APPEND, SUBTRACT for list keys). On a BROKER resource, name "" is the cluster de
 what Kafka refuses is refused with its message (odradek.config.dynamic_broker_configs_refusal: a static Kafka
 setting, an SSL store setting without its listener's prefix, a per-broker setting at the cluster default), anything
 else is stored (names Kafka does not know and listener-prefixed ones too, described back as strings, passwords
-hidden), and Kafka's validation failures are INVALID_REQUEST (KAFKA-13609 keeps them so). With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the
-topic, or on the cluster for a broker resource.
+hidden), and Kafka's validation failures are INVALID_REQUEST (KAFKA-13609 keeps them so). With an authorizer,
+describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the topic, or on the cluster for a broker resource.
 """
 
 from __future__ import annotations

@@ -100,7 +100,8 @@ class ZooKeeperSecurity:
         section_name = get("zookeeper.sasl.clientconfig", "Client")
         if jaas_file and flag("zookeeper.sasl.client", True):
             try:
-                text = open(jaas_file, encoding="utf-8").read()
+                with open(jaas_file, encoding="utf-8") as file:
+                    text = file.read()
             except OSError as exc:
                 raise ClusterMembershipError(f"cannot read the JAAS file {jaas_file} ({JAAS_PROPERTY}): {exc}") from None
             section = jaas_section(text, section_name)
@@ -127,7 +128,7 @@ class ZooKeeperSecurity:
                                            or "").upper() == "HTTPS")
         if security.set_acl and not security.authenticates:
             raise ClusterMembershipError(
-                "zookeeper.set.acl is true, but neither a JAAS file with a " f"{section_name} section "
+                f"zookeeper.set.acl is true, but neither a JAAS file with a {section_name} section "
                 f"(-D{JAAS_PROPERTY}=PATH in KAFKA_OPTS) nor a client certificate (zookeeper.ssl.client.enable, "
                 "zookeeper.ssl.keystore.location) says who this client is to ZooKeeper")
         return security

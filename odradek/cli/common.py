@@ -36,10 +36,14 @@ def add_command_config(parser: argparse.ArgumentParser) -> None:
                         help="client properties (security.protocol, sasl.*, ssl.*) for a secured listener")
 
 
+def properties_file(path: Path | None) -> dict[str, str]:
+    """The settings of a Java properties file (none without one)."""
+    return parse_properties(path.read_text(encoding="utf-8")) if path else {}
+
+
 def command_config(args: argparse.Namespace) -> dict[str, str]:
     """The client properties --command-config names (none without it, or for a command that lacks the option)."""
-    path = getattr(args, "command_config", None)
-    return parse_properties(path.read_text()) if path else {}
+    return properties_file(getattr(args, "command_config", None))
 
 
 def admin_of(args: argparse.Namespace) -> Admin:

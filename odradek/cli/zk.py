@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 DEFAULT_ZOOKEEPER = "127.0.0.1:2181"
 
@@ -26,17 +27,8 @@ def add_zookeeper_option(parser: argparse.ArgumentParser, default: str | None = 
 
 
 def add_tls_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--zk-tls-config-file", metavar="FILE",
+    parser.add_argument("--zk-tls-config-file", type=Path, metavar="FILE",
                         help="properties file with zookeeper.ssl.* settings for TLS to ZooKeeper")
-
-
-def tls_settings(path: str | None) -> dict[str, str]:
-    from odradek.config import parse_properties
-
-    if path is None:
-        return {}
-    with open(path, encoding="utf-8") as properties:
-        return parse_properties(properties.read())
 
 
 def add_commands(commands) -> None:
@@ -93,10 +85,11 @@ def run_get(args: argparse.Namespace) -> int:
 
 def run_set_acls(args: argparse.Namespace) -> int:
     """Walk the tree from the top (the chroot), parents before children, as ZkSecurityMigrator does."""
+    from odradek.cli.common import properties_file
     from odradek.cluster.zookeeper import split_connect_string, zookeeper_client
 
     chrooted = bool(split_connect_string(args.zookeeper)[1])
-    settings = {**tls_settings(args.zk_tls_config_file), "zookeeper.set.acl": args.acl == "secure"}
+    settings = {**properties_file(args.zk_tls_config_file), "zookeeper.set.acl": args.acl == "secure"}
     with zookeeper_client(args.zookeeper, settings=settings) as client:
         paths = ["/"]
         count = 0

@@ -4,13 +4,20 @@ Metadata as a client sees it."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from odradek.cluster.metadata import PartitionAssignment
+from odradek.cluster.partition import Partition
+from odradek.config import LogConfig
 from odradek.embedded import Cluster
+from odradek.records.batch import Record, encode_batch, validate_batches
+from odradek.storage.log import Log
 
 
 def new_cluster(odradek_zookeeper, tmp_path_factory, name: str, brokers: int = 3,
@@ -57,3 +64,19 @@ def metadata_of(broker, timeout: float = 10):
     """What confluent-kafka's list_topics gets from this one broker."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
     return admin.list_topics(timeout=timeout)
+
+
+@contextlib.contextmanager
+def leading_partition(tmp_path, config: LogConfig | None = None):
+    """A Partition that broker 1 leads with followers 2 and 3 in its ISR, holding one record neither has fetched:
+    (partition, the time in ms it was made at)."""
+    log = Log.open(tmp_path / "t-0", config or LogConfig(), clean_shutdown=True)
+    now = int(time.time() * 1000)
+    partition = Partition("t", 0, uuid.uuid4(), log, PartitionAssignment(1, 0, [1, 2, 3], [1, 2, 3]), 1)
+    try:
+        partition.update_assignment(partition.assignment, now)
+        data = encode_batch([Record(0, now, None, b"v")])
+        partition.append(data, validate_batches(data))
+        yield partition, now
+    finally:
+        log.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 
 from confluent_kafka import Producer
@@ -16,13 +15,10 @@ from kazoo.recipe.watchers import DataWatch
 
 from odradek.cluster.controller import after_bounce, bounced_members
 from odradek.cluster.metadata import PartitionAssignment
-from odradek.cluster.partition import Partition
 from odradek.cluster.zk_catalogue import PartitionState
-from odradek.config import LogConfig
 from odradek.embedded import wait_until
-from odradek.records.batch import Record, encode_batch, validate_batches
-from odradek.storage.log import Log
 
+from .conftest import leading_partition
 from .test_broker_loss import read_partition
 from .test_failover import controller_of
 
@@ -65,13 +61,7 @@ def test_a_bounced_leader_hands_over_and_a_sole_in_sync_one_leads_again_under_a_
 
 
 def test_a_leader_takes_a_restarted_follower_back_only_on_its_new_process_s_fetches(tmp_path):
-    log = Log.open(tmp_path / "t-0", LogConfig(), clean_shutdown=True)
-    now = int(time.time() * 1000)
-    partition = Partition("t", 0, uuid.uuid4(), log, PartitionAssignment(1, 0, [1, 2, 3], [1, 2, 3]), 1)
-    try:
-        partition.update_assignment(partition.assignment, now)
-        data = encode_batch([Record(0, now, None, b"v")])
-        partition.append(data, validate_batches(data))
+    with leading_partition(tmp_path) as (partition, now):
         for replica in (2, 3):
             partition.follower_fetched(replica, 1, now)
         partition.forget_restarted({1: 10, 2: 20, 3: 30}, now)
@@ -81,8 +71,6 @@ def test_a_leader_takes_a_restarted_follower_back_only_on_its_new_process_s_fetc
         assert partition.wanted_isr(now, 10_000, {1, 2, 3}) is None
         partition.follower_fetched(3, 1, now)
         assert partition.wanted_isr(now, 10_000, {1, 2, 3}) == [1, 2, 3]
-    finally:
-        log.close()
 
 
 class StateLog:

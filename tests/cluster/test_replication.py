@@ -15,16 +15,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.cluster.metadata import PartitionAssignment
-from odradek.cluster.partition import Partition
 from odradek.config import LogConfig
 from odradek.embedded import Cluster, wait_until
 from odradek.errors import ErrorCode
 from odradek.errors import KafkaError as OdradekError
-from odradek.records.batch import Record, encode_batch, validate_batches
-from odradek.storage.log import Log
 
-from .conftest import new_cluster
+from .conftest import leading_partition, new_cluster
 
 SESSION_TIMEOUT_S = Cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
 LAG_TIME_MS = 5000
@@ -107,13 +103,7 @@ def test_an_isr_shrink_counts_for_min_insync_from_when_it_is_decided(tmp_path):
     in between must not be checked against the ISR being left (it passed, was appended, and then failed with
     NOT_ENOUGH_REPLICAS_AFTER_APPEND), while the high watermark still waits for every member until the change is
     written (the write may lose to the controller's)."""
-    log = Log.open(tmp_path / "t-0", LogConfig(min_insync_replicas=2), clean_shutdown=True)
-    now = int(time.time() * 1000)
-    partition = Partition("t", 0, uuid.uuid4(), log, PartitionAssignment(1, 0, [1, 2, 3], [1, 2, 3]), 1)
-    try:
-        partition.update_assignment(partition.assignment, now)
-        data = encode_batch([Record(0, now, None, b"v")])
-        partition.append(data, validate_batches(data))
+    with leading_partition(tmp_path, LogConfig(min_insync_replicas=2)) as (partition, now):
         partition.follower_fetched(2, 1, now)
         assert partition.high_watermark == 0  # replica 3 has not fetched it
 
@@ -131,8 +121,6 @@ def test_an_isr_shrink_counts_for_min_insync_from_when_it_is_decided(tmp_path):
         partition.end_isr_change(0, written=True)
         assert partition.assignment.isr == [1, 2]
         assert partition.high_watermark == 1  # replica 2 has it, and 3 no longer counts
-    finally:
-        log.close()
 
 
 def test_paused_followers_leave_the_isr_then_min_insync_refuses_and_they_rejoin(cluster, zk):

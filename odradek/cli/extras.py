@@ -20,14 +20,10 @@ EXTRA_OF_MODULE = {
 }
 
 
-def missing_extra(exc: ModuleNotFoundError) -> str | None:
-    """The extra that would install the module `exc` did not find, or None when it is no optional dependency."""
-    name = (exc.name or "").split(".")[0]
-    return EXTRA_OF_MODULE.get(name)
-
-
 def missing_extra_line(command: str | None, exc: ModuleNotFoundError) -> str | None:
-    extra = missing_extra(exc)
+    """The line naming the extra that would install the module `exc` did not find, or None when that module is no
+    optional dependency."""
+    extra = EXTRA_OF_MODULE.get((exc.name or "").split(".")[0])
     if extra is None:
         return None
     return f"odradek: {command or 'this command'} needs pip install 'odradek[{extra}]'"

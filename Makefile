@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
-.PHONY: serve test dist bench bench-packages loadgen fuzz chaos system-packages
+.PHONY: serve test dist bench bench-packages loadgen fuzz chaos interop system-packages java-jars
 
 $(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c odradek/records/_crc32c.c odradek/records/_batch.c \
 		odradek/broker/_frame_buffer.c odradek/protocol/_codec.c odradek/storage/_offset_map.c
@@ -36,8 +36,21 @@ system-packages:
 serve: $(INSTALLED)
 	$(BIN)/odradek serve --data-dir data
 
-test: $(INSTALLED) system-packages
+test: $(INSTALLED) system-packages java-jars
 	$(BIN)/python -m pytest -q
+
+# Apache Kafka's jars (4.3 for the clients, tools, Streams, Connect and the reference broker; 3.9 for a ZooKeeper-mode
+# reference) and Spark's Kafka connector, from Maven Central into build/java/ (ignored), for the tests only: each
+# set is fetched again only when its pom changes.
+JAVA_SETS := build/java/kafka-4.3.1/.fetched build/java/kafka-3.9.1/.fetched build/java/spark-kafka/.fetched
+java-jars: $(JAVA_SETS)
+build/java/kafka-4.3.1/.fetched: tests/java/pom.xml
+build/java/kafka-3.9.1/.fetched: tests/java/kafka-3.9/pom.xml
+build/java/spark-kafka/.fetched: tests/java/spark-kafka/pom.xml
+$(JAVA_SETS):
+	rm -rf $(@D)
+	mvn -q -B -f $< dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(abspath $(@D))
+	touch $@
 
 # A wheel of this checkout in dist/ (built in an isolated environment with the setuptools pyproject.toml asks for;
 # the C extensions make it a platform wheel): pip install dist/odradek-*.whl installs it elsewhere.
@@ -60,6 +73,14 @@ CHAOS_SECONDS ?= 600
 chaos: $(INSTALLED) system-packages
 	CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_SEED=$(CHAOS_SEED) $(BIN)/python -m pytest -q -s -p no:cacheprovider \
 	  -o timeout=0 tests/chaos/test_chaos.py -k long
+
+# The Java ecosystem and Apache Kafka beside Odradek for INTEROP_SECONDS (default 10 minutes): the long versions of
+# tests/interop (soaks, many restarts of Streams and Connect) and tests/differential (the fuzzer's generator run
+# against Kafka and Odradek with INTEROP_SEED, random unless given, printed). The suite runs a short one of each.
+INTEROP_SECONDS ?= 600
+interop: $(INSTALLED) system-packages java-jars
+	INTEROP_SECONDS=$(INTEROP_SECONDS) INTEROP_SEED=$(INTEROP_SEED) $(BIN)/python -m pytest -q -s -p no:cacheprovider \
+	  -o timeout=0 tests/interop tests/differential -k long
 
 $(BENCH_INSTALLED): $(INSTALLED)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,bench]'

@@ -244,7 +244,8 @@ class KafkaServer:
             process = self.processes[node]
             if process.poll() is not None:
                 return True
-            return "Kafka Server started" in self.log_path(node).read_text(errors="replace")
+            log = self.log_path(node).read_text(errors="replace")  # KRaft's line, then ZooKeeper mode's
+            return "Kafka Server started" in log or "started (kafka.server.KafkaServer)" in log
 
         if not wait_until(started, timeout, 0.1) or self.processes[node].poll() is not None:
             raise RuntimeError(f"Kafka {self.version} node {node} did not start; {self.log_path(node)} ends:\n"

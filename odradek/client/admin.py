@@ -180,11 +180,15 @@ class Admin:
     def list_offsets(self, topic: str, partitions: Iterable[int], spec: OffsetSpec) -> dict[int, int]:
         """ListOffsets for each partition: OffsetSpec.earliest(), .latest() or .for_timestamp(ms) (-1 if no record
         is that recent)."""
-        asked = {confluent_kafka.TopicPartition(topic, index): spec for index in partitions}
+        return {index: offset for (_, index), offset in self.offsets([(topic, p) for p in partitions], spec).items()}
+
+    def offsets(self, partitions: Iterable[tuple[str, int]], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+        """list_offsets for partitions of any number of topics, asked together (one request per leader)."""
+        asked = {confluent_kafka.TopicPartition(topic, index): spec for topic, index in partitions}
         if not asked:
             return {}
         futures = self._client.list_offsets(asked, request_timeout=self.timeout)
-        return {tp.partition: _wait(future, self.timeout).offset for tp, future in futures.items()}
+        return {(tp.topic, tp.partition): _wait(future, self.timeout).offset for tp, future in futures.items()}
 
     def offsets_for_time(self, topic: str, partitions: Iterable[int], timestamp_ms: int) -> dict[int, int]:
         """The first offset at or after the time in each partition (the latest offset where none is)."""
@@ -219,6 +223,14 @@ class Admin:
         members = [(m.member_id, m.client_id, m.host) for m in described.members]
         state = described.state.name if described.state else "UNKNOWN"
         return GroupInfo(group_id, state, described.partition_assignor or "", members, offsets)
+
+    def group_member_counts(self, group_ids: Iterable[str]) -> dict[str, int]:
+        """How many active members each group has, from one DescribeGroups per coordinator."""
+        group_ids = list(group_ids)
+        if not group_ids:
+            return {}
+        futures = self._client.describe_consumer_groups(group_ids, request_timeout=self.timeout)
+        return {group_id: len(_wait(future, self.timeout).members) for group_id, future in futures.items()}
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         request = confluent_kafka.ConsumerGroupTopicPartitions(group_id)

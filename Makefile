@@ -123,8 +123,9 @@ $(LOADGEN)/floor-server: bench/loadgen/floor-server.c
 loadgen: $(LOADGEN)/loadgen-producer $(LOADGEN)/loadgen-consumer $(LOADGEN)/loadgen-wire-producer \
 	$(LOADGEN)/loadgen-wire-consumer $(LOADGEN)/floor-server
 
-# Odradek beside Tansu, noida-db and the machine's limits (bench/suite.py): bench/results/<date>-<workloads>.json and .png (bench/results/README.md).
+# Odradek beside Tansu, noida-db, Apache Kafka 4.3.1 (its jars: java-jars) and the machine's limits (bench/suite.py):
+# bench/results/<date>-<workloads>.json and .png (bench/results/README.md).
 # Without a C compiler or librdkafka-dev the load generator's workloads are skipped, the rest still run.
-bench: $(BENCH_INSTALLED) bench-packages
+bench: $(BENCH_INSTALLED) bench-packages java-jars
 	@$(MAKE) --no-print-directory loadgen || echo "no load generator: its workloads will be skipped"
 	$(BIN)/python -m bench.suite

@@ -50,14 +50,18 @@ def same_origin(request: Request) -> bool:
     return (parts.scheme, parts.netloc) == (request.url.scheme, request.headers.get("host"))
 
 
-def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopback_only: bool = True) -> Starlette:
-    """The console over `view`; `sampler` gives the rate chart and partition sizes (None: no metrics known)."""
+def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopback_only: bool = True,
+               lag_history: LagHistory | None = None) -> Starlette:
+    """The console over `view`; `sampler` gives the rate chart and partition sizes (None: no metrics known);
+    `lag_history` is the groups' lag over time (a LagSampler's, from the console's start)."""
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters["rendered"] = render.render_bytes
     templates.env.filters["time"] = render.format_time
+    templates.env.filters["bytes"] = render.human_bytes
+    templates.env.filters["setting"] = render.human_setting
     templates.env.globals["zookeeper"] = view.zookeeper is not None
     templates.env.globals["metrics"] = sampler is not None and bool(sampler.urls)
-    lag_history = LagHistory()
+    lag_history = lag_history if lag_history is not None else LagHistory()
 
     def page(request: Request, name: str, status_code: int = 200, **context) -> Response:
         context.setdefault("notice", request.query_params.get("notice", ""))
@@ -92,7 +96,8 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     # ----------------------------------------------------------------------------------------------- topics
     async def topics(request: Request) -> Response:
         query = request.query_params.get("q", "")
-        rows = await run_in_threadpool(view.topics, query, page_number(request))
+        sizes = sampler.log_sizes if sampler is not None and sampler.urls else None
+        rows = await run_in_threadpool(view.topics, query, page_number(request), sizes)
         return page(request, "_topics_table.html" if fragment(request) else "topics.html", topics=rows, q=query)
 
     async def create_topic(request: Request) -> Response:

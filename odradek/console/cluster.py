@@ -44,11 +44,21 @@ class TopicRow:
     replication_factor: int
     under_replicated: int
     offline: int
+    records: int | None = None  # in its online partitions (the topic list asks their offsets)
+    size_bytes: float | None = None  # from the brokers' metrics, None without them
 
     @classmethod
     def of(cls, name: str, layouts: list[PartitionLayout]) -> "TopicRow":
         return cls(name, len(layouts), len(layouts[0].replicas) if layouts else 0,
                    sum(1 for p in layouts if len(p.isr) < len(p.replicas)), sum(1 for p in layouts if p.leader < 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupRow:
+    group_id: str
+    state: str
+    members: int
+    lag: int | None  # over its committed offsets; None: nothing committed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,10 +126,27 @@ class ClusterView:
                         sum(row.offline for row in rows))
 
     # ------------------------------------------------------------------------------------------- topics
-    def topics(self, query: str = "", page: int = 1) -> render.Page[TopicRow]:
-        rows = [TopicRow.of(name, partitions) for name, partitions in self.admin.topic_layouts().items()
-                if query.lower() in name.lower()]
-        return render.page_of(rows, page, TOPICS_PER_PAGE)
+    def topics(self, query: str = "", page: int = 1, log_sizes: Mapping[tuple[str, int], float] | None = None
+               ) -> render.Page[TopicRow]:
+        """A page of topics matching `query`, with the records in each (offsets asked for that page's topics only,
+        all together) and, with metrics, their size."""
+        layouts = {name: partitions for name, partitions in self.admin.topic_layouts().items()
+                   if query.lower() in name.lower()}
+        shown = render.page_of(sorted(layouts), page, TOPICS_PER_PAGE)
+        online = [(name, p.partition) for name in shown.items for p in layouts[name] if p.leader >= 0]
+        earliest = self.admin.offsets(online, OffsetSpec.earliest())
+        latest = self.admin.offsets(online, OffsetSpec.latest())
+        records: dict[str, int] = dict.fromkeys(shown.items, 0)
+        for name, index in online:
+            records[name] += latest[(name, index)] - earliest[(name, index)]
+        sizes: dict[str, float] = {}
+        for (name, _), size in (log_sizes or {}).items():
+            if name in records:
+                sizes[name] = sizes.get(name, 0.0) + size
+        rows = [dataclasses.replace(TopicRow.of(name, layouts[name]), records=records[name],
+                                    size_bytes=sizes.get(name) if log_sizes is not None else None)
+                for name in shown.items]
+        return dataclasses.replace(shown, items=rows)
 
     def topic(self, name: str, page: int = 1, log_sizes: Mapping[tuple[str, int], float] | None = None
               ) -> TopicDetail:
@@ -202,8 +229,20 @@ class ClusterView:
         return sent.partition, sent.offset
 
     # ------------------------------------------------------------------------------------------- groups
-    def groups(self) -> list[tuple[str, str]]:
-        return self.admin.list_groups()
+    def groups(self, limit: int | None = None) -> list[GroupRow]:
+        """Every group (the first `limit` by name) with its state, active members and total lag over its online
+        partitions (committed offsets asked group by group, the log ends of all their partitions together)."""
+        listed = self.admin.list_groups()[:limit]
+        members = self.admin.group_member_counts(group_id for group_id, _ in listed)
+        committed = {group_id: self.admin.committed_offsets(group_id) for group_id, _ in listed}
+        online = {(name, p.partition) for name, partitions in self.admin.topic_layouts(include_internal=True).items()
+                  for p in partitions if p.leader >= 0}
+        latest = self.admin.offsets(sorted({key for offsets in committed.values() for key in offsets} & online),
+                                    OffsetSpec.latest())
+        return [GroupRow(group_id, state, members.get(group_id, 0),
+                         sum(max(0, latest[key] - offset) for key, offset in committed[group_id].items()
+                             if key in latest) if committed[group_id] else None)
+                for group_id, state in listed]
 
     def group(self, group_id: str):
         group = self.admin.describe_group(group_id)

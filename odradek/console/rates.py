@@ -3,8 +3,10 @@
 The brokers count records and bytes in and out (odradek.metrics); a rate is the difference of two scrapes over the
 time between them, summed over every broker and topic. A sampler thread scrapes every `interval` seconds and keeps
 a bounded history, so the overview's chart has data from the moment the console starts and no page waits on a
-scrape. Lag has no history in Kafka; the console records each group's total lag whenever it reads it (a group page
-polls it), so its chart covers the time someone watched. Both histories are bounded (RATE_SAMPLES, LAG_SAMPLES).
+scrape. Lag has no history in Kafka; a second sampler thread reads every group's total lag (the first LAG_GROUPS by
+name) at the same interval from the console's start, and a group page adds a point each time it reads the group, so
+a group's chart goes back to the console's start, not to when its page opened. Both histories are bounded
+(RATE_SAMPLES a series, LAG_SAMPLES for each of at most LAG_GROUPS groups).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -133,3 +135,37 @@ class LagHistory:
         with self._lock:
             samples = list(self._history.get(group_id, ()))
         return {"time": [at for at, _ in samples], "lag": [lag for _, lag in samples]}
+
+
+class LagSampler:
+    """A daemon thread that every `interval` seconds reads (group id, total lag) pairs with `read` and records them
+    in `history`; a failed read (a cluster down) is logged and tried again at the next interval."""
+
+    def __init__(self, read: Callable[[], Iterable[tuple[str, int | None]]], history: LagHistory,
+                 interval: float = 5.0):
+        self.history = history
+        self.interval = interval
+        self._read = read
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="odradek-console-lag", daemon=True)
+
+    def start(self) -> "LagSampler":
+        self._thread.start()
+        return self
+
+    def sample(self) -> None:
+        at = time.time()
+        for group_id, lag in self._read():
+            if lag is not None:
+                self.history.record(group_id, at, lag)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sample()
+            except Exception as exc:  # noqa: BLE001 - any client failure: the next interval tries again
+                log.warning("cannot read the groups' lag: %s", exc)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()

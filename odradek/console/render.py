@@ -43,6 +43,49 @@ def format_time(timestamp_ms: int | None) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+SIZE_UNITS = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+TIME_UNITS = [("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)]
+# a setting's unit is in its name, as Kafka's docs give it: retention.ms is milliseconds, segment.bytes bytes,
+# log.retention.hours hours (and log.cleaner.dedupe.buffer.size, socket.*.buffer.bytes ... bytes)
+TIME_SUFFIXES = {".ms": 1, ".seconds": 1000, ".minutes": 60_000, ".hours": 3_600_000}
+SIZE_SUFFIXES = (".bytes", ".buffer.size")
+LONG_MAX = (1 << 63) - 1  # Kafka's "no limit" for a long setting, e.g. message.timestamp.*.ms
+
+
+def _scaled(value: int, units: list[tuple[str, int]], base: str) -> str:
+    """`value` in the largest unit it reaches: exact ("7 d"), else to one decimal with a "≈" ("≈ 1.5 h")."""
+    for name, size in units:
+        if value >= size:
+            if value % size == 0:
+                return f"{value // size:,} {name}"
+            return f"≈ {value / size:,.1f} {name}"
+    return f"{value:,} {base}"
+
+
+def human_bytes(size: float | None) -> str:
+    """A byte count in binary units: 1 GiB, ≈ 1.5 MiB, 512 B."""
+    return "" if size is None else _scaled(int(size), SIZE_UNITS, "B")
+
+
+def human_setting(name: str, value: str | None) -> str:
+    """A time or size setting's value in human units ("7 d" for retention.ms=604800000, "1 GiB" for
+    segment.bytes=1073741824); "" for other settings, negative values (Kafka's -1: no limit) and non-numbers."""
+    try:
+        number = int(value or "")
+    except ValueError:
+        return ""
+    if number < 0:
+        return ""
+    if name.endswith(SIZE_SUFFIXES):
+        return _scaled(number, SIZE_UNITS, "B")
+    for suffix, unit_ms in TIME_SUFFIXES.items():
+        if name.endswith(suffix):
+            if number == LONG_MAX:
+                return "no limit"
+            return _scaled(number * unit_ms, TIME_UNITS, "ms")
+    return ""
+
+
 @dataclasses.dataclass(frozen=True)
 class Page(Generic[T]):
     items: Sequence[T]

@@ -16,7 +16,7 @@ import uvicorn
 
 from odradek.console.app import create_app
 from odradek.console.cluster import ClusterView
-from odradek.console.rates import MetricsSampler
+from odradek.console.rates import LAG_GROUPS, LagHistory, LagSampler, MetricsSampler
 
 log = logging.getLogger("odradek.console")
 DEFAULT_HOST = "127.0.0.1"
@@ -31,6 +31,7 @@ class ConsoleSettings:
     zookeeper: str | None = None  # cluster mode: the ZooKeeper page reads it
     metrics_urls: list[str] = dataclasses.field(default_factory=list)  # the brokers' /metrics, for rates
     metrics_interval: float = 5.0
+    lag_interval: float = 5.0  # how often the groups' lag is read for their charts
     timeout: float = 15.0
 
 
@@ -50,7 +51,10 @@ class Console:
         self.view = ClusterView(settings.bootstrap_servers, settings.client_config, settings.zookeeper,
                                 settings.timeout)
         self.sampler = MetricsSampler(settings.metrics_urls, settings.metrics_interval)
-        app = create_app(self.view, self.sampler, loopback_only=_loopback(settings.host))
+        self.lag_sampler = LagSampler(lambda: [(row.group_id, row.lag) for row in self.view.groups(LAG_GROUPS)],
+                                      LagHistory(), settings.lag_interval)
+        app = create_app(self.view, self.sampler, loopback_only=_loopback(settings.host),
+                         lag_history=self.lag_sampler.history)
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
         self._socket: socket.socket | None = None
         self.url = ""
@@ -65,6 +69,7 @@ class Console:
         host = f"[{self.settings.host}]" if family == socket.AF_INET6 else self.settings.host
         self.url = f"http://{host}:{port}/"
         self.sampler.start()
+        self.lag_sampler.start()
         return self.url
 
     def serve(self) -> None:
@@ -73,6 +78,7 @@ class Console:
             self._server.run(sockets=[self._socket])
         finally:
             self.sampler.stop()
+            self.lag_sampler.stop()
             self.view.close()
 
     def start_thread(self) -> str:

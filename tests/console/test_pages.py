@@ -13,7 +13,7 @@ import pytest
 
 from odradek.client import Admin, Producer
 from odradek.embedded import wait_until
-from tests.console.conftest import screenshot
+from tests.console.conftest import http_get, screenshot
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,6 +61,9 @@ def test_create_topic_produce_browse_edit_and_delete(console, admin, page, topic
     page.wait_for_url(f"**/topics/{topic_name}?notice=*")
     assert page.locator("#partitions tbody tr").count() == 2
     assert admin.topic_configs(topic_name) == {"retention.ms": "3600000"}
+    # time and size settings in human units beside the raw value
+    assert page.text_content("tr[data-config='retention.ms'] .unit") == "1 h"
+    assert page.text_content("tr[data-config='segment.bytes'] .unit") == "1 GiB"
     screenshot(page, "topic")
 
     # produce a test message with a header, then see it browsing partition 1
@@ -158,6 +161,28 @@ def test_messages_page_through_a_partition(console, admin, page, topic_name):
     assert offsets() == [] and "No records here." in page.text_content("#messages")
 
 
+def lag_series(console, group_id: str) -> dict:
+    return json.loads(http_get(console.url + f"groups/{group_id}/lag.json")[1])
+
+
+def test_topic_list_shows_records_and_size_and_group_list_lag_and_members(console, admin, page, topic_name):
+    admin.create_topic(topic_name, 2)
+    with Producer(console.bootstrap_servers) as producer:
+        for index in range(30):
+            producer.send(topic_name, "x" * 100, partition=index % 2)
+        producer.flush()
+    group_id = f"listed-{topic_name}"
+    admin.set_group_offsets(group_id, {(topic_name, 0): 5, (topic_name, 1): 15})  # lag 10 + 0
+    row = f"#topics-table tr:has(a:text-is('{topic_name}'))"
+    page.goto(console.url + f"topics?q={topic_name}")
+    assert page.text_content(f"{row} td.records") == "30"
+    # the size comes from the brokers' metrics, scraped every 5 s: a later scrape has the records
+    assert wait_until(lambda: page.reload() or page.text_content(f"{row} td.size").endswith("KiB"), 30, interval=2)
+    page.goto(console.url + "groups")
+    group_row = f"#groups tr[data-group='{group_id}']"
+    assert page.text_content(f"{group_row} td.lag") == "10" and page.text_content(f"{group_row} td.members") == "0"
+
+
 def test_group_lag_reset_with_dry_run_and_delete(console, admin, page, topic_name):
     group_id = f"group-{topic_name}"
     admin.create_topic(topic_name, 2)
@@ -166,9 +191,12 @@ def test_group_lag_reset_with_dry_run_and_delete(console, admin, page, topic_nam
             producer.send(topic_name, f"value-{index}", partition=index % 2)
         producer.flush()
     admin.set_group_offsets(group_id, {(topic_name, 0): 5, (topic_name, 1): 20})  # lag 15 + 0
+    # the console samples every group's lag from its start: the chart has points before anyone opens the page
+    assert wait_until(lambda: 15 in lag_series(console, group_id)["lag"], 30, interval=1)
     page.goto(console.url + "groups")
     page.click(f"text={group_id}")
     assert page.text_content("#total-lag") == "15"
+    page.wait_for_function("Number(document.querySelector('#lag-chart').dataset.points || 0) >= 1")
     assert page.locator("#offsets tbody tr").count() == 2
 
     page.fill("#reset input[name=topics]", topic_name)
@@ -204,5 +232,10 @@ def test_group_members_and_assignment(console, admin, page, topic_name):
         page.goto(console.url + f"groups/{group_id}")
         assert "console-test-client" in page.text_content("#members")
         assert page.text_content("#group-state") == "stable"
+        # Kafka refuses to reset or delete a group with active members: the page offers neither and says why
+        assert "only while it has no active members" in page.text_content("#reset-refused")
+        assert page.locator("#reset").count() == 0 and page.locator("text=Delete this group").count() == 0
+        page.goto(console.url + "groups")
+        assert page.text_content(f"#groups tr[data-group='{group_id}'] td.members") == "1"
     finally:
         consumer.close()

@@ -16,6 +16,19 @@ def test_record_bytes_as_text_json_and_hex():
     assert len(big) < 17_000 and big.endswith("(100,000 bytes in all)")
 
 
+def test_time_and_size_settings_in_human_units():
+    assert render.human_setting("retention.ms", "604800000") == "7 d"
+    assert render.human_setting("segment.bytes", "1073741824") == "1 GiB"
+    assert render.human_setting("log.retention.hours", "168") == "7 d"
+    assert render.human_setting("segment.ms", "90000") == "≈ 1.5 min"
+    assert render.human_setting("max.message.bytes", "1048588") == "≈ 1.0 MiB"
+    assert render.human_setting("log.cleaner.dedupe.buffer.size", "134217728") == "128 MiB"
+    assert render.human_setting("message.timestamp.after.max.ms", str((1 << 63) - 1)) == "no limit"
+    assert render.human_setting("retention.bytes", "-1") == ""  # Kafka's -1: no limit, shown raw
+    assert render.human_setting("cleanup.policy", "delete") == "" and render.human_setting("flush.messages", "1") == ""
+    assert render.human_bytes(512) == "512 B" and render.human_bytes(None) == ""
+
+
 def test_pages_of_a_list():
     page = render.page_of(list(range(120)), 3, 50)
     assert (list(page.items), page.number, page.pages, page.previous, page.next) == (list(range(100, 120)), 3, 3, 2,

@@ -18,7 +18,7 @@ import sys
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
                                    ResourceType)
 
-from odradek.cli.common import add_admin_options, add_command_config, admin_of, print_table
+from odradek.cli.common import add_admin_options, admin_of, print_table
 
 CLUSTER_NAME = "kafka-cluster"
 
@@ -58,7 +58,6 @@ def add_commands(commands) -> None:
                             default=ResourcePatternType.LITERAL if action is add else None,
                             help="literal (default) or prefixed; any or match also for list and remove")
         add_admin_options(action)
-        add_command_config(action)
     for action in (add, remove):
         action.add_argument("--allow-principal", action="append", default=[], metavar="PRINCIPAL",
                             help="a principal the ACLs allow, e.g. User:alice (User:* is everyone); repeatable")

@@ -1,5 +1,6 @@
-"""What every client-side command shares: the --command-config and --timeout options (with --bootstrap-server, which
-odradek.client.options holds for the Spark pipelines' commands too), KEY=VALUE arguments, tables.
+"""What every client-side command shares: --bootstrap-server (which odradek.client.options holds for the Spark
+pipelines' commands too) with --command-config, the client properties file Kafka's tools take (Java's names,
+translated by odradek.client.properties), and --timeout; KEY=VALUE arguments, tables.
 
 Commands talk to a cluster through odradek.client only; failures surface as ClientError (or ValueError for bad
 input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1; UsageError (arguments that
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from odradek.client import Admin
 from odradek.client.options import add_bootstrap
+from odradek.client.properties import librdkafka_settings
 from odradek.config import parse_properties
 
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells and Kafka's own (JVM) tools report Ctrl-C
@@ -23,17 +25,19 @@ class UsageError(ValueError):
     """Arguments that parse one by one but do not make sense together: exit code 2, as argparse's errors."""
 
 
-def add_admin_options(parser: argparse.ArgumentParser) -> None:
-    """--bootstrap-server and --timeout, for commands that ask the cluster questions through Admin."""
+def add_client_options(parser: argparse.ArgumentParser) -> None:
+    """--bootstrap-server and --command-config: what every command that talks to brokers takes."""
     add_bootstrap(parser)
+    parser.add_argument("--command-config", type=Path, metavar="FILE",
+                        help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
+                             "sasl.username/password, ssl.*) for a secured listener")
+
+
+def add_admin_options(parser: argparse.ArgumentParser) -> None:
+    """add_client_options and --timeout, for commands that ask the cluster questions through Admin."""
+    add_client_options(parser)
     parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                         help="how long to wait for the cluster's answers (default 15)")
-
-
-def add_command_config(parser: argparse.ArgumentParser) -> None:
-    """--command-config: a client properties file for a secured listener, as Kafka's tools take it."""
-    parser.add_argument("--command-config", type=Path, metavar="FILE",
-                        help="client properties (security.protocol, sasl.*, ssl.*) for a secured listener")
 
 
 def properties_file(path: Path | None) -> dict[str, str]:
@@ -41,9 +45,24 @@ def properties_file(path: Path | None) -> dict[str, str]:
     return parse_properties(path.read_text(encoding="utf-8")) if path else {}
 
 
+def add_client_properties(parser: argparse.ArgumentParser, role: str) -> None:
+    """--producer-property KEY=VALUE and --producer.config FILE (or the consumer's), as Kafka's console and perf
+    tools take them: Kafka client properties over --command-config's."""
+    parser.add_argument(f"--{role}-property", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                        help=f"a {role} property (Kafka's names: acks, linger.ms, compression.type, ...), "
+                             "repeatable; wins over the files")
+    parser.add_argument(f"--{role}.config", dest=f"{role}_config", type=Path, metavar="FILE",
+                        help=f"{role} properties file (wins over --command-config)")
+
+
 def command_config(args: argparse.Namespace) -> dict[str, str]:
-    """The client properties --command-config names (none without it, or for a command that lacks the option)."""
-    return properties_file(getattr(args, "command_config", None))
+    """The librdkafka settings of the client properties the command was given: --command-config, then a
+    --producer.config/--consumer.config file, then each --producer-property/--consumer-property (none without)."""
+    properties = properties_file(args.command_config)
+    for role in ("producer", "consumer"):
+        properties.update(properties_file(getattr(args, f"{role}_config", None)))
+        properties.update(getattr(args, f"{role}_property", ()))
+    return librdkafka_settings(properties)
 
 
 def admin_of(args: argparse.Namespace) -> Admin:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from odradek.cli.common import INTERRUPTED_EXIT_CODE, add_admin_options, add_command_config, command_config
+from odradek.cli.common import INTERRUPTED_EXIT_CODE, add_admin_options, command_config
 from odradek.cli.zk import add_zookeeper_option
 
 
@@ -24,7 +24,6 @@ def add_commands(commands) -> None:
                               "produce and fetch rate chart and partition sizes")
     add_zookeeper_option(console, default=None)
     add_admin_options(console)
-    add_command_config(console)
     console.set_defaults(run=run_console)
 
 

@@ -16,10 +16,11 @@ import time
 
 import confluent_kafka
 
-from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, admin_of
+from odradek.cli.common import (INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, add_client_properties, admin_of,
+                                command_config)
 from odradek.client import Admin, ClientError, Message
 from odradek.client.behind import Behind
-from odradek.client.errors import LIBRDKAFKA_LOGGER
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ConnectionFailures
 from odradek.client.options import timestamp_ms
 
 BATCH_SIZE = 500  # records taken from the client per call
@@ -47,6 +48,7 @@ def add_commands(commands) -> None:
                          help="stop when nothing arrives for this long, counted from when every partition read has "
                               "reached its end (in a group: after joining; default: run until Ctrl-C)")
     add_admin_options(consume)
+    add_client_properties(consume, "consumer")
     consume.set_defaults(run=run_consume)
 
 
@@ -86,11 +88,13 @@ def run_consume(args: argparse.Namespace) -> int:
     if args.partition is not None and not 0 <= args.partition < count:
         raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {args.topic!r} has partitions 0..{count - 1}, "
                           f"not {args.partition}", "UNKNOWN_TOPIC_OR_PART")
+    failures = ConnectionFailures(args.bootstrap_server)  # what no retry mends; librdkafka retries the rest
     consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-console-consumer",
-        "enable.auto.commit": args.group is not None, "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "earliest" if args.from_beginning else "latest", "logger": LIBRDKAFKA_LOGGER})
+        "group.id": args.group or "odradek-console-consumer",
+        "auto.offset.reset": "earliest" if args.from_beginning else "latest", **command_config(args),
+        "bootstrap.servers": args.bootstrap_server, "enable.auto.commit": args.group is not None,
+        "enable.auto.offset.store": False, "enable.partition.eof": True, "check.crcs": True,
+        "logger": LIBRDKAFKA_LOGGER, "error_cb": failures})
     behind = Behind()
     if args.group is None:
         partitions = [args.partition] if args.partition is not None else list(range(count))
@@ -108,14 +112,15 @@ def run_consume(args: argparse.Namespace) -> int:
 
         consumer.subscribe([args.topic], on_assign=on_assign)
     try:
-        printed, interrupted = _print_records(consumer, args, behind)
+        printed, interrupted = _print_records(consumer, args, behind, failures)
     finally:
         consumer.close()  # in a group: commits the stored offsets of what was printed
     print(f"Processed a total of {printed} messages", file=sys.stderr)
     return INTERRUPTED_EXIT_CODE if interrupted else 0
 
 
-def _print_records(consumer, args: argparse.Namespace, behind: Behind) -> tuple[int, bool]:
+def _print_records(consumer, args: argparse.Namespace, behind: Behind,
+                   failures: ConnectionFailures) -> tuple[int, bool]:
     """Print until --max-messages or --idle-timeout-ms (counted once `behind` is caught up); returns (records
     printed, whether Ctrl-C stopped it)."""
     printed = 0
@@ -135,6 +140,7 @@ def _print_records(consumer, args: argparse.Namespace, behind: Behind) -> tuple[
                 out.write(format_message(Message.of(raw), args) + "\n")
                 consumer.store_offsets(raw)
                 printed += 1
+            failures.check()
             if printed > before:
                 out.flush()
             if printed > before or not behind.caught_up:

@@ -15,9 +15,11 @@ import signal
 import sys
 import time
 from concurrent.futures import Future
+from pathlib import Path
 
-from odradek.cli.common import add_admin_options
+from odradek.cli.common import add_admin_options, command_config, properties_file
 from odradek.client import Admin, ClientError, ConsumerConnector, Message, Producer, Whitelist
+from odradek.client.properties import librdkafka_settings
 
 
 def add_commands(commands) -> None:
@@ -34,18 +36,22 @@ def add_commands(commands) -> None:
     mirror.add_argument("--idle-timeout-ms", type=int, metavar="MS",
                         help="stop once nothing new arrived for this long, counted from when every source "
                              "partition was read to its end (default: run until stopped)")
+    mirror.add_argument("--target-command-config", type=Path, metavar="FILE",
+                        help="Kafka client properties for the target cluster (--command-config is the source's)")
     add_admin_options(mirror)
     mirror.set_defaults(run=run_mirror)
 
 
 class Mirror:
     def __init__(self, source: str, target: str, topics: str, group: str, commit_interval_ms: int,
-                 admin_timeout: float):
-        self.source_admin = Admin(source, admin_timeout)
-        self.target_admin = Admin(target, admin_timeout)
+                 admin_timeout: float, source_config: dict[str, str] | None = None,
+                 target_config: dict[str, str] | None = None):
+        """source_config, target_config: librdkafka settings for each side's secured listener."""
+        self.source_admin = Admin(source, admin_timeout, source_config)
+        self.target_admin = Admin(target, admin_timeout, target_config)
         self.connector = ConsumerConnector(source, group, consumer_timeout_ms=commit_interval_ms,
-                                           topic_refresh_ms=commit_interval_ms)
-        self.producer = Producer(target)
+                                           topic_refresh_ms=commit_interval_ms, config=source_config)
+        self.producer = Producer(target, config=target_config)
         self.topics = Whitelist(topics)
         self.commit_interval_ms = commit_interval_ms
         self.copied = 0
@@ -112,7 +118,8 @@ class Mirror:
 
 def run_mirror(args: argparse.Namespace) -> int:
     mirror = Mirror(args.bootstrap_server, args.target, args.topics, args.group, args.commit_interval_ms,
-                    args.timeout)
+                    args.timeout, command_config(args),
+                    librdkafka_settings(properties_file(args.target_command_config)))
 
     def stop(*_):
         mirror.stopping = True

@@ -16,10 +16,9 @@ import time
 
 import confluent_kafka
 
-from odradek.cli.common import key_value
+from odradek.cli.common import add_client_options, add_client_properties, command_config
 from odradek.client import ClientError
 from odradek.client.errors import LIBRDKAFKA_LOGGER
-from odradek.client.options import add_bootstrap
 
 MB = 1024 * 1024
 PERCENTILES = (50, 95, 99, 99.9)
@@ -38,8 +37,7 @@ def add_commands(commands) -> None:
     produce.add_argument("--record-size", "-s", type=int, default=100, help="value bytes per record (default 100)")
     produce.add_argument("--throughput", type=float, default=-1,
                          help="records per second to aim at (default -1: no limit)")
-    produce.add_argument("--producer-property", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                         help="a librdkafka setting (acks, linger.ms, compression.type, ...), repeatable")
+    add_client_properties(produce, "producer")
     produce.set_defaults(run=run_produce)
 
     consume = actions.add_parser("consume", help="consume records as fast as possible",
@@ -49,12 +47,11 @@ def add_commands(commands) -> None:
     consume.add_argument("--group", help="consume in this group (default: assign every partition, no group)")
     consume.add_argument("--timeout-ms", type=int, default=10_000,
                          help="give up when nothing arrives for this long (default 10000)")
-    consume.add_argument("--consumer-property", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                         help="a librdkafka setting, repeatable")
+    add_client_properties(consume, "consumer")
     consume.set_defaults(run=run_consume)
 
     for action in (produce, consume):
-        add_bootstrap(action)
+        add_client_options(action)
 
 
 class Progress:
@@ -103,7 +100,7 @@ def latency_summary(latencies_ms: list[float]) -> str:
 
 def run_produce(args: argparse.Namespace) -> int:
     settings = {"bootstrap.servers": args.bootstrap_server, "linger.ms": 5, "acks": "1",
-                "queue.buffering.max.messages": 1_000_000, "logger": LIBRDKAFKA_LOGGER, **dict(args.producer_property)}
+                "queue.buffering.max.messages": 1_000_000, "logger": LIBRDKAFKA_LOGGER, **command_config(args)}
     producer = confluent_kafka.Producer(settings)
     payload = os.urandom(args.record_size)
     latencies: list[float] = []
@@ -146,8 +143,8 @@ def run_produce(args: argparse.Namespace) -> int:
 
 def run_consume(args: argparse.Namespace) -> int:
     settings = {"bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-perf-consumer",
-                "enable.auto.commit": args.group is not None, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOGGER,
-                **dict(args.consumer_property)}
+                "enable.auto.commit": args.group is not None, "auto.offset.reset": "earliest",
+                "logger": LIBRDKAFKA_LOGGER, **command_config(args)}
     consumer = confluent_kafka.Consumer(settings)
     if args.group is not None:
         consumer.subscribe([args.topic])

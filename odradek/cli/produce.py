@@ -2,7 +2,9 @@
 
 Records go through odradek.client.Producer, so keys are partitioned exactly as Java clients partition them. A line
 is `KEY<separator>VALUE` when --key-separator is given (a line without the separator is a value with no key).
-Sends are asynchronous and batched; the command waits for every acknowledgement and fails if any record failed.
+--command-config, --producer.config and --producer-property take Kafka's client properties, as
+kafka-console-producer does. Sends are asynchronous and batched; the command waits for every acknowledgement and
+fails if any record failed.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli.common import key_value
+from odradek.cli.common import add_client_options, add_client_properties, command_config, key_value
 from odradek.client import ClientError, Producer
-from odradek.client.options import add_bootstrap
 
 
 def add_commands(commands) -> None:
@@ -29,7 +30,8 @@ def add_commands(commands) -> None:
     produce.add_argument("--acks", choices=["0", "1", "all"], default="all", help="acknowledgements (default all)")
     produce.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none",
                          help="compress record batches with this codec (compression.type; default none)")
-    add_bootstrap(produce)
+    add_client_options(produce)
+    add_client_properties(produce, "producer")
     produce.set_defaults(run=run_produce)
 
 
@@ -45,7 +47,8 @@ def run_produce(args: argparse.Namespace) -> int:
     separator = args.key_separator.encode() if args.key_separator is not None else None
     headers = [(name, value.encode()) for name, value in args.header]
     sent = []
-    with Producer(args.bootstrap_server, acks=args.acks, config={"compression.type": args.compression}) as producer:
+    config = {"compression.type": args.compression, **command_config(args)}
+    with Producer(args.bootstrap_server, acks=config.pop("acks", args.acks), config=config) as producer:
         for line in source:
             key, value = split_line(line.rstrip(b"\r\n"), separator)
             sent.append(producer.send(args.topic, value, key, partition=args.partition, headers=headers))

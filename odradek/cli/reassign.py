@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from odradek.cli.common import UsageError, add_admin_options, add_command_config, admin_of
+from odradek.cli.common import UsageError, add_admin_options, admin_of
 
 
 def add_commands(commands) -> None:
@@ -27,7 +27,6 @@ def add_commands(commands) -> None:
     action.add_argument("--verify", type=Path, metavar="FILE", help="say whether each move FILE lists is done")
     action.add_argument("--cancel", type=Path, metavar="FILE", help="cancel the moves of the partitions FILE lists")
     add_admin_options(reassign)
-    add_command_config(reassign)
     reassign.set_defaults(run=run_reassign)
 
     elect = commands.add_parser(
@@ -40,7 +39,6 @@ def add_commands(commands) -> None:
     elect.add_argument("--partition", type=int, help="the partition (with --topic)")
     elect.add_argument("--all-topic-partitions", action="store_true", help="every partition of the cluster")
     add_admin_options(elect)
-    add_command_config(elect)
     elect.set_defaults(run=run_elect_leaders)
 
 

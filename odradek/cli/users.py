@@ -14,7 +14,7 @@ import getpass
 from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
                                    UserScramCredentialUpsertion)
 
-from odradek.cli.common import add_admin_options, add_command_config, admin_of, print_table
+from odradek.cli.common import add_admin_options, admin_of, print_table
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 _MECHANISMS = {name: getattr(ScramMechanism, name.replace("-", "_")) for name in MECHANISMS}
@@ -48,7 +48,6 @@ def add_commands(commands) -> None:
                             help="SCRAM-SHA-256 (default) or SCRAM-SHA-512")
     for action in (add, listing, remove):
         add_admin_options(action)
-        add_command_config(action)
 
 
 def run_add(args: argparse.Namespace) -> int:

@@ -2,25 +2,29 @@
 
 The CLI's `topics` and `groups` commands, the mirror and tests all go through this one place, so each
 administrative question (a topic's partitions, a group's lag, offsets at a time) is answered one way.
-Every call waits for its answer (`timeout` seconds) and raises ClientError with the broker's reason.
+Every call waits for its answer (`timeout` seconds) and raises ClientError with the broker's reason, at once when
+the broker refuses the login or no bootstrap server takes a connection (ConnectionFailures).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable, Mapping
 
 import confluent_kafka
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AdminClient, AlterConfigOpType, ConfigEntry,
                                    ConfigResource, NewPartitions, NewTopic, OffsetSpec)
 
-from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError, ConnectionFailures
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo
 from odradek.errors import ErrorCode, error_name
 from odradek.protocol import api
 from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
 
 TIMEOUT_S = 15.0
+POLL_S = 0.05  # how often a waiting call serves the client's error callback
+METADATA_STEP_S = 1.0  # a Metadata request is given this long before the failures are looked at again
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,26 +85,32 @@ class GroupInfo:
     offsets: list[GroupOffset]
 
 
-def _wait(future, timeout: float = TIMEOUT_S):
-    try:
-        return future.result(timeout)
-    except confluent_kafka.KafkaException as exc:
-        raise ClientError.of(exc) from None
-    except TimeoutError:
-        raise ClientError(f"no answer from the cluster within {timeout:g}s") from None
-
-
 class Admin:
     def __init__(self, bootstrap_servers: str, timeout: float = TIMEOUT_S, config: dict[str, str] | None = None):
         """config: further librdkafka client properties (security.protocol, sasl.*, ssl.* for a secured listener)."""
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
+        self.failures = ConnectionFailures(bootstrap_servers)
         self._client = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers,
-                                    "logger": LIBRDKAFKA_LOGGER})
+                                    "logger": LIBRDKAFKA_LOGGER, "error_cb": self.failures})
+
+    def _wait(self, future, timeout: float | None = None):
+        """The future's result, serving the error callback meanwhile: a refused login or connection ends it."""
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            self._client.poll(POLL_S)
+            self.failures.check()
+            if time.monotonic() >= deadline:
+                raise ClientError(f"no answer from the cluster within {timeout:g}s")
+        try:
+            return future.result()
+        except confluent_kafka.KafkaException as exc:
+            raise ClientError.of(exc) from None
 
     def describe_cluster(self) -> ClusterInfo:
         """The live brokers (with their racks) and the controller, by DescribeCluster."""
-        answer = _wait(self._client.describe_cluster(request_timeout=self.timeout), self.timeout)
+        answer = self._wait(self._client.describe_cluster(request_timeout=self.timeout))
         brokers = sorted((BrokerEndpoint(node.id, node.host, node.port, node.rack) for node in answer.nodes),
                          key=lambda broker: broker.node_id)
         controller = answer.controller.id if answer.controller is not None else -1
@@ -108,10 +118,17 @@ class Admin:
 
     # ------------------------------------------------------------------------------------------- topics
     def _metadata(self, topic: str | None = None):
-        try:
-            return self._client.list_topics(topic, timeout=self.timeout)
-        except confluent_kafka.KafkaException as exc:
-            raise ClientError.of(exc) from None
+        """Metadata, asked in steps so that a refused login or connection ends the wait at once."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            step = min(METADATA_STEP_S, max(0.01, deadline - time.monotonic()))
+            try:
+                return self._client.list_topics(topic, timeout=step)
+            except confluent_kafka.KafkaException as exc:
+                self._client.poll(0)
+                self.failures.check()
+                if time.monotonic() >= deadline or ClientError.of(exc).name not in ("_TRANSPORT", "_TIMED_OUT"):
+                    raise ClientError.of(exc) from None
 
     def list_topics(self, include_internal: bool = False) -> list[str]:
         return sorted(name for name in self._metadata().topics if include_internal or not name.startswith("__"))
@@ -124,26 +141,25 @@ class Admin:
     def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
                      configs: Mapping[str, str] | None = None) -> None:
         topic = NewTopic(name, partitions, replication_factor, config=dict(configs or {}))
-        _wait(self._client.create_topics([topic], request_timeout=self.timeout)[name], self.timeout)
+        self._wait(self._client.create_topics([topic], request_timeout=self.timeout)[name])
 
     def delete_topic(self, name: str) -> None:
-        _wait(self._client.delete_topics([name], request_timeout=self.timeout)[name], self.timeout)
+        self._wait(self._client.delete_topics([name], request_timeout=self.timeout)[name])
 
     def add_partitions(self, name: str, total: int) -> None:
-        _wait(self._client.create_partitions([NewPartitions(name, total)], request_timeout=self.timeout)[name],
-              self.timeout)
+        self._wait(self._client.create_partitions([NewPartitions(name, total)], request_timeout=self.timeout)[name])
 
     def alter_topic_configs(self, name: str, set_configs: Mapping[str, str], delete_configs: Iterable[str] = ()) -> None:
         entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
                    for key, value in set_configs.items()]
         entries += [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in delete_configs]
         resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
-        _wait(self._client.incremental_alter_configs([resource])[resource], self.timeout)
+        self._wait(self._client.incremental_alter_configs([resource])[resource])
 
     def topic_config_values(self, name: str) -> list[ConfigValue]:
         """Every setting of the topic, its own overrides and the defaults it inherits, sorted by name."""
         resource = ConfigResource(ConfigResource.Type.TOPIC, name)
-        entries = _wait(self._client.describe_configs([resource])[resource], self.timeout)
+        entries = self._wait(self._client.describe_configs([resource])[resource])
         return [ConfigValue(key, entry.value, confluent_kafka.admin.ConfigSource(entry.source).name,
                             entry.is_read_only, entry.is_sensitive) for key, entry in sorted(entries.items())]
 
@@ -188,7 +204,7 @@ class Admin:
         if not asked:
             return {}
         futures = self._client.list_offsets(asked, request_timeout=self.timeout)
-        return {(tp.topic, tp.partition): _wait(future, self.timeout).offset for tp, future in futures.items()}
+        return {(tp.topic, tp.partition): self._wait(future).offset for tp, future in futures.items()}
 
     def offsets_for_time(self, topic: str, partitions: Iterable[int], timestamp_ms: int) -> dict[int, int]:
         """The first offset at or after the time in each partition (the latest offset where none is)."""
@@ -200,13 +216,13 @@ class Admin:
     # ------------------------------------------------------------------------------------------- groups
     def list_groups(self) -> list[tuple[str, str]]:
         """(group id, state) of every group."""
-        result = _wait(self._client.list_consumer_groups(request_timeout=self.timeout), self.timeout)
+        result = self._wait(self._client.list_consumer_groups(request_timeout=self.timeout))
         return sorted((listing.group_id, listing.state.name if listing.state else "UNKNOWN")
                       for listing in result.valid)
 
     def describe_group(self, group_id: str) -> GroupInfo:
-        described = _wait(self._client.describe_consumer_groups([group_id], request_timeout=self.timeout)[group_id],
-                          self.timeout)
+        future = self._client.describe_consumer_groups([group_id], request_timeout=self.timeout)[group_id]
+        described = self._wait(future)
         owner: dict[tuple[str, int], str] = {}
         for member in described.members:
             for tp in (member.assignment.topic_partitions if member.assignment else ()):
@@ -230,12 +246,11 @@ class Admin:
         if not group_ids:
             return {}
         futures = self._client.describe_consumer_groups(group_ids, request_timeout=self.timeout)
-        return {group_id: len(_wait(future, self.timeout).members) for group_id, future in futures.items()}
+        return {group_id: len(self._wait(future).members) for group_id, future in futures.items()}
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         request = confluent_kafka.ConsumerGroupTopicPartitions(group_id)
-        result = _wait(self._client.list_consumer_group_offsets([request], request_timeout=self.timeout)[group_id],
-                       self.timeout)
+        result = self._wait(self._client.list_consumer_group_offsets([request], request_timeout=self.timeout)[group_id])
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
     def reset_plan(self, group_id: str, topics: Iterable[str] | None = None, *, to_earliest: bool = False,
@@ -270,40 +285,50 @@ class Admin:
         request = confluent_kafka.ConsumerGroupTopicPartitions(
             group_id, [confluent_kafka.TopicPartition(topic, index, offset)
                        for (topic, index), offset in sorted(offsets.items())])
-        result = _wait(self._client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group_id],
-                       self.timeout)
+        future = self._client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group_id]
+        result = self._wait(future)
         for tp in result.topic_partitions:
             if tp.error is not None:
                 raise ClientError.of(tp.error)
 
     def delete_group(self, group_id: str) -> None:
-        _wait(self._client.delete_consumer_groups([group_id], request_timeout=self.timeout)[group_id], self.timeout)
+        self._wait(self._client.delete_consumer_groups([group_id], request_timeout=self.timeout)[group_id])
 
     # ---------------------------------------------------------------------------------------------- ACLs
     def alter_user_scram_credentials(self, alteration) -> None:
         """One UserScramCredentialUpsertion or UserScramCredentialDeletion."""
-        _wait(self._client.alter_user_scram_credentials([alteration], request_timeout=self.timeout)[alteration.user],
-              self.timeout)
+        future = self._client.alter_user_scram_credentials([alteration], request_timeout=self.timeout)[alteration.user]
+        self._wait(future)
 
     def describe_user_scram_credentials(self, users: list[str] | None = None) -> dict:
         """Each user's UserScramCredentialsDescription: the users named, or all of them."""
         if users:
             futures = self._client.describe_user_scram_credentials(users, request_timeout=self.timeout)
-            return {user: _wait(future, self.timeout) for user, future in futures.items()}
-        return _wait(self._client.describe_user_scram_credentials(request_timeout=self.timeout), self.timeout)
+            return {user: self._wait(future) for user, future in futures.items()}
+        return self._wait(self._client.describe_user_scram_credentials(request_timeout=self.timeout))
 
     def create_acls(self, bindings: list[AclBinding]) -> None:
         for future in self._client.create_acls(bindings, request_timeout=self.timeout).values():
-            _wait(future, self.timeout)
+            self._wait(future)
 
     def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
-        return _wait(self._client.describe_acls(acl_filter, request_timeout=self.timeout), self.timeout)
+        """The ACLs matching the filter; CLUSTER_AUTHORIZATION_FAILED when this principal may not describe them.
+        librdkafka drops DescribeAcls' top-level error and answers an empty list instead, so an empty answer is
+        checked against the principal's operations on the cluster (DescribeCluster's authorized operations)."""
+        bindings = self._wait(self._client.describe_acls(acl_filter, request_timeout=self.timeout))
+        if not bindings:
+            cluster = self._wait(self._client.describe_cluster(include_authorized_operations=True,
+                                                               request_timeout=self.timeout))
+            if confluent_kafka.admin.AclOperation.DESCRIBE not in (cluster.authorized_operations or ()):
+                raise ClientError("CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed.",
+                                  "CLUSTER_AUTHORIZATION_FAILED")
+        return bindings
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[AclBinding]:
         """The bindings the filters matched, now removed."""
         deleted = []
         for future in self._client.delete_acls(filters, request_timeout=self.timeout).values():
-            deleted.extend(_wait(future, self.timeout))
+            deleted.extend(self._wait(future))
         return deleted
 
     # ------------------------------------------------------------------------------ leaders and reassignments
@@ -313,7 +338,7 @@ class Admin:
         outcome (those with ELECTION_NOT_NEEDED are left out when all were asked for, as Kafka answers)."""
         election = confluent_kafka.ElectionType.PREFERRED if preferred else confluent_kafka.ElectionType.UNCLEAN
         asked = None if partitions is None else [confluent_kafka.TopicPartition(t, p) for t, p in partitions]
-        results = _wait(self._client.elect_leaders(election, asked), self.timeout)  # no timeout option: it crashes
+        results = self._wait(self._client.elect_leaders(election, asked))  # no timeout option: it crashes
         return {(tp.topic, tp.partition): None if error is None else ClientError.of(error)
                 for tp, error in results.items()}
 

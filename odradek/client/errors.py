@@ -1,6 +1,7 @@
-"""ClientError: any failure reported by librdkafka or a broker, as one exception with one readable line; and
+"""ClientError: any failure reported by librdkafka or a broker, as one exception with one readable line;
 LIBRDKAFKA_LOGGER, where every client of this layer sends librdkafka's own log lines (instead of raw stderr), so
-applications decide what to show with ordinary logging settings.
+applications decide what to show with ordinary logging settings; and ConnectionFailures, the error callback that
+spots the failures no retry mends (a refused login, every bootstrap server refusing connections).
 
 Kept free of confluent-kafka imports so the CLI's top level can catch ClientError without loading the client library.
 """
@@ -8,6 +9,7 @@ Kept free of confluent-kafka imports so the CLI's top level can catch ClientErro
 from __future__ import annotations
 
 import logging
+import re
 
 LIBRDKAFKA_LOGGER = logging.getLogger("odradek.client.librdkafka")
 
@@ -28,3 +30,40 @@ class ClientError(Exception):
         if not hasattr(error, "code"):
             return cls(str(error))
         return cls(f"{error.name()}: {error.str()}", error.name(), error.retriable())
+
+
+# librdkafka's "<name>/<id>: Connect to <address> failed: Connection refused ..." (name may carry a protocol://)
+_REFUSED = re.compile(r"^(?:\w+://)?(?P<broker>[^/\s]+)/\S+: Connect to \S+ failed: Connection refused")
+_AUTHENTICATION = re.compile(r"^(?:\w+://)?(?P<broker>[^/\s]+)/\S+: SASL authentication error: (?P<reason>.*?)"
+                             r"(?: \(after \d+ms in state \w+\))?$")
+
+
+class ConnectionFailures:
+    """A client's error_cb that tells apart what no retry can mend, for the calls waiting on that client to raise at
+    once (as Kafka's Java clients fail a call on SaslAuthenticationException) instead of running out their timeout:
+    the broker refused the login, or every bootstrap server refused the connection. `error` is then a ClientError
+    with the broker's reason; None while a retry may still succeed. librdkafka calls it from the client's poll."""
+
+    def __init__(self, bootstrap_servers: str | None):
+        self.bootstrap = {server.strip() for server in (bootstrap_servers or "").split(",") if server.strip()}
+        self.refused: set[str] = set()
+        self.error: ClientError | None = None
+
+    def __call__(self, error) -> None:
+        if self.error is not None:
+            return
+        text = error.str()
+        if error.name() == "_AUTHENTICATION":
+            match = _AUTHENTICATION.match(text)
+            reason, broker = (match["reason"], match["broker"]) if match else (text, "")
+            self.error = ClientError(f"SaslAuthenticationException: {reason}" + (f" ({broker})" if broker else ""),
+                                     "_AUTHENTICATION")
+        elif error.name() == "_TRANSPORT" and (match := _REFUSED.match(text)):
+            self.refused.add(match["broker"])
+            if self.bootstrap and self.bootstrap <= self.refused:
+                self.error = ClientError(f"connection refused: {', '.join(sorted(self.bootstrap))}", "_TRANSPORT")
+
+    def check(self) -> None:
+        """Raise the failure, if there is one."""
+        if self.error is not None:
+            raise self.error

@@ -23,12 +23,13 @@ from typing import Any
 
 import confluent_kafka
 
-from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
+from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError, ConnectionFailures
 from odradek.client.messages import RecordMetadata
 from odradek.client.partitioners import Partitioner, murmur2_partitioner
 
 Encoder = Callable[[Any], bytes | None]
 METADATA_TIMEOUT_S = 10.0
+METADATA_STEP_S = 1.0  # a Metadata request is given this long before the connection failures are looked at again
 FLUSH_STEP_S = 0.1
 
 
@@ -58,8 +59,10 @@ class Producer:
             self._zookeeper = zookeeper.connect(zk_connect)
             self._cluster_view = zookeeper.ZooKeeperClusterView(self._zookeeper)
             bootstrap_servers = zookeeper.bootstrap_servers(self._zookeeper)
+        # a refused login, or every bootstrap server refusing connections, fails the calls waiting at once
+        self.failures = ConnectionFailures(bootstrap_servers or broker_list)
         settings = {"bootstrap.servers": bootstrap_servers or broker_list, "linger.ms": linger_ms, "acks": acks,
-                    "logger": LIBRDKAFKA_LOGGER, **(config or {})}
+                    "logger": LIBRDKAFKA_LOGGER, "error_cb": self.failures, **(config or {})}
         self._producer = confluent_kafka.Producer(settings)
         self._brokers_changed = threading.Event()
         if self._cluster_view is not None:
@@ -94,7 +97,14 @@ class Producer:
             return count
         deadline = time.monotonic() + timeout
         while True:
-            metadata = self._producer.list_topics(topic, timeout=max(0.1, deadline - time.monotonic()))
+            try:
+                metadata = self._producer.list_topics(topic, timeout=max(0.1, min(METADATA_STEP_S,
+                                                                                  deadline - time.monotonic())))
+            except confluent_kafka.KafkaException:
+                self.failures.check()
+                if time.monotonic() >= deadline:
+                    raise
+                continue
             entry = metadata.topics.get(topic)
             if entry is not None and entry.error is None and entry.partitions:
                 self._partition_counts[topic] = len(entry.partitions)
@@ -157,6 +167,7 @@ class Producer:
             left = self._undelivered
             if not left:
                 return
+            self.failures.check()
             if time.monotonic() >= deadline:
                 raise ClientError(f"{left} record(s) still undelivered after {timeout:g}s")
 

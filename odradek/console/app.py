@@ -29,7 +29,7 @@ from starlette.templating import Jinja2Templates
 from odradek.client import ClientError
 from odradek.client.options import timestamp_ms
 from odradek.console import render
-from odradek.console.cluster import ClusterView, group_lag
+from odradek.console.cluster import SEARCH_LIMIT, ClusterView, group_lag
 from odradek.console.rates import LagHistory, MetricsSampler
 
 HERE = Path(__file__).parent
@@ -136,7 +136,8 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         return back("/topics", f"Deleted topic {name}.")
 
     # --------------------------------------------------------------------------------------------- messages
-    async def messages(request: Request) -> Response:
+    async def read_messages(request: Request) -> dict:
+        """What a messages page shows: a page of one partition, or a search across all of them (`search`)."""
         name = request.path_params["name"]
         params = request.query_params
         partition = int(params.get("partition") or 0)
@@ -145,10 +146,26 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         newest_first = params.get("order", "newest") != "oldest"
         fmt = params.get("format", "text") if params.get("format") in render.FORMATS else "text"
         key = params.get("key", "")
-        found = await run_in_threadpool(view.messages, name, partition, offset, at, newest_first, key)
-        return page(request, "messages.html", topic=name, partition=partition, found=found,
-                    order="newest" if newest_first else "oldest", format=fmt, key=key,
-                    offset="" if offset is None else offset, time=params.get("time", ""))
+        search = params.get("search", "")
+        field = params.get("in", "value")
+        exact = params.get("match") == "exact"
+        limit = int(params["limit"]) if params.get("limit", "").isdigit() else SEARCH_LIMIT
+        if search:
+            found = await run_in_threadpool(view.search, name, field, search, exact, limit)
+        else:
+            found = await run_in_threadpool(view.messages, name, partition, offset, at, newest_first, key)
+        return dict(topic=name, partition=partition, found=found, order="newest" if newest_first else "oldest",
+                    format=fmt, key=key, offset="" if offset is None else offset, time=params.get("time", ""),
+                    search=search, field=field, exact=exact, limit=limit, query=request.url.query)
+
+    async def messages(request: Request) -> Response:
+        return page(request, "messages.html", **await read_messages(request))
+
+    async def messages_export(request: Request) -> Response:
+        """The page of messages its query names, as a JSON download."""
+        shown = await read_messages(request)
+        return JSONResponse(render.messages_json(shown["found"].messages), headers={
+            "Content-Disposition": f'attachment; filename="{urllib.parse.quote(shown["topic"])}-messages.json"'})
 
     async def produce(request: Request) -> Response:
         name = request.path_params["name"]
@@ -222,6 +239,7 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         Route("/topics/{name}/partitions", add_partitions, methods=["POST"]),
         Route("/topics/{name}/delete", delete_topic, methods=["POST"]),
         Route("/topics/{name}/messages", messages),
+        Route("/topics/{name}/messages.json", messages_export),
         Route("/topics/{name}/messages", produce, methods=["POST"]),
         Route("/groups", groups),
         Route("/groups/{group}", group),

@@ -4,7 +4,10 @@ SimpleConsumer and Producer over confluent-kafka) and, in cluster mode, ZooKeepe
 So it works against any Kafka-compatible cluster, and with SASL/ACLs on it sees what its principal may see: it
 connects with the client properties it is given (`client_config`) and the brokers filter their answers. Every read
 is sized to one page: topics come from one Metadata request, offsets are asked for the partitions on the page only,
-messages are read chunk by chunk from the page's first offset, never a whole partition.
+messages are read chunk by chunk from the page's first offset, never a whole partition, and a search across a
+topic's partitions reads at most its bound of records (the newest of each partition). Records are read with the
+consumer group `read_group` (assign only: it joins no group and commits nothing, but Kafka's authorizer asks for
+READ on that group, so on a secured cluster the console's principal needs it).
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ import dataclasses
 import time
 from collections.abc import Mapping
 
+import confluent_kafka
 from confluent_kafka.admin import OffsetSpec
 
 from odradek.client import Admin, ClientError, ConfigValue, GroupOffset, Message, PartitionLayout, Producer, \
     SimpleConsumer
+from odradek.client.errors import LIBRDKAFKA_LOGGER
 from odradek.client.options import timestamp_ms
 from odradek.console import render
 
@@ -25,6 +30,10 @@ PARTITIONS_PER_PAGE = 100
 MESSAGES_PER_PAGE = 50
 KEY_SCAN_CHUNK = 500
 KEY_SCAN_LIMIT = 10_000  # records a key-filtered page looks through before it stops and offers to go on
+SEARCH_LIMIT = 10_000  # records a search across a topic's partitions looks through by default
+SEARCH_LIMIT_MAX = 1_000_000
+SEARCH_FIELDS = ("key", "value", "header")
+DEFAULT_READ_GROUP = "odradek-console"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,11 +106,41 @@ class MessagePage:
     scanned: int  # records read to fill the page (more than shown with a key filter)
 
 
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    messages: list[Message]  # the matches, newest first (by timestamp), at most a page
+    matches: int  # all the matches found (more than shown when over a page)
+    scanned: int  # records looked through
+    records: int  # records in the topic's online partitions
+    partitions: int  # of the topic
+
+    @property
+    def bounded(self) -> bool:
+        """The bound on records scanned stopped the search before the topic's oldest records."""
+        return self.scanned < self.records
+
+
+def matches(message: Message, field: str, text: str, exact: bool) -> bool:
+    """Whether the record's key, value or a header (its value, or NAME=VALUE) is `text` (exact) or contains it."""
+    def decoded(data: bytes | None) -> str | None:
+        return None if data is None else data.decode("utf-8", "replace")
+
+    if field == "key":
+        candidates = [decoded(message.key)]
+    elif field == "value":
+        candidates = [decoded(message.value)]
+    else:
+        candidates = [form for name, value in message.headers for form in (decoded(value), f"{name}={decoded(value)}")]
+    return any(candidate is not None and (candidate == text if exact else text in candidate)
+               for candidate in candidates)
+
+
 class ClusterView:
     def __init__(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None,
-                 zookeeper: str | None = None, timeout: float = 15.0):
+                 zookeeper: str | None = None, timeout: float = 15.0, read_group: str = DEFAULT_READ_GROUP):
         self.bootstrap_servers = bootstrap_servers
         self.client_config = dict(client_config or {})
+        self.read_group = read_group
         self.zookeeper = zookeeper
         self.admin = Admin(bootstrap_servers, timeout, self.client_config)
         self._producer: Producer | None = None
@@ -191,7 +230,7 @@ class ClusterView:
         if not 0 <= partition < count:
             raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} has partitions 0 to {count - 1}, not "
                               f"{partition}", "UNKNOWN_TOPIC_OR_PART")
-        with SimpleConsumer(self.bootstrap_servers, topic, partition, config=self.client_config) as consumer:
+        with SimpleConsumer(self.bootstrap_servers, topic, partition, config=self._reader_config()) as consumer:
             earliest, latest = consumer.earliest_offset(), consumer.latest_offset()
             if timestamp_ms is not None:
                 offset = consumer.offset_for_time(timestamp_ms)
@@ -218,6 +257,57 @@ class ClusterView:
             next_offset = chunk[0] - 1 if newest_first else chunk[1]
         at_end = next_offset < earliest if newest_first else next_offset >= latest
         return MessagePage(shown, count, earliest, latest, None if at_end else next_offset, scanned)
+
+    def search(self, topic: str, field: str, text: str, exact: bool = False, limit: int = SEARCH_LIMIT,
+               size: int = MESSAGES_PER_PAGE) -> SearchResult:
+        """The records of all the topic's online partitions whose `field` (key, value or header) is or contains
+        `text`, looking through at most `limit` records: the newest of each partition (render.search_windows)."""
+        if field not in SEARCH_FIELDS:
+            raise ValueError(f"search in key, value or header, not {field!r}")
+        layouts = self.admin.topic_layouts(include_internal=True).get(topic)
+        if layouts is None:
+            raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+        online = [(topic, p.partition) for p in layouts if p.leader >= 0]
+        earliest = self.admin.offsets(online, OffsetSpec.earliest())
+        latest = self.admin.offsets(online, OffsetSpec.latest())
+        ranges = {index: (earliest[(topic, index)], latest[(topic, index)]) for _, index in online}
+        windows = {index: window for index, window in
+                   render.search_windows(ranges, min(max(1, limit), SEARCH_LIMIT_MAX)).items() if window[0] < window[1]}
+        found = [m for m in self._read_windows(topic, windows) if matches(m, field, text, exact)]
+        found.sort(key=lambda m: (m.timestamp_ms or 0, m.partition, m.offset), reverse=True)
+        return SearchResult(found[:size], len(found), sum(end - start for start, end in windows.values()),
+                            sum(end - start for start, end in ranges.values()), len(layouts))
+
+    def _read_windows(self, topic: str, windows: Mapping[int, tuple[int, int]]) -> list[Message]:
+        """The records in [start, end) of each partition, with one consumer assigned to them all (fewer where the
+        log has gaps; what arrived once the time for that many records is up)."""
+        if not windows:
+            return []
+        consumer = confluent_kafka.Consumer({**self._reader_config(), "bootstrap.servers": self.bootstrap_servers,
+                                             "enable.auto.commit": False, "enable.partition.eof": False,
+                                             "logger": LIBRDKAFKA_LOGGER})
+        records: list[Message] = []
+        pending = {index: confluent_kafka.TopicPartition(topic, index, start)
+                   for index, (start, _) in windows.items()}
+        try:
+            consumer.assign(list(pending.values()))
+            deadline = time.monotonic() + _read_timeout(sum(end - start for start, end in windows.values()))
+            while pending and time.monotonic() < deadline:
+                for raw in consumer.consume(500, 0.25):  # short: the positions below say when to stop
+                    if raw.error() is not None:
+                        raise ClientError.of(raw.error())
+                    if raw.offset() < windows[raw.partition()][1]:
+                        records.append(Message.of(raw))
+                # a partition is done once its position (past records and transaction markers) reaches its end
+                for position in consumer.position(list(pending.values())):
+                    if position.offset >= windows[position.partition][1]:
+                        consumer.pause([pending.pop(position.partition)])
+        finally:
+            consumer.close()
+        return records
+
+    def _reader_config(self) -> dict[str, str]:
+        return {**self.client_config, "group.id": self.read_group}
 
     def produce(self, topic: str, partition: int | None, key: str, value: str,
                 headers: list[tuple[str, str]]) -> tuple[int, int]:

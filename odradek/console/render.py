@@ -1,5 +1,6 @@
-"""How the console shows what it reads: record bytes as text, pretty JSON or hex, pages of long lists, and which
-offsets a page of messages covers.
+"""How the console shows what it reads: record bytes as text, pretty JSON or hex, settings in human units, pages of
+long lists, which offsets a page of messages covers, which records a search looks through, and a page of messages
+as JSON.
 
 Plain functions with no I/O, so the rules (a page never loads a whole topic, newest-first paging walks backwards
 from the log end) are tested without a broker or a browser.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import base64
 import json
 from collections.abc import Sequence
 from typing import Generic, TypeVar
@@ -125,3 +127,43 @@ def next_chunk(earliest: int, latest: int, chunk: tuple[int, int], newest_first:
     if newest_first:
         return max(earliest, start - size), start
     return end, min(latest, end + size)
+
+
+def search_windows(ranges: dict[int, tuple[int, int]], limit: int) -> dict[int, tuple[int, int]]:
+    """The offsets [start, end) a search reads in each partition (`ranges`: its earliest and latest offsets): the
+    newest records of every partition, `limit` in all, shared evenly and what a short partition leaves over given
+    to the others."""
+    windows = {partition: (latest, latest) for partition, (_, latest) in ranges.items()}
+    left = limit
+    open_partitions = sorted(ranges, key=lambda p: ranges[p][1] - ranges[p][0])
+    while open_partitions and left > 0:
+        share = max(1, left // len(open_partitions))
+        for partition in list(open_partitions):
+            earliest, latest = ranges[partition]
+            start = windows[partition][0]
+            taken = min(share, start - earliest, left)
+            windows[partition] = (start - taken, latest)
+            left -= taken
+            if windows[partition][0] == earliest:
+                open_partitions.remove(partition)
+            if left == 0:
+                break
+    return windows
+
+
+def _json_bytes(data: bytes | None):
+    """Bytes as JSON: UTF-8 text as a string, anything else as {"base64": ...}."""
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode()}
+
+
+def messages_json(messages) -> list[dict]:
+    """Records as JSON objects (topic, partition, offset, timestamp, key, value, headers), in the page's order."""
+    return [{"topic": m.topic, "partition": m.partition, "offset": m.offset, "timestamp_ms": m.timestamp_ms,
+             "timestamp": format_time(m.timestamp_ms) or None, "key": _json_bytes(m.key),
+             "value": _json_bytes(m.value), "headers": [[name, _json_bytes(value)] for name, value in m.headers]}
+            for m in messages]

@@ -161,6 +161,50 @@ def test_messages_page_through_a_partition(console, admin, page, topic_name):
     assert offsets() == [] and "No records here." in page.text_content("#messages")
 
 
+def test_search_all_partitions_with_a_bound_and_export_as_json(console, admin, page, topic_name):
+    admin.create_topic(topic_name, 3)
+    with Producer(console.bootstrap_servers) as producer:
+        for index in range(60):
+            status = "paid" if index % 10 == 0 else "open"
+            producer.send(topic_name, json.dumps({"order": index, "status": status}), key=f"customer-{index % 7}",
+                          partition=index % 3, headers=[("source", "web" if index % 2 else "app")])
+        producer.flush()
+
+    def search(text: str, field: str, match: str = "contains", limit: int = 10_000) -> list[tuple[int, int]]:
+        page.goto(console.url + f"topics/{topic_name}/messages")
+        page.fill("#search input[name=search]", text)
+        page.select_option("#search select[name=in]", field)
+        page.select_option("#search select[name=match]", match)
+        page.fill("#search input[name=limit]", str(limit))
+        page.click("#search button")
+        page.wait_for_selector("#search-summary")
+        rows = page.locator("#messages tr.record")
+        return [(int(rows.nth(i).locator("td.partition").text_content()),
+                 int(rows.nth(i).locator("td").first.text_content())) for i in range(rows.count())]
+
+    # index i is at partition i % 3, offset i // 3
+    paid = search("paid", "value")
+    assert sorted(paid) == sorted((i % 3, i // 3) for i in range(0, 60, 10))
+    assert {partition for partition, _ in paid} == {0, 1, 2} and page.locator("#search-bound").count() == 0
+    assert sorted(search("customer-1", "key", "exact")) == sorted((i % 3, i // 3) for i in range(1, 60, 7))
+    assert len(search("customer", "key")) == 50 and "60 match(es)" in page.text_content("#search-summary")
+    assert len(search("source=web", "header", "exact")) == 30
+
+    # a bound of 12 records: the newest 4 of each partition, and the page says the bound stopped it
+    bounded = search("status", "value", limit=12)
+    assert sorted(bounded) == sorted((p, offset) for p in range(3) for offset in range(16, 20))
+    assert "the newest 12 records of 60" in page.text_content("#search-bound")
+    screenshot(page, "search")
+
+    # the page's messages as JSON, in the page's order
+    exported = json.loads(page.request.get(console.url + page.get_attribute("#export", "href").lstrip("/")).text())
+    assert [(m["partition"], m["offset"]) for m in exported] == bounded
+    first = exported[0]
+    assert json.loads(first["value"])["order"] == first["offset"] * 3 + first["partition"]
+    assert first["key"] == f"customer-{(first['offset'] * 3 + first['partition']) % 7}"
+    assert first["headers"] == [["source", "web" if first["partition"] % 2 != first["offset"] % 2 else "app"]]
+
+
 def lag_series(console, group_id: str) -> dict:
     return json.loads(http_get(console.url + f"groups/{group_id}/lag.json")[1])
 

@@ -48,7 +48,7 @@ class PartitionLayout:
 
 @dataclasses.dataclass(frozen=True)
 class ConfigValue:
-    """One topic setting as DescribeConfigs gives it: its value and where that value comes from."""
+    """One topic or broker setting as DescribeConfigs gives it: its value and where that value comes from."""
     name: str
     value: str | None
     source: str  # DYNAMIC_TOPIC_CONFIG for the topic's own override, DEFAULT_CONFIG, STATIC_BROKER_CONFIG, ...
@@ -150,15 +150,24 @@ class Admin:
         self._wait(self._client.create_partitions([NewPartitions(name, total)], request_timeout=self.timeout)[name])
 
     def alter_topic_configs(self, name: str, set_configs: Mapping[str, str], delete_configs: Iterable[str] = ()) -> None:
+        self.alter_configs(ConfigResource.Type.TOPIC, name, set_configs, delete_configs)
+
+    def alter_configs(self, kind: ConfigResource.Type, name: str, set_configs: Mapping[str, str],
+                      delete_configs: Iterable[str] = ()) -> None:
+        """IncrementalAlterConfigs of one resource (a topic by name, a broker by its id, "" for every broker)."""
         entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
                    for key, value in set_configs.items()]
         entries += [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in delete_configs]
-        resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
+        resource = ConfigResource(kind, name, incremental_configs=entries)
         self._wait(self._client.incremental_alter_configs([resource])[resource])
 
     def topic_config_values(self, name: str) -> list[ConfigValue]:
         """Every setting of the topic, its own overrides and the defaults it inherits, sorted by name."""
-        resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+        return self.config_values(ConfigResource.Type.TOPIC, name)
+
+    def config_values(self, kind: ConfigResource.Type, name: str) -> list[ConfigValue]:
+        """Every setting of one resource (a topic, or a broker by its id) with its source, sorted by name."""
+        resource = ConfigResource(kind, name)
         entries = self._wait(self._client.describe_configs([resource])[resource])
         return [ConfigValue(key, entry.value, confluent_kafka.admin.ConfigSource(entry.source).name,
                             entry.is_read_only, entry.is_sensitive) for key, entry in sorted(entries.items())]

@@ -5,12 +5,15 @@ Without --group the partitions are assigned directly (all of them, or --partitio
 --from-beginning, --offset or --from-time says otherwise (in a group, committed offsets win over --from-beginning,
 as in Kafka). It stops after --max-messages, after --idle-timeout-ms with nothing new, or on Ctrl-C; like Kafka's
 console consumer, Ctrl-C still reports (and in a group commits) what was printed, then exits 130 (128 + SIGINT).
+Record batches are checked against their CRC (check.crcs, as Kafka's Java consumer does): a corrupted one is an
+error naming its partition and offset, never a record silently missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -121,29 +124,40 @@ def run_consume(args: argparse.Namespace) -> int:
 
 def _print_records(consumer, args: argparse.Namespace, behind: Behind,
                    failures: ConnectionFailures) -> tuple[int, bool]:
-    """Print until --max-messages or --idle-timeout-ms (counted once `behind` is caught up); returns (records
-    printed, whether Ctrl-C stopped it)."""
+    """Print until --max-messages or --idle-timeout-ms (counted once `behind` is caught up), or until nobody reads
+    stdout any more (`| head -1`: said in one line, as Kafka's console consumer says it); returns (records printed,
+    whether Ctrl-C stopped it). A record's offset is stored for the commit once its line is written out."""
     printed = 0
     last_seen = time.monotonic()
     out = sys.stdout
     try:
         while args.max_messages is None or printed < args.max_messages:
             wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
-            before = printed
+            shown = []
             for raw in consumer.consume(wanted, 0.2):
                 error = raw.error()
                 if error is not None:
+                    if error.code() == confluent_kafka.KafkaError._BAD_MSG:  # check.crcs, as Java's consumer
+                        raise ClientError(f"Record batch for partition {raw.topic()}-{raw.partition()} at offset "
+                                          f"{raw.offset()} is invalid, cause: {error.str()}", "CORRUPT_MESSAGE")
                     if error.code() != confluent_kafka.KafkaError._PARTITION_EOF:
                         raise ClientError.of(error)
                     behind.reached_end(raw.partition())
                     continue
-                out.write(format_message(Message.of(raw), args) + "\n")
-                consumer.store_offsets(raw)
-                printed += 1
+                shown.append(raw)
             failures.check()
-            if printed > before:
-                out.flush()
-            if printed > before or not behind.caught_up:
+            if shown:
+                try:
+                    out.write("".join(format_message(Message.of(raw), args) + "\n" for raw in shown))
+                    out.flush()
+                except BrokenPipeError:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # nor at exit
+                    print("Unable to write to standard out, closing consumer.", file=sys.stderr)
+                    break
+                for raw in shown:
+                    consumer.store_offsets(raw)
+                printed += len(shown)
+            if shown or not behind.caught_up:
                 last_seen = time.monotonic()
             elif args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
                 break

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -116,6 +117,8 @@ def _load_broker(args: argparse.Namespace):
     if args.broker_id is not None:
         props["broker.id"] = str(args.broker_id)
     props.setdefault("log.dirs", DEFAULT_DATA_DIR)
+    for directory in str(props["log.dirs"]).split(","):
+        _check_data_dir(Path(directory.strip()))
     host, port = parse_listener(props.get("listeners", BROKER_CONFIGS["listeners"].default))
     host = host or "0.0.0.0"
     host = args.host if args.host is not None else host
@@ -123,6 +126,18 @@ def _load_broker(args: argparse.Namespace):
     _use_uvloop()
     keep_freed_frames()  # the process is the broker's: large frames' memory is kept for the next ones
     return Broker(props, host=host, port=port)
+
+
+def _check_data_dir(directory: Path) -> None:
+    """A data directory the broker can use, made if missing; else a ValueError that says what is wrong with it."""
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"data directory {directory} (log.dirs) is a file, not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create data directory {directory} (log.dirs): {exc.strerror}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ValueError(f"data directory {directory} (log.dirs) is not writable")
 
 
 async def _serve(broker) -> int:

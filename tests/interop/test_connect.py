@@ -1,0 +1,185 @@
+"""Kafka Connect 4.3.1's distributed worker (connect-distributed) against one Odradek broker: the worker creates
+its config, offset and status topics compacted (replication factor -1, the broker's default) and checks them; the
+FileStream source and sink connectors, created through the worker's REST API, carry a file through a topic to
+another file; two workers in one group share the tasks, and when the one running the source task is killed -9 the
+survivor takes its tasks over and finishes the file, from the source offsets the dead one committed.
+Worker logs are in the test's tmp_path and their tail in assertion messages."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from odradek.embedded import _free_port, wait_until
+from tests.jvm import start_tool
+
+JVM = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+
+
+class ConnectWorker:
+    """One connect-distributed JVM of group `group`, its REST API on a free port, its log in `directory`."""
+
+    def __init__(self, bootstrap: str, group: str, directory: Path, name: str, settings: dict | None = None):
+        self.port, self.name, self.directory = _free_port(), name, directory
+        self.log_path = directory / f"connect-{name}.log"
+        self.properties = {
+            "bootstrap.servers": bootstrap, "group.id": group,
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "config.storage.topic": f"{group}-configs", "offset.storage.topic": f"{group}-offsets",
+            "status.storage.topic": f"{group}-status", "config.storage.replication.factor": -1,
+            "offset.storage.replication.factor": -1, "status.storage.replication.factor": -1,
+            "offset.flush.interval.ms": 500, "listeners": f"http://127.0.0.1:{self.port}",
+            "rest.advertised.host.name": "127.0.0.1", "rest.advertised.port": self.port,
+            "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000, "scheduled.rebalance.max.delay.ms": 3000,
+            "plugin.discovery": "service_load",  # the connectors are on the classpath: no scan of every jar
+            **(settings or {})}
+        self.process = None
+
+    def start(self) -> "ConnectWorker":
+        config = self.directory / f"connect-{self.name}.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        self.process = start_tool("connect-distributed", config, log_path=self.log_path, jvm_options=JVM)
+        return self
+
+    def wait_ready(self, timeout: float = 150) -> None:
+        def ready():
+            try:
+                return self.rest("GET", "/connectors") == []
+            except (OSError, urllib.error.HTTPError):
+                return self.process.poll() is not None
+        assert wait_until(ready, timeout, 1) and self.process.poll() is None, "worker not ready\n" + self.tail()
+
+    def rest(self, method: str, path: str, body: dict | None = None):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            text = answer.read()
+        return json.loads(text) if text else None
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except Exception:
+                self.process.kill()
+                self.process.wait()
+
+    def tail(self, lines: int = 30) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return f"--- {self.log_path.name}:\n" + "\n".join(text.splitlines()[-lines:])
+
+
+@pytest.fixture
+def workers(broker, tmp_path):
+    """A factory of workers in one group on the module's broker, all stopped at the end."""
+    group, started = f"connect-{uuid.uuid4().hex[:8]}", []
+
+    def new(name: str, **settings) -> ConnectWorker:
+        worker = ConnectWorker(broker.bootstrap_servers, group, tmp_path, name, settings).start()
+        started.append(worker)
+        return worker
+
+    new.group = group
+    new.started = started
+    yield new
+    for worker in started:
+        worker.stop()
+
+
+def file_connectors(worker: ConnectWorker, topic: str, source: Path, sink: Path) -> None:
+    worker.rest("POST", "/connectors", {"name": "file-source", "config": {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": 1,
+        "file": str(source), "topic": topic}})
+    worker.rest("POST", "/connectors", {"name": "file-sink", "config": {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": 1,
+        "file": str(sink), "topics": topic}})
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def tails(workers) -> str:
+    return "\n".join(worker.tail() for worker in workers.started)
+
+
+def test_connect_internal_topics_compacted_and_file_round_trip(broker, workers, tmp_path, topic_name):
+    """The worker starts (its internal topics created compacted, as it checks), and a file goes through a topic
+    to another file, line for line, through connectors created over REST."""
+    worker = workers("one")
+    worker.wait_ready()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    resources = [ConfigResource("topic", f"{workers.group}-{kind}") for kind in ("configs", "offsets", "status")]
+    for resource, future in admin.describe_configs(resources).items():
+        assert future.result(30)["cleanup.policy"].value == "compact", resource
+    partitions = {name: len(meta.partitions) for name, meta in admin.list_topics(timeout=30).topics.items()}
+    assert partitions[f"{workers.group}-configs"] == 1  # Connect asks for one partition of its config topic
+    assert partitions[f"{workers.group}-offsets"] == 25 and partitions[f"{workers.group}-status"] == 5
+
+    source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("".join(f"line {i} of the file\n" for i in range(500)))
+    file_connectors(worker, topic_name, source, sink)
+    assert wait_until(lambda: len(lines_of(sink)) >= 500, 120, 1), f"{len(lines_of(sink))} lines\n" + tails(workers)
+    assert lines_of(sink) == lines_of(source)
+    status = worker.rest("GET", "/connectors/file-source/status")
+    assert status["connector"]["state"] == "RUNNING" and status["tasks"][0]["state"] == "RUNNING", status
+
+
+def test_connect_two_workers_rebalance_when_one_is_killed(workers, tmp_path, topic_name):
+    """Two workers share the source and the sink task; the one running the source task is killed -9 while the file
+    grows. The survivor gets both tasks and finishes the file: every line reaches the sink file, in order (a line
+    the dead worker had sent but not committed may come twice, Connect's at-least-once)."""
+    first = workers("a")
+    first.wait_ready()
+    second = workers("b")
+    second.wait_ready()
+    source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
+    lines = [f"record {i:05d}" for i in range(3000)]
+    source.write_text("".join(f"{line}\n" for line in lines[:1000]))
+    file_connectors(first, topic_name, source, sink)
+
+    def task_workers():
+        try:
+            status = {name: first.rest("GET", f"/connectors/{name}/status") for name in ("file-source", "file-sink")}
+        except (OSError, urllib.error.HTTPError):
+            return None
+        tasks = {name: s["tasks"][0] for name, s in status.items() if s["tasks"]}
+        return tasks if len(tasks) == 2 and all(t["state"] == "RUNNING" for t in tasks.values()) else None
+
+    assert wait_until(lambda: len(lines_of(sink)) >= 500, 150, 1), tails(workers)
+    tasks = task_workers()
+    assert tasks, tails(workers)
+    by_port = {f"127.0.0.1:{w.port}": w for w in (first, second)}
+    victim = by_port[tasks["file-source"]["worker_id"]]
+    survivor = second if victim is first else first
+    victim.kill()
+    with source.open("a") as out:
+        out.write("".join(f"{line}\n" for line in lines[1000:]))
+
+    def moved():
+        try:
+            status = [survivor.rest("GET", f"/connectors/{name}/status") for name in ("file-source", "file-sink")]
+        except (OSError, urllib.error.HTTPError):
+            return False
+        return all(s["tasks"] and s["tasks"][0]["state"] == "RUNNING"
+                   and s["tasks"][0]["worker_id"] == f"127.0.0.1:{survivor.port}" for s in status)
+
+    assert wait_until(moved, 120, 1), "tasks did not move to the survivor\n" + tails(workers)
+    assert wait_until(lambda: lines[-1] in lines_of(sink), 150, 1), f"{len(lines_of(sink))} lines\n" + tails(workers)
+    got = lines_of(sink)
+    assert set(got) == set(lines), f"missing {sorted(set(lines) - set(got))[:5]}, extra {sorted(set(got) - set(lines))[:5]}"
+    assert list(dict.fromkeys(got)) == lines  # first occurrences in the file's order

@@ -10,14 +10,19 @@ APPEND, SUBTRACT for list keys). On a BROKER resource, name "" is the cluster de
 what Kafka refuses is refused with its message (odradek.config.dynamic_broker_configs_refusal: a static Kafka
 setting, an SSL store setting without its listener's prefix, a per-broker setting at the cluster default), anything
 else is stored (names Kafka does not know and listener-prefixed ones too, described back as strings, passwords
-hidden), and Kafka's validation failures are INVALID_REQUEST (KAFKA-13609 keeps them so). With an authorizer,
-describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the topic, or on the cluster for a broker resource.
+hidden), and Kafka's validation failures are INVALID_REQUEST (KAFKA-13609 keeps them so). A BROKER_LOGGER resource
+("<node id>") is the broker's Python loggers under log4j's level names, as Kafka's RuntimeLoggerManager serves its
+log4j loggers (`kafka-configs --entity-type broker-loggers`): described with each logger's effective level ("root"
+is the root logger), set or unset (back to inheriting) only by IncrementalAlterConfigs. With an authorizer,
+describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the topic, or on the cluster for a broker or broker
+logger resource.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 
 from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, KAFKA_DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
                             TOPIC_DEFAULT_BROKER_KEYS, ConfigKey, ConfigSource, ConfigType, broker_default_for,
@@ -34,8 +39,14 @@ DescribeConfigsResponse = DESCRIBE_CONFIGS.response
 AlterConfigsResponse = ALTER_CONFIGS.response
 IncrementalAlterConfigsResponse = INCREMENTAL_ALTER_CONFIGS.response
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+ROOT_LOGGER = "root"
+# Kafka's LogLevelConfig.VALID_LOG_LEVELS as Python levels, most severe first; log4j's TRACE is below DEBUG
+LOG4J_LEVELS = {"FATAL": logging.CRITICAL, "ERROR": logging.ERROR, "WARN": logging.WARNING, "INFO": logging.INFO,
+                "DEBUG": logging.DEBUG, "TRACE": 5}
 
 # Every broker key DescribeConfigs lists for a broker: its own settings, then the topic defaults.
 ALL_BROKER_KEYS: dict[str, ConfigKey] = {**BROKER_CONFIGS, **TOPIC_DEFAULT_BROKER_KEYS}
@@ -71,12 +82,61 @@ def in_order(entries: list, wanted) -> list:
 
 
 def require_on(access, operation: AclOperation, resource) -> None:
-    """Kafka's check of a config resource: the operation on the topic, or on the cluster for a broker resource
-    (TOPIC_ or CLUSTER_AUTHORIZATION_FAILED)."""
+    """Kafka's check of a config resource: the operation on the topic, or on the cluster for a broker or broker
+    logger resource (TOPIC_ or CLUSTER_AUTHORIZATION_FAILED)."""
     if resource.resource_type == TOPIC:
         access.require(operation, ResourceType.TOPIC, resource.resource_name)
-    elif resource.resource_type == BROKER:
+    elif resource.resource_type in (BROKER, BROKER_LOGGER):
         access.require_cluster(operation)
+
+
+def existing_logger(name: str) -> logging.Logger | None:
+    """The Python logger of that name if the process made it ("root": the root logger), as log4j's exists()."""
+    if name == ROOT_LOGGER:
+        return logging.getLogger()
+    logger = logging.Logger.manager.loggerDict.get(name)
+    return logger if isinstance(logger, logging.Logger) else None
+
+
+def log4j_level(level: int) -> str:
+    """The log4j name of a Python level: the most severe one it logs (NOTSET logs everything, TRACE)."""
+    return next((name for name, value in LOG4J_LEVELS.items() if level >= value), "TRACE")
+
+
+def logger_entries() -> list:
+    """Every logger with its effective level, root first (Kafka's Log4jController.loggers)."""
+    names = [ROOT_LOGGER, *sorted(name for name, logger in logging.Logger.manager.loggerDict.items()
+                                  if isinstance(logger, logging.Logger))]
+    return [DescribeConfigsResponse.DescribeConfigsResourceResult(
+        name=name, value=log4j_level(existing_logger(name).getEffectiveLevel()), read_only=False, is_default=False,
+        config_source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, is_sensitive=False, synonyms=[],
+        config_type=ConfigType.STRING, documentation=None) for name in names]
+
+
+def alter_loggers(changes, validate_only: bool) -> None:
+    """Kafka's RuntimeLoggerManager: every change checked first (INVALID_CONFIG for an unknown logger or level,
+    INVALID_REQUEST for APPEND, SUBTRACT or unsetting root), then SET gives a logger its level and DELETE makes it
+    inherit its parent's again."""
+    for change in changes:
+        op = change.config_operation
+        if op not in (SET, DELETE):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"{OPERATION_NAMES.get(op, op)} operation is not allowed "
+                                                        "for the BROKER_LOGGER resource")
+        if op == SET and change.value is None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {change.name}")
+        if existing_logger(change.name) is None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Logger {change.name} does not exist!")
+        if op == SET and change.value not in LOG4J_LEVELS:
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Cannot set the log level of {change.name} to {change.value} as it is not a supported "
+                             f"log level. Valid log levels are {', '.join(sorted(LOG4J_LEVELS))}")
+        if op == DELETE and change.name == ROOT_LOGGER:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Removing the log level of the {ROOT_LOGGER} logger is "
+                                                        "not allowed")
+    if not validate_only:
+        for change in changes:
+            existing_logger(change.name).setLevel(LOG4J_LEVELS[change.value] if change.config_operation == SET
+                                                  else logging.NOTSET)
 
 
 def handlers(broker) -> dict:
@@ -155,6 +215,12 @@ def handlers(broker) -> dict:
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}")
 
+    def check_logger_resource_name(resource_name: str) -> None:
+        """A BROKER_LOGGER resource is this broker's id, never the cluster default."""
+        if resource_name == "":
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+        check_broker_name(resource_name)
+
     def answer_describe_configs(connection, header, request):
         version = header.api_version
         include_synonyms = version >= 1 and request.include_synonyms
@@ -175,6 +241,9 @@ def handlers(broker) -> dict:
                 elif resource.resource_type == BROKER:
                     check_broker_name(resource.resource_name)
                     entries = broker_entries(resource.resource_name, include_synonyms, include_docs)
+                elif resource.resource_type == BROKER_LOGGER:
+                    check_logger_resource_name(resource.resource_name)
+                    entries = logger_entries()
                 else:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
                                      f"Unsupported resource type {resource.resource_type}")
@@ -260,6 +329,12 @@ def handlers(broker) -> dict:
                         await alter_topic(resource, compute, request.validate_only)
                     elif resource.resource_type == BROKER:
                         await alter_broker(resource, compute, request.validate_only)
+                    elif resource.resource_type == BROKER_LOGGER and response_class is AlterConfigsResponse:
+                        raise KafkaError(ErrorCode.INVALID_REQUEST, "AlterConfigs is deprecated and does not "
+                                                                    "support the resource type BROKER_LOGGER")
+                    elif resource.resource_type == BROKER_LOGGER:
+                        check_logger_resource_name(resource.resource_name)
+                        alter_loggers(resource.configs, request.validate_only)
                     else:
                         raise KafkaError(ErrorCode.INVALID_REQUEST,
                                          f"Unknown resource type {resource.resource_type}")

@@ -30,6 +30,10 @@ def add_commands(commands) -> None:
     describe = actions.add_parser("describe", help="partitions, offsets and settings of topics",
                                   description="Describe topics: partitions, leaders, offsets and topic settings.")
     describe.add_argument("topics", nargs="*", metavar="TOPIC", help="topics to describe (default: all)")
+    describe.add_argument("--under-replicated-partitions", action="store_true",
+                          help="only partitions with fewer in-sync replicas than replicas (as kafka-topics)")
+    describe.add_argument("--unavailable-partitions", action="store_true",
+                          help="only partitions whose leader is not a live broker (as kafka-topics)")
     describe.set_defaults(run=run_describe)
 
     alter = actions.add_parser("alter", help="add partitions or change settings of a topic",
@@ -69,16 +73,26 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_describe(args: argparse.Namespace) -> int:
+    """kafka-topics --describe: a line per topic and a tab-separated line per partition ("Leader: none" when it has
+    no leader); with --under-replicated-partitions or --unavailable-partitions only the partitions that are, and no
+    topic lines, as kafka-topics prints them. Offsets are Odradek's addition ("-" for an offline partition)."""
     admin = admin_of(args)
+    filtered = args.under_replicated_partitions or args.unavailable_partitions
     for topic in admin.describe_topics(args.topics or admin.list_topics()):
-        replication = len(topic.partitions[0].replicas) if topic.partitions else 0
-        configs = ",".join(f"{key}={value}" for key, value in topic.configs.items())
-        print(f"Topic: {topic.name}\tPartitionCount: {len(topic.partitions)}\t"
-              f"ReplicationFactor: {replication}\tConfigs: {configs}")
+        if not filtered:
+            replication = len(topic.partitions[0].replicas) if topic.partitions else 0
+            configs = ",".join(f"{key}={value}" for key, value in topic.configs.items())
+            print(f"Topic: {topic.name}\tPartitionCount: {len(topic.partitions)}\t"
+                  f"ReplicationFactor: {replication}\tConfigs: {configs}")
         for p in topic.partitions:
-            print(f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
-                  f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
-                  f"Offsets: {p.earliest_offset}..{p.latest_offset}")
+            offline = p.latest_offset is None
+            if filtered and not ((args.under_replicated_partitions and len(p.isr) < len(p.replicas))
+                                 or (args.unavailable_partitions and offline)):
+                continue
+            offsets = "-" if offline else f"{p.earliest_offset}..{p.latest_offset}"
+            print(f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {'none' if p.leader < 0 else p.leader}"
+                  f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
+                  f"Offsets: {offsets}")
     return 0
 
 

@@ -33,8 +33,8 @@ class PartitionInfo:
     leader: int
     replicas: list[int]
     isr: list[int]
-    earliest_offset: int
-    latest_offset: int
+    earliest_offset: int | None  # None: offline (no live leader to ask)
+    latest_offset: int | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,16 +185,19 @@ class Admin:
                 if entry.error is None and (include_internal or not name.startswith("__"))}
 
     def describe_topics(self, names: Iterable[str]) -> list[TopicInfo]:
-        metadata = self._metadata().topics
+        """The topics' partitions with their offsets; a partition whose leader is not a live broker (offline) has
+        None for offsets, and costs no wait: its ListOffsets is not asked."""
+        metadata = self._metadata()
         infos = []
         for name in names:
-            entry = metadata.get(name)
+            entry = metadata.topics.get(name)
             if entry is None or entry.error is not None:
                 raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {name!r} does not exist",
                                   "UNKNOWN_TOPIC_OR_PART")
             indexes = sorted(entry.partitions)
-            earliest = self.list_offsets(name, indexes, OffsetSpec.earliest())
-            latest = self.list_offsets(name, indexes, OffsetSpec.latest())
+            led = [index for index in indexes if entry.partitions[index].leader in metadata.brokers]
+            earliest = dict.fromkeys(indexes) | self.list_offsets(name, led, OffsetSpec.earliest())
+            latest = dict.fromkeys(indexes) | self.list_offsets(name, led, OffsetSpec.latest())
             partitions = [PartitionInfo(index, entry.partitions[index].leader, list(entry.partitions[index].replicas),
                                         list(entry.partitions[index].isrs), earliest[index], latest[index])
                           for index in indexes]

@@ -313,10 +313,13 @@ class Admin:
         self._wait(future)
 
     def describe_user_scram_credentials(self, users: list[str] | None = None) -> dict:
-        """Each user's UserScramCredentialsDescription: the users named, or all of them."""
+        """Each user's UserScramCredentialsDescription: the users named, or all of them. Asking for all of them
+        without DESCRIBE on the cluster is refused here (CLUSTER_AUTHORIZATION_FAILED): librdkafka crashes the
+        process on the broker's top-level error to that request."""
         if users:
             futures = self._client.describe_user_scram_credentials(users, request_timeout=self.timeout)
             return {user: self._wait(future) for user, future in futures.items()}
+        self._require_cluster_describe()
         return self._wait(self._client.describe_user_scram_credentials(request_timeout=self.timeout))
 
     def create_acls(self, bindings: list[AclBinding]) -> None:
@@ -329,12 +332,17 @@ class Admin:
         checked against the principal's operations on the cluster (DescribeCluster's authorized operations)."""
         bindings = self._wait(self._client.describe_acls(acl_filter, request_timeout=self.timeout))
         if not bindings:
-            cluster = self._wait(self._client.describe_cluster(include_authorized_operations=True,
-                                                               request_timeout=self.timeout))
-            if confluent_kafka.admin.AclOperation.DESCRIBE not in (cluster.authorized_operations or ()):
-                raise ClientError("CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed.",
-                                  "CLUSTER_AUTHORIZATION_FAILED")
+            self._require_cluster_describe()
         return bindings
+
+    def _require_cluster_describe(self) -> None:
+        """CLUSTER_AUTHORIZATION_FAILED unless this principal may DESCRIBE the cluster (DescribeCluster's
+        authorized operations)."""
+        cluster = self._wait(self._client.describe_cluster(include_authorized_operations=True,
+                                                           request_timeout=self.timeout))
+        if confluent_kafka.admin.AclOperation.DESCRIBE not in (cluster.authorized_operations or ()):
+            raise ClientError("CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed.",
+                              "CLUSTER_AUTHORIZATION_FAILED")
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[AclBinding]:
         """The bindings the filters matched, now removed."""

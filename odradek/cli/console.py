@@ -22,6 +22,9 @@ def add_commands(commands) -> None:
     console.add_argument("--metrics-url", action="append", default=[], metavar="URL",
                          help="a broker's Prometheus endpoint (http://host:port/metrics), repeatable: the "
                               "produce and fetch rate chart and partition sizes")
+    console.add_argument("--read-group", default="odradek-console", metavar="GROUP",
+                         help="the group.id messages are read with (assign only: no join, no commits; with ACLs "
+                              "its principal needs DESCRIBE on this group; default odradek-console)")
     add_zookeeper_option(console, default=None)
     add_admin_options(console)
     console.set_defaults(run=run_console)
@@ -31,7 +34,8 @@ def run_console(args: argparse.Namespace) -> int:
     from odradek.console import Console, ConsoleSettings
 
     console = Console(ConsoleSettings(args.bootstrap_server, args.host, args.port, command_config(args),
-                                      args.zookeeper, args.metrics_url, timeout=args.timeout))
+                                      args.zookeeper, args.metrics_url, timeout=args.timeout,
+                                      read_group=args.read_group))
     print(f"odradek: console ready on {console.start()}", flush=True)
     try:
         console.serve()

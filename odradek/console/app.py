@@ -29,8 +29,10 @@ from starlette.templating import Jinja2Templates
 from odradek.client import ClientError
 from odradek.client.options import timestamp_ms
 from odradek.console import render
-from odradek.console.cluster import SEARCH_LIMIT, ClusterView, group_lag
+from odradek.console.cluster import (ACL_OPERATIONS, ACL_PATTERN_TYPES, ACL_PERMISSIONS, ACL_RESOURCE_TYPES,
+                                     SEARCH_LIMIT, ClusterView, group_lag)
 from odradek.console.rates import LagHistory, MetricsSampler
+from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 HERE = Path(__file__).parent
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
@@ -213,6 +215,55 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         await run_in_threadpool(view.delete_group, group_id)
         return back("/groups", f"Deleted group {group_id}.")
 
+    # ------------------------------------------------------------------------------------------- security
+    async def listing(request: Request, name: str, read, **context) -> Response:
+        """A page over what `read` returns, or over the broker's refusal (shown on the page: the principal may
+        not see it, or the brokers run no authorizer)."""
+        try:
+            items, refusal = await run_in_threadpool(read), None
+        except ClientError as exc:
+            items, refusal = [], str(exc)
+        return page(request, name, items=items, refusal=refusal, **context)
+
+    async def acls(request: Request) -> Response:
+        return await listing(request, "acls.html", view.acls, resource_types=ACL_RESOURCE_TYPES,
+                             pattern_types=ACL_PATTERN_TYPES, operations=ACL_OPERATIONS, permissions=ACL_PERMISSIONS)
+
+    async def add_acl(request: Request) -> Response:
+        form = await form_of(request)
+        await run_in_threadpool(view.add_acl, form)
+        return back("/acls", f"Added: {form.get('permission')} {form.get('principal')} {form.get('operation')}.")
+
+    async def remove_acl(request: Request) -> Response:
+        form = await form_of(request)
+        await run_in_threadpool(view.remove_acl, form)
+        return back("/acls", f"Removed: {form.get('permission')} {form.get('principal')} {form.get('operation')}.")
+
+    async def users(request: Request) -> Response:
+        return await listing(request, "users.html", view.scram_users, mechanisms=list(MECHANISMS))
+
+    async def set_user(request: Request) -> Response:
+        form = await form_of(request)
+        iterations = int(form["iterations"]) if form.get("iterations", "").isdigit() else DEFAULT_ITERATIONS
+        await run_in_threadpool(view.set_scram_user, form.get("user", "").strip(), form.get("mechanism", ""),
+                                form.get("password", ""), iterations)
+        return back("/users", f"Set the {form.get('mechanism')} password of {form.get('user')}.")
+
+    async def delete_user(request: Request) -> Response:
+        form = await form_of(request)
+        await run_in_threadpool(view.delete_scram_user, form.get("user", ""), form.get("mechanism", ""))
+        return back("/users", f"Deleted the {form.get('mechanism')} credential of {form.get('user')}.")
+
+    async def broker(request: Request) -> Response:
+        broker_id = int(request.path_params["id"])
+        return await listing(request, "broker.html", lambda: view.broker_configs(broker_id), broker_id=broker_id)
+
+    async def set_broker_config(request: Request) -> Response:
+        broker_id = int(request.path_params["id"])
+        form = await form_of(request)
+        await run_in_threadpool(view.set_broker_config, broker_id, form["key"], form.get("value", ""))
+        return back(f"/brokers/{broker_id}", f"Set {form['key']} of broker {broker_id}.")
+
     # -------------------------------------------------------------------------------------------- ZooKeeper
     async def zookeeper(request: Request) -> Response:
         path = request.query_params.get("path", "/")
@@ -227,6 +278,11 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         if isinstance(exc, confluent_kafka.KafkaException):  # a client call odradek.client does not wrap
             exc = ClientError.of(exc)
         status = 404 if getattr(exc, "name", None) in NOT_FOUND_ERRORS else 400
+        if getattr(exc, "name", None) == "GROUP_AUTHORIZATION_FAILED" and "/messages" in request.url.path:
+            # reading records asks the coordinator of the console's read group: say which ACL that takes
+            user = view.client_config.get("sasl.username")
+            return page(request, "error.html", status, error=str(exc), read_group=view.read_group,
+                        principal=f"User:{user}" if user else "the console's principal")
         return page(request, "error.html", status, error=str(exc))
 
     routes = [
@@ -246,6 +302,14 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         Route("/groups/{group}/lag.json", group_lag_series),
         Route("/groups/{group}/reset", reset_offsets, methods=["POST"]),
         Route("/groups/{group}/delete", delete_group, methods=["POST"]),
+        Route("/acls", acls),
+        Route("/acls", add_acl, methods=["POST"]),
+        Route("/acls/delete", remove_acl, methods=["POST"]),
+        Route("/users", users),
+        Route("/users", set_user, methods=["POST"]),
+        Route("/users/delete", delete_user, methods=["POST"]),
+        Route("/brokers/{id:int}", broker),
+        Route("/brokers/{id:int}/config", set_broker_config, methods=["POST"]),
         Route("/zookeeper", zookeeper),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -17,13 +17,16 @@ import time
 from collections.abc import Mapping
 
 import confluent_kafka
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ConfigResource,
+                                   OffsetSpec, ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialDeletion, UserScramCredentialUpsertion)
 
 from odradek.client import Admin, ClientError, ConfigValue, GroupOffset, Message, PartitionLayout, Producer, \
     SimpleConsumer
 from odradek.client.errors import LIBRDKAFKA_LOGGER
 from odradek.client.options import timestamp_ms
 from odradek.console import render
+from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 TOPICS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 100
@@ -34,6 +37,11 @@ SEARCH_LIMIT = 10_000  # records a search across a topic's partitions looks thro
 SEARCH_LIMIT_MAX = 1_000_000
 SEARCH_FIELDS = ("key", "value", "header")
 DEFAULT_READ_GROUP = "odradek-console"
+# what an ACL's fields may be, as kafka-acls names them (the enums' own names, less ANY and UNKNOWN)
+ACL_RESOURCE_TYPES = [t.name for t in ResourceType if t.name not in ("ANY", "UNKNOWN")]
+ACL_PATTERN_TYPES = ["LITERAL", "PREFIXED"]
+ACL_OPERATIONS = [o.name for o in AclOperation if o.name not in ("ANY", "UNKNOWN")]
+ACL_PERMISSIONS = ["ALLOW", "DENY"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -354,6 +362,47 @@ class ClusterView:
     def delete_group(self, group_id: str) -> None:
         self.admin.delete_group(group_id)
 
+    # ----------------------------------------------------------------------------------------- security
+    def acls(self) -> list[AclBinding]:
+        """Every ACL the brokers hold (CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster)."""
+        everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                      AclPermissionType.ANY)
+        return sorted(self.admin.describe_acls(everything), key=lambda b: (b.restype.name, b.name, b.principal,
+                                                                           b.operation.name))
+
+    def add_acl(self, fields: Mapping[str, str]) -> None:
+        self.admin.create_acls([_acl(AclBinding, fields)])
+
+    def remove_acl(self, fields: Mapping[str, str]) -> None:
+        self.admin.delete_acls([_acl(AclBindingFilter, fields)])
+
+    def scram_users(self) -> list[tuple[str, list[tuple[str, int]]]]:
+        """Each SCRAM user with its (mechanism, iterations); the passwords never leave the broker."""
+        described = self.admin.describe_user_scram_credentials()
+        return [(user, sorted((info.mechanism.name.replace("_", "-"), info.iterations)
+                              for info in description.scram_credential_infos))
+                for user, description in sorted(described.items())]
+
+    def set_scram_user(self, user: str, mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS) -> None:
+        """Create the user's credential for `mechanism`, or change its password."""
+        if not user or not password:
+            raise ValueError("a SCRAM user needs a name and a password")
+        self.admin.alter_user_scram_credentials(UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(_mechanism(mechanism), iterations), password.encode()))
+
+    def delete_scram_user(self, user: str, mechanism: str) -> None:
+        self.admin.alter_user_scram_credentials(UserScramCredentialDeletion(user, _mechanism(mechanism)))
+
+    def broker_configs(self, broker_id: int) -> list[ConfigValue]:
+        return self.admin.config_values(ConfigResource.Type.BROKER, str(broker_id))
+
+    def set_broker_config(self, broker_id: int, key: str, value: str) -> None:
+        """Set one of the broker's dynamic settings; an empty value removes the override."""
+        if value.strip():
+            self.admin.alter_configs(ConfigResource.Type.BROKER, str(broker_id), {key: value.strip()})
+        else:
+            self.admin.alter_configs(ConfigResource.Type.BROKER, str(broker_id), {}, [key])
+
     # ---------------------------------------------------------------------------------------- ZooKeeper
     def znode(self, path: str) -> tuple[list[str], bytes]:
         """A znode's children (sorted, numbers in order) and data; read-only."""
@@ -370,6 +419,32 @@ class ClusterView:
             except NoNodeError:
                 raise ValueError(f"no znode {path}") from None
         return in_order(children), data
+
+
+def _acl(kind, fields: Mapping[str, str]):
+    """An AclBinding (or the filter matching exactly it) from a form's fields, in kafka-acls' names."""
+    def choice(name: str, allowed: list[str], default: str) -> str:
+        value = (fields.get(name) or default).strip().upper()
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        return value
+
+    principal = (fields.get("principal") or "").strip()
+    if ":" not in principal:
+        raise ValueError(f"a principal is TYPE:NAME, such as User:alice, not {principal!r}")
+    restype = choice("resource_type", ACL_RESOURCE_TYPES, "TOPIC")
+    name = (fields.get("resource_name") or "").strip() or ("kafka-cluster" if restype == "BROKER" else "")
+    if not name:
+        raise ValueError("an ACL names its resource (* for all of that type)")
+    return kind(ResourceType[restype], name, ResourcePatternType[choice("pattern_type", ACL_PATTERN_TYPES, "LITERAL")],
+                principal, (fields.get("host") or "*").strip(), AclOperation[choice("operation", ACL_OPERATIONS, "READ")],
+                AclPermissionType[choice("permission", ACL_PERMISSIONS, "ALLOW")])
+
+
+def _mechanism(name: str) -> ScramMechanism:
+    if name not in MECHANISMS:
+        raise ValueError(f"SCRAM mechanism {name!r}: one of {', '.join(MECHANISMS)}")
+    return ScramMechanism[name.replace("-", "_")]
 
 
 def group_lag(offsets: list[GroupOffset]) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import uvicorn
 
 from odradek.console.app import create_app
-from odradek.console.cluster import ClusterView
+from odradek.console.cluster import DEFAULT_READ_GROUP, ClusterView
 from odradek.console.rates import LAG_GROUPS, LagHistory, LagSampler, MetricsSampler
 
 log = logging.getLogger("odradek.console")
@@ -33,6 +33,7 @@ class ConsoleSettings:
     metrics_interval: float = 5.0
     lag_interval: float = 5.0  # how often the groups' lag is read for their charts
     timeout: float = 15.0
+    read_group: str = DEFAULT_READ_GROUP  # the group.id records are read with (assign only; READ on it with ACLs)
 
 
 def _loopback(host: str) -> bool:
@@ -49,7 +50,7 @@ class Console:
     def __init__(self, settings: ConsoleSettings):
         self.settings = settings
         self.view = ClusterView(settings.bootstrap_servers, settings.client_config, settings.zookeeper,
-                                settings.timeout)
+                                settings.timeout, settings.read_group)
         self.sampler = MetricsSampler(settings.metrics_urls, settings.metrics_interval)
         self.lag_sampler = LagSampler(lambda: [(row.group_id, row.lag) for row in self.view.groups(LAG_GROUPS)],
                                       LagHistory(), settings.lag_interval)
@@ -80,6 +81,10 @@ class Console:
             self.sampler.stop()
             self.lag_sampler.stop()
             self.view.close()
+
+    def stop(self) -> None:
+        """Ends serve() (and the thread of start_thread)."""
+        self._server.should_exit = True
 
     def start_thread(self) -> str:
         url = self.start()

@@ -59,10 +59,13 @@ def handlers(broker) -> dict:
             error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
             partitions=partitions, topic_authorized_operations=operations)
 
-    def error_entry(name, topic_id, code: ErrorCode) -> object:
+    def error_entry(name, topic_id, code: ErrorCode, operations: int | None = None) -> object:
+        """A topic's entry that is only an error; `operations` for a name the principal may describe (Kafka sets
+        them on every entry its topic lookup made, a missing topic's too)."""
         return MetadataResponse.MetadataResponseTopic(
             error_code=code, name=name, topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[],
-            topic_authorized_operations=authorized_operations(ResourceType.TOPIC, False))
+            topic_authorized_operations=authorized_operations(ResourceType.TOPIC, False) if operations is None
+            else operations)
 
     def answer_metadata(connection, header, request):
         version = header.api_version
@@ -121,7 +124,8 @@ def handlers(broker) -> dict:
                     topics.append(None)
                     continue
                 if topic is None:
-                    topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    topics.append(error_entry(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                              access.operations(ResourceType.TOPIC, name, with_operations)))
                 else:
                     topics.append(described(topic))
         cluster_operations = access.operations(ResourceType.CLUSTER, CLUSTER_NAME,
@@ -137,7 +141,7 @@ def handlers(broker) -> dict:
 
         def take_created(position: int, name: str, created) -> None:
             topics[position] = described(created) if not isinstance(created, ErrorCode) else error_entry(
-                name, None, created)
+                name, None, created, access.operations(ResourceType.TOPIC, name, with_operations))
 
         if not creating:
             return response()

@@ -191,7 +191,10 @@ def handlers(broker) -> dict:
                 code = storage_error(exc, f"{target.topic}-{target.partition}").code
             if code is not None:
                 answer_now = True
-                answers.append((target, _partition_error(target, code, high_watermark, last_stable, log_start)))
+                # a consumer is told -1 for all three, as Kafka's readFromLog answers a failed read; our own
+                # followers take the leader's offsets from an OFFSET_OUT_OF_RANGE (replica_fetcher.py)
+                answers.append((target, _partition_error(target, code, high_watermark, last_stable, log_start)
+                                if replica_id >= 0 else _partition_error(target, code)))
                 continue
             if (incremental and records is EMPTY_RECORDS and preferred == NO_PREFERRED_REPLICA
                     and not target.moved(high_watermark, last_stable, log_start)):
@@ -308,5 +311,5 @@ def _partition_error(target: FetchTarget, code: ErrorCode, high_watermark: int =
                      log_start: int = -1):
     return FetchResponse.PartitionData(
         partition_index=target.partition, error_code=code, high_watermark=high_watermark,
-        last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=None,
+        last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=[],
         preferred_read_replica=-1, records=EMPTY_RECORDS)

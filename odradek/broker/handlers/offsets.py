@@ -88,7 +88,8 @@ def handlers(broker) -> dict:
                             partition.high_watermark if request.replica_id == CONSUMER_REPLICA_ID else None)
                     else:
                         answer.offset, answer.timestamp = lookup(partition, query.timestamp, isolation)
-                        answer.leader_epoch = partition.leader_epoch
+                        if answer.offset != -1:  # no record found by timestamp: no epoch either, as Kafka
+                            answer.leader_epoch = partition.leader_epoch
                 except KafkaError as exc:
                     answer.error_code = exc.code
                 except OSError as exc:  # a search by timestamp reads the segments

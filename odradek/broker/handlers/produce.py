@@ -59,6 +59,11 @@ ProduceResponse = PRODUCE.response
 
 # looked up once, not per partition: an enum member is slow to look up on Python 3.11 (see handlers/fetch.py)
 _NO_ERROR, _WRITE, _TOPIC = ErrorCode.NONE, AclOperation.WRITE, ResourceType.TOPIC
+# refusals answered with log_start_offset -1 (Kafka's UNKNOWN_LOG_APPEND_INFO); every other one names the partition's
+_NO_LOG_START_WITH = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                                ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
+                                ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_REQUIRED_ACKS})
 
 INLINE_RECORDS = 256 * 1024  # records of one request checked on the loop, at most
 INLINE_DECOMPRESSED_BYTES = 4 << 20  # if their compressed batches decompress to no more than this
@@ -187,8 +192,12 @@ def handlers(broker) -> dict:
                 exc = storage_error(exc, f"{topic}-{index}")
             record_errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=text)
                              for i, text in getattr(exc, "record_errors", ())]
+            partition = broker.partitions.get((topic, index))
+            # Kafka's appendToLocalLog names the log start offset with every refusal but these
+            log_start = (-1 if partition is None or exc.code in _NO_LOG_START_WITH
+                         else partition.log.log_start_offset)
             return ProduceResponse.PartitionProduceResponse(
-                index=index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
+                index=index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1, log_start_offset=log_start,
                 error_message=exc.message, record_errors=record_errors)
         return ProduceResponse.PartitionProduceResponse(
             index=index, error_code=_NO_ERROR, base_offset=outcome.first_offset,

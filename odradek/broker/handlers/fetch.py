@@ -60,6 +60,9 @@ _NO_ERROR, _READ, _TOPIC = ErrorCode.NONE, AclOperation.READ, ResourceType.TOPIC
 _TOPIC_OF = operator.attrgetter("topic")
 
 READ_COMMITTED = 1
+# refused before any read, where Kafka's KafkaApis answers an empty aborted list (a failed read answers null)
+_REFUSED_BEFORE_READ = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+                                  ErrorCode.TOPIC_AUTHORIZATION_FAILED})
 EMPTY_RECORDS = b""
 TOPIC_IDS_FROM_VERSION = 13
 CLIENT_RACK_FROM_VERSION = 11  # KIP-392: a consumer's fetch names its rack and may be served by a follower
@@ -311,5 +314,6 @@ def _partition_error(target: FetchTarget, code: ErrorCode, high_watermark: int =
                      log_start: int = -1):
     return FetchResponse.PartitionData(
         partition_index=target.partition, error_code=code, high_watermark=high_watermark,
-        last_stable_offset=last_stable, log_start_offset=log_start, aborted_transactions=[],
+        last_stable_offset=last_stable, log_start_offset=log_start,
+        aborted_transactions=[] if code in _REFUSED_BEFORE_READ else None,
         preferred_read_replica=-1, records=EMPTY_RECORDS)

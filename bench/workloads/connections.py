@@ -5,7 +5,8 @@ whatever it keeps per client) and then say nothing; after the busy phase every o
 ApiVersions, so a broker that drops or starves idle clients fails the round instead of looking cheap. The 20
 producers are separate librdkafka clients driven in turn from one thread (a chunk of records each), into a topic
 of 8 partitions, acks=1. RSS is read from /proc before, with the idle connections open, and sampled every 20 ms
-during the busy phase for its peak. Each round uses a freshly started broker so that rounds do not inherit memory.
+during the busy phase for its peak. Each round uses a freshly started broker so that rounds do not inherit memory;
+a Kafka is not warmed up first (bench/peers.py), so its RSS at start is the one a user meets.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def one_round(results: Results, broker: peers.Broker, sizes) -> None:
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
-    for _, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
+    for _, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat, warm=False):
         try:
             one_round(results, broker, sizes)
         except Exception as exc:

@@ -1,10 +1,13 @@
-"""End-to-end latency at a fixed rate (10k records/s by default): p50, p99 and p99.9, measured at the consumer.
+"""End-to-end latency at fixed rates: p50, p99 and p99.9, measured at the consumer, with the Python client at
+`sizes.latency_rate` (10k records/s by default) and with the C load generator at each of `sizes.latency_rates`.
 
-The producer runs in its own process (spawned, so no librdkafka threads are forked) and stamps each 100-byte value
-with CLOCK_MONOTONIC, which is one clock for every process on the machine; the consumer subtracts that stamp from
-its own clock when `poll` hands it the record. Producer and consumer are never in one interpreter, so neither
-waits for the other's GIL. The producer sends with linger.ms=0 and acks=1, paced by a schedule rather than by
-sleeps of one record each, and the first second of every run is a warm-up that is not counted.
+The C load generator's paced producer (acks=1 here, linger.ms=0) keeps its schedule, so its figures are the broker's; a
+run whose producer fell behind is an error, not a figure (`c_client`, which the replication workload uses too). With the
+Python client, the producer runs in its own process (spawned, so no librdkafka threads are forked) and stamps each
+100-byte value with CLOCK_MONOTONIC, which is one clock for every process on the machine; the consumer subtracts that
+stamp from its own clock when `poll` hands it the record. Producer and consumer are never in one interpreter, so neither
+waits for the other's GIL. The producer sends with linger.ms=0 and acks=1, paced by a schedule rather than by sleeps of
+one record each, and the first second of every run is a warm-up that is not counted.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from bench import client, peers
+from bench import client, loadgen, peers
 from bench.measure import Results, percentile
 
 WORKLOAD = "latency"
@@ -75,9 +78,34 @@ def measure(bootstrap: str, topic: str, rate: int, seconds: float, *, replicatio
     return sorted(latencies)
 
 
+def c_client(results: Results, workload: str, subject: str, bootstrap: str, topic: str, metric: str, rate: int,
+             seconds: float, *, replication_factor: int = 1, acks: str = "1") -> None:
+    """The C load generator's paced producer (linger.ms=0) and consumer on a new topic of one partition: p50, p99,
+    p99.9 and max "at <metric>", and how far the producer lagged its schedule; a lagging run is recorded as an
+    error, not a figure. With replication the topic has min.insync.replicas=2."""
+    try:
+        client.create_topic(bootstrap, topic, 1, replication_factor,
+                            {"min.insync.replicas": "2"} if replication_factor > 1 else None)
+        figures = loadgen.latency(bootstrap, topic, rate, seconds, config={"acks": acks, "linger.ms": 0})
+    except Exception as exc:
+        results.error(workload, f"p99 at {metric}", subject, repr(exc), unit="ms", better="lower")
+        return
+    if not figures.valid:
+        results.error(workload, f"p99 at {metric}", subject, figures.verdict(), unit="ms", better="lower")
+        return
+    for label, value in (("p50", figures.p50), ("p99", figures.p99), ("p99.9", figures.p99_9), ("max", figures.max)):
+        results.add(workload, f"{label} at {metric}", subject, value, unit="ms", better="lower")
+    results.add(workload, f"producer behind schedule at {metric}", subject, figures.behind_schedule_ms, unit="ms",
+                better="lower")
+
+
 def run(results: Results, brokers: list[str], sizes) -> None:
     rate = sizes.latency_rate
     for round_number, broker in peers.rounds(results, WORKLOAD, brokers, sizes.repeat):
+        for c_rate in sizes.latency_rates:
+            if loadgen.BUILD_DIR.exists():
+                c_client(results, WORKLOAD, broker.name, broker.bootstrap, f"latency-c{c_rate}-{round_number}",
+                         f"{c_rate} records/s, C client", c_rate, sizes.latency_seconds)
         try:
             latencies = measure(broker.bootstrap, f"latency-{round_number}", rate, sizes.latency_seconds)
         except Exception as exc:

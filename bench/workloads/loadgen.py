@@ -90,11 +90,14 @@ def built(results: Results, workload: str) -> bool:
 
 def add_run(results: Results, workload: str, metric: str, broker: str, done: loadgen.Run, broker_cpu: float,
             broker_kernel_cpu: float | None = None, *, unit: str = "records/s", per: str = "record") -> None:
-    """The run's rate and, for the broker and the client, CPU per record (or per request) in microseconds and
-    cores busy over the run's wall time; with `broker_kernel_cpu`, the part of the broker's CPU per record spent in
-    the kernel too (socket copies, and for Odradek the copy of every byte into the page cache, which the peers,
-    keeping records in their own memory, do not make)."""
+    """The run's rate, the same records (or requests) per second of broker CPU (the rate a broker would reach with
+    a core to itself, whatever else the machine ran) and, for the broker and the client, CPU per record (or per
+    request) in microseconds and cores busy over the run's wall time; with `broker_kernel_cpu`, the part of the
+    broker's CPU per record spent in the kernel too (socket copies, and for Odradek the copy of every byte into the
+    page cache, which the peers, keeping records in their own memory, do not make)."""
     results.add(workload, metric, broker, done.records_per_s, unit=unit)
+    results.add(workload, f"{per}s per broker CPU second, {metric}", broker, done.records / broker_cpu,
+                unit=f"{per}s/CPU s")
     for side, cpu in (("broker", broker_cpu), ("client", done.client_cpu)):
         results.add(workload, f"{side} CPU per {per}, {metric}", broker, cpu / done.records * 1e6, unit="us",
                     better="lower")

@@ -1,17 +1,19 @@
 """What replication costs and how fast producing resumes when a leader goes (issue 15), on one three-broker ZooKeeper
-cluster of Odradek in the same run (the peers have no replication to compare: Tansu here keeps everything in one
-process's memory, noida-db is a single node).
+cluster of Odradek and on a three-node KRaft cluster of each Kafka configuration (bench/peers.py's KafkaBroker with
+nodes=3), one after the other in the same run (the other peers have no replication to compare: Tansu here keeps
+everything in one process's memory, noida-db is a single node).
 
 Three measurements, each repeated `sizes.repeat` times: the produce rate of bench/replication_bench.py with RF 3
 acks=all and acks=1 beside RF 1 on the same cluster (a quarter of `sizes.records` per point, after one unmeasured
 warm-up; notes give RF 3 as a share of RF 1 beside Kafka's 2014 figures, 0.96 async and 0.51 sync); end-to-end
 latency at `sizes.latency_rate` with acks=all and min.insync.replicas=2 (producer timestamp to the consumer's
 receipt, which waits for the high watermark and so for the ISR), on RF 1 and RF 3 with the C load generator
-(bench/loadgen: a client that keeps the schedule, so the figure is the brokers'; runs whose producer fell behind are
-errors, not figures) and on RF 3 with bench/workloads/latency.py's Python clients (what a Python user sees); and the time producing
-stands still after the leader of an RF 3 partition is stopped by SIGTERM (controlled shutdown, goal under a second)
-or killed -9 (bounded below by zookeeper.session.timeout.ms, the cluster's 6 s), from bench/failover_bench.py. The
-failovers come last, as they stop and restart brokers.
+(latency.c_client: a client that keeps the schedule, so the figure is the brokers'; runs whose producer fell behind
+are errors, not figures); then, on Odradek alone, RF 3 with bench/workloads/latency.py's Python clients (what a
+Python user sees) and the time producing stands still after the leader of an RF 3 partition is stopped by SIGTERM
+(controlled shutdown, goal under a second) or killed -9 (bounded below by zookeeper.session.timeout.ms, the
+cluster's 6 s), from bench/failover_bench.py. The failovers come last, as they stop and restart brokers. Every
+cluster's nodes share this machine's cores.
 """
 
 from __future__ import annotations
@@ -19,12 +21,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from bench import loadgen
-from bench.client import create_topic
+from bench import peers
 from bench.failover_bench import pause_after, session_timeout_s
 from bench.measure import Results, percentile
 from bench.replication_bench import rate
-from bench.workloads.latency import measure
+from bench.workloads.latency import c_client, measure
 from odradek.embedded import Cluster
 
 WORKLOAD = "replication"
@@ -37,55 +38,61 @@ def produce_metric(replication_factor: int, acks: str) -> str:
     return f"produce, 6 partitions, RF {replication_factor}, acks={acks}"
 
 
-def end_to_end(results: Results, bootstrap: str, replication_factor: int, rate: int, seconds: float,
+def end_to_end(results: Results, subject: str, bootstrap: str, replication_factor: int, rate: int, seconds: float,
                round_number: int) -> None:
-    """The C load generator's paced producer (acks=all, linger.ms=0) and consumer on one partition: p50, p99, p99.9
-    and max, and how far the producer lagged its schedule; a lagging run is recorded as an error, not a figure."""
-    metric = f"at {rate} records/s, RF {replication_factor}, acks=all, C client"
-    topic = f"e2e-rf{replication_factor}-{round_number}"
-    try:
-        create_topic(bootstrap, topic, 1, replication_factor,
-                     {"min.insync.replicas": "2"} if replication_factor > 1 else None)
-        figures = loadgen.latency(bootstrap, topic, rate, seconds, config={"acks": "all", "linger.ms": 0})
-    except Exception as exc:
-        results.error(WORKLOAD, f"p99 {metric}", SUBJECT, repr(exc), unit="ms", better="lower")
-        return
-    if not figures.valid:
-        results.error(WORKLOAD, f"p99 {metric}", SUBJECT, figures.verdict(), unit="ms", better="lower")
-        return
-    for label, value in (("p50", figures.p50), ("p99", figures.p99), ("p99.9", figures.p99_9), ("max", figures.max)):
-        results.add(WORKLOAD, f"{label} {metric}", SUBJECT, value, unit="ms", better="lower")
-    results.add(WORKLOAD, f"producer behind schedule {metric}", SUBJECT, figures.behind_schedule_ms, unit="ms",
-                better="lower")
+    """latency.c_client with acks=all: p50, p99, p99.9 and max on one partition of RF `replication_factor`."""
+    c_client(results, WORKLOAD, subject, bootstrap, f"e2e-rf{replication_factor}-{round_number}",
+             f"{rate} records/s, RF {replication_factor}, acks=all, C client", rate, seconds,
+             replication_factor=replication_factor, acks="all")
+
+
+def rates_and_latency(results: Results, subject: str, bootstrap: str, sizes) -> None:
+    """The produce rates of CASES after a warm-up, RF 3's shares of RF 1 (notes) and the C client's end-to-end
+    latency on RF 1 and RF 3, each `sizes.repeat` times."""
+    records = max(10_000, sizes.records // 4)
+    rate(bootstrap, f"warm-up-{subject}", records // 4, 3, "all")
+    for round_number in range(sizes.repeat):
+        for replication_factor, acks in CASES:
+            metric = produce_metric(replication_factor, acks)
+            try:
+                results.add(WORKLOAD, metric, subject, rate(bootstrap, f"rf{replication_factor}-acks{acks}-"
+                            f"{round_number}", records, replication_factor, acks), unit="records/s")
+            except Exception as exc:
+                results.error(WORKLOAD, metric, subject, repr(exc), unit="records/s")
+    single = results.median(WORKLOAD, produce_metric(1, "all"), subject)
+    for acks, kafka in KAFKA_2014.items():
+        replicated = results.median(WORKLOAD, produce_metric(3, acks), subject)
+        if single and replicated:
+            results.note(WORKLOAD, produce_metric(3, acks), f"{subject}: {replicated / single:.2f} of RF 1 (Kafka "
+                         f"2014: {kafka}); all brokers share this machine's CPUs", unit="records/s")
+    for round_number in range(sizes.repeat):
+        for replication_factor in (1, 3):
+            end_to_end(results, subject, bootstrap, replication_factor, sizes.latency_rate, sizes.latency_seconds,
+                       round_number)
 
 
 def run(results: Results, brokers: list[str], sizes) -> None:
+    for name in brokers:
+        if name not in peers.KAFKAS:
+            continue
+        with tempfile.TemporaryDirectory(prefix=f"bench-replication-{name}-") as scratch:
+            try:
+                kafka = peers.KafkaBroker(name, Path(scratch), nodes=3)
+                kafka.start()
+            except (peers.Unavailable, RuntimeError) as exc:
+                results.note(WORKLOAD, "skipped", f"{name}: {exc}")
+                continue
+            try:
+                rates_and_latency(results, name, kafka.bootstrap, sizes)
+            finally:
+                kafka.stop()
     if SUBJECT not in brokers:
         return
-    records = max(10_000, sizes.records // 4)
     with tempfile.TemporaryDirectory(prefix="bench-replication-") as scratch, \
             Cluster(3, data_dir=Path(scratch)) as cluster:
         bootstrap = cluster.bootstrap_servers
-        rate(bootstrap, "warm-up", records // 4, 3, "all")
-        for round_number in range(sizes.repeat):
-            for replication_factor, acks in CASES:
-                metric = produce_metric(replication_factor, acks)
-                try:
-                    results.add(WORKLOAD, metric, SUBJECT, rate(bootstrap, f"rf{replication_factor}-acks{acks}-"
-                                f"{round_number}", records, replication_factor, acks), unit="records/s")
-                except Exception as exc:
-                    results.error(WORKLOAD, metric, SUBJECT, repr(exc), unit="records/s")
-        single = results.median(WORKLOAD, produce_metric(1, "all"), SUBJECT)
-        for acks, kafka in KAFKA_2014.items():
-            replicated = results.median(WORKLOAD, produce_metric(3, acks), SUBJECT)
-            if single and replicated:
-                results.note(WORKLOAD, produce_metric(3, acks), f"{replicated / single:.2f} of RF 1 (Kafka 2014: "
-                             f"{kafka}); all brokers share this machine's CPUs", unit="records/s")
-
+        rates_and_latency(results, SUBJECT, bootstrap, sizes)
         latency_rate = sizes.latency_rate
-        for round_number in range(sizes.repeat):
-            for replication_factor in (1, 3):
-                end_to_end(results, bootstrap, replication_factor, latency_rate, sizes.latency_seconds, round_number)
         for round_number in range(sizes.repeat):
             try:
                 latencies = measure(bootstrap, f"latency-rf3-{round_number}", latency_rate, sizes.latency_seconds,

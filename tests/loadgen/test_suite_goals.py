@@ -1,9 +1,10 @@
 """The benchmark table's judgement of a row: a goal against one named peer (small requests: 2x Tansu) rather than
-the best one, and figures that describe rather than rank (cores busy) get no ratio to the peers."""
+the best one, a goal against Kafka judged by the better of its two configurations while the best peer stays the best
+broker without a JVM, and figures that describe rather than rank (cores busy) get no ratio to the peers."""
 
 from __future__ import annotations
 
-from bench.measure import Results
+from bench.measure import KAFKA, Results
 from bench.suite import Goal
 
 
@@ -28,3 +29,14 @@ def test_cores_busy_has_no_ratio_to_the_peers():
     row = rows()["broker cores busy, produce requests"]
     assert row["ratio_to_best_peer"] is None and row["best_peer"] is None
     assert row["summary"]["odradek"]["median"] == 0.9
+
+
+def test_kafka_is_judged_by_its_better_configuration_and_is_not_the_best_peer():
+    results = Results()
+    for broker, ready in (("odradek", 0.5), ("tansu", 0.1), ("kafka", 12.0), ("kafka-tuned", 8.0)):
+        results.add("startup", "ready, empty", broker, ready, unit="s", better="lower")
+    [row] = results.rows()
+    assert (row["best_peer"], row["ratio_to_best_peer"]) == ("tansu", 0.2)
+    assert (row["kafka"], row["ratio_to_kafka"]) == ("kafka-tuned", 16.0)
+    assert Goal("startup", "ready, empty", "<= 1/20 of Kafka's", ratio=20.0, peer=KAFKA).check(row) == \
+        "<= 1/20 of Kafka's: MISSED 16.00x/20.0x kafka-tuned"

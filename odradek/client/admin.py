@@ -68,12 +68,14 @@ class GroupOffset:
     topic: str
     partition: int
     committed: int | None  # None: nothing committed
-    latest_offset: int
+    latest_offset: int | None  # None: offline (no live leader to ask)
     member: str  # the member it is assigned to, "" if none
 
     @property
     def lag(self) -> int | None:
-        return None if self.committed is None else max(0, self.latest_offset - self.committed)
+        if self.committed is None or self.latest_offset is None:
+            return None
+        return max(0, self.latest_offset - self.committed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,12 +243,13 @@ class Admin:
                 owner[(tp.topic, tp.partition)] = member.member_id
         committed = self.committed_offsets(group_id)
         keys = sorted(set(committed) | set(owner))
-        latest: dict[tuple[str, int], int] = {}
-        for topic in sorted({topic for topic, _ in keys}):
-            for index, offset in self.list_offsets(topic, [p for t, p in keys if t == topic],
-                                                   OffsetSpec.latest()).items():
-                latest[(topic, index)] = offset
-        offsets = [GroupOffset(topic, index, committed.get((topic, index)), latest[(topic, index)],
+        metadata = self._metadata()
+        # a partition whose leader is not a live broker (offline) has no log end, and costs no wait
+        led = [(topic, index) for topic, index in keys if topic in metadata.topics
+               and index in metadata.topics[topic].partitions
+               and metadata.topics[topic].partitions[index].leader in metadata.brokers]
+        latest = self.offsets(led, OffsetSpec.latest())
+        offsets = [GroupOffset(topic, index, committed.get((topic, index)), latest.get((topic, index)),
                                owner.get((topic, index), "")) for topic, index in keys]
         members = [(m.member_id, m.client_id, m.host) for m in described.members]
         state = described.state.name if described.state else "UNKNOWN"

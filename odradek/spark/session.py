@@ -1,14 +1,16 @@
 """A Spark session with the "odradek" data source registered: the one way pipelines, tests and benchmarks get one.
 
 Local sessions get the light settings measured on small machines (no UI, two shuffle partitions, 1 GB driver,
-loopback driver address) and run their Python workers with this interpreter, so the workers import the same
-odradek, confluent-kafka and pyarrow as the driver.
+loopback driver address). Every session runs its Python workers with this interpreter unless $PYSPARK_PYTHON says
+otherwise (odradek.spark.worker_python), so the workers import the same odradek, confluent-kafka and pyarrow as the
+driver.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+
+from odradek.spark.worker_python import default_to_this_python
 
 LOCAL_SETTINGS = {
     "spark.ui.enabled": "false",
@@ -22,7 +24,7 @@ LOCAL_SETTINGS = {
 
 def spark_session(master: str = "local[2]", app_name: str = "odradek", settings: dict[str, str] | None = None):
     """Get or create a session with the data source registered; settings override LOCAL_SETTINGS."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    default_to_this_python()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 

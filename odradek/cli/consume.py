@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 import confluent_kafka
@@ -27,6 +29,7 @@ from odradek.client.errors import LIBRDKAFKA_LOGGER, ConnectionFailures
 from odradek.client.options import timestamp_ms
 
 BATCH_SIZE = 500  # records taken from the client per call
+CLOSE_TIMEOUT_S = 30.0  # what Kafka's consumer.close() waits by default (30 s)
 
 
 def add_commands(commands) -> None:
@@ -114,53 +117,78 @@ def run_consume(args: argparse.Namespace) -> int:
             behind.assigned(tp.partition for tp in assigned)
 
         consumer.subscribe([args.topic], on_assign=on_assign)
+    interrupt = Interrupt()
     try:
-        printed, interrupted = _print_records(consumer, args, behind, failures)
+        printed = _print_records(consumer, args, behind, failures, interrupt)
     finally:
-        consumer.close()  # in a group: commits the stored offsets of what was printed
+        _close(consumer)  # in a group: commits the stored offsets of what was printed
     print(f"Processed a total of {printed} messages", file=sys.stderr)
-    return INTERRUPTED_EXIT_CODE if interrupted else 0
+    return INTERRUPTED_EXIT_CODE if interrupt.requested else 0
 
 
-def _print_records(consumer, args: argparse.Namespace, behind: Behind,
-                   failures: ConnectionFailures) -> tuple[int, bool]:
-    """Print until --max-messages or --idle-timeout-ms (counted once `behind` is caught up), or until nobody reads
-    stdout any more (`| head -1`: said in one line, as Kafka's console consumer says it); returns (records printed,
-    whether Ctrl-C stopped it). A record's offset is stored for the commit once its line is written out."""
+class Interrupt:
+    """Ctrl-C (SIGINT) asks the consumer to stop instead of raising KeyboardInterrupt wherever the main thread is:
+    the loop stops between batches, so every record printed is counted and stored for the commit, and none is
+    stored unprinted. A second Ctrl-C ends the process at once, as a JVM's does while its shutdown hooks run."""
+
+    def __init__(self):
+        self.requested = False
+        signal.signal(signal.SIGINT, self)
+
+    def __call__(self, signum, frame) -> None:
+        if self.requested:
+            os._exit(INTERRUPTED_EXIT_CODE)
+        self.requested = True
+
+
+def _close(consumer) -> None:
+    """consumer.close() (the final commit, leaving the group), bounded as Kafka's consumer bounds it by default:
+    what librdkafka has not done by then is given up, said in one line."""
+    closing = threading.Thread(target=consumer.close, name="odradek-consumer-close", daemon=True)
+    closing.start()
+    closing.join(CLOSE_TIMEOUT_S)
+    if closing.is_alive():
+        print(f"odradek: the consumer did not close within {CLOSE_TIMEOUT_S:g}s (commit or group leave unanswered); "
+              "giving up", file=sys.stderr, flush=True)
+        os._exit(1)
+
+
+def _print_records(consumer, args: argparse.Namespace, behind: Behind, failures: ConnectionFailures,
+                   interrupt: Interrupt) -> int:
+    """Print until --max-messages, --idle-timeout-ms (counted once `behind` is caught up), Ctrl-C, or until nobody
+    reads stdout any more (`| head -1`: said in one line, as Kafka's console consumer says it); returns the records
+    printed. A record's offset is stored for the commit once its line is written out."""
     printed = 0
     last_seen = time.monotonic()
     out = sys.stdout
-    try:
-        while args.max_messages is None or printed < args.max_messages:
-            wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
-            shown = []
-            for raw in consumer.consume(wanted, 0.2):
-                error = raw.error()
-                if error is not None:
-                    if error.code() == confluent_kafka.KafkaError._BAD_MSG:  # check.crcs, as Java's consumer
-                        raise ClientError(f"Record batch for partition {raw.topic()}-{raw.partition()} at offset "
-                                          f"{raw.offset()} is invalid, cause: {error.str()}", "CORRUPT_MESSAGE")
-                    if error.code() != confluent_kafka.KafkaError._PARTITION_EOF:
-                        raise ClientError.of(error)
-                    behind.reached_end(raw.partition())
-                    continue
-                shown.append(raw)
-            failures.check()
-            if shown:
-                try:
-                    out.write("".join(format_message(Message.of(raw), args) + "\n" for raw in shown))
-                    out.flush()
-                except BrokenPipeError:
-                    os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # nor at exit
-                    print("Unable to write to standard out, closing consumer.", file=sys.stderr)
-                    break
-                for raw in shown:
-                    consumer.store_offsets(raw)
-                printed += len(shown)
-            if shown or not behind.caught_up:
-                last_seen = time.monotonic()
-            elif args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
+    while (args.max_messages is None or printed < args.max_messages) and not interrupt.requested:
+        wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
+        shown = []
+        for raw in consumer.consume(wanted, 0.2):
+            error = raw.error()
+            if error is not None:
+                if error.code() == confluent_kafka.KafkaError._BAD_MSG:  # check.crcs, as Java's consumer
+                    raise ClientError(f"Record batch for partition {raw.topic()}-{raw.partition()} at offset "
+                                      f"{raw.offset()} is invalid, cause: {error.str()}", "CORRUPT_MESSAGE")
+                if error.code() != confluent_kafka.KafkaError._PARTITION_EOF:
+                    raise ClientError.of(error)
+                behind.reached_end(raw.partition())
+                continue
+            shown.append(raw)
+        failures.check()
+        if shown:
+            try:
+                out.write("".join(format_message(Message.of(raw), args) + "\n" for raw in shown))
+                out.flush()
+            except BrokenPipeError:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # nor at exit
+                print("Unable to write to standard out, closing consumer.", file=sys.stderr)
                 break
-    except KeyboardInterrupt:
-        return printed, True
-    return printed, False
+            for raw in shown:
+                consumer.store_offsets(raw)
+            printed += len(shown)
+        if shown or not behind.caught_up:
+            last_seen = time.monotonic()
+        elif args.idle_timeout_ms is not None and time.monotonic() - last_seen >= args.idle_timeout_ms / 1000:
+            break
+    return printed

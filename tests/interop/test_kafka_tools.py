@@ -38,21 +38,22 @@ def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes, int]]) -
     written = []
     for partition, value, timestamp in records:
         producer.produce(topic, value, partition=partition, timestamp=timestamp,
-                         on_delivery=lambda err, msg, ts=timestamp: written.append((msg.partition(), msg.offset(), ts)))
+                         on_delivery=lambda err, msg, ts=timestamp: written.append(
+                             err or (msg.partition(), msg.offset(), ts)))
         producer.flush(30)  # one batch per record: each its own timestamp, offsets in the order given
-    assert len(written) == len(records)
+    assert all(isinstance(each, tuple) for each in written) and len(written) == len(records), written
     return written
 
 
 @pytest.fixture(scope="module")
 def timed_topic(broker, shell):
     """Two partitions of 20 records each, record i of a partition stamped a day ago plus i seconds, except offset 7
-    of partition 1, stamped in the future of every other (so the max timestamp is not the last record):
+    of partition 1, stamped 100 s after that day-old base (so its max timestamp is not its last record):
     (topic, {(partition, offset): timestamp})."""
     name = f"timed-{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap_servers, name, 2)
     base = int(time.time() * 1000) - DAY_MS
-    records = [(partition, b"v%d" % i, base + i * 1000 + (10 * DAY_MS // 2 if (partition, i) == (1, 7) else 0))
+    records = [(partition, b"v%d" % i, (base + 100_000 if (partition, i) == (1, 7) else base + i * 1000))
                for partition in (0, 1) for i in range(20)]
     written = produce(broker.bootstrap_servers, name, records)
     return name, base, {(partition, offset): ts for partition, offset, ts in written}
@@ -152,3 +153,291 @@ def test_broker_loggers_described_set_and_unset(broker, shell):
     shell.run("kafka-configs", *args, "--alter", "--delete-config", "odradek.coordinator,odradek.storage")
     unset = loggers(shell.run("kafka-configs", *args, "--describe").stdout)
     assert (unset["odradek.coordinator"], unset["odradek.storage"]) == ("INFO", "INFO")
+
+
+def test_scram_users_and_client_quotas(broker, shell):
+    bootstrap, user = broker.bootstrap_servers, f"tool-user-{uuid.uuid4().hex[:6]}"
+    shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users", "--entity-name",
+              user, "--add-config", "SCRAM-SHA-512=[iterations=8192,password=s3cret]")
+    twice = shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users",
+                      "--entity-name", user, "--add-config", "SCRAM-SHA-256=[password=pw],SCRAM-SHA-512=[password=x]",
+                      expect_failure=True)  # one user's credentials once a request, as Kafka's controller says
+    assert "DuplicateResourceException: A user credential cannot be altered twice in the same request" in twice.stderr
+    shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users", "--entity-name",
+              user, "--add-config", "SCRAM-SHA-256=[password=pw]")
+    shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users", "--entity-name",
+              user, "--entity-type", "clients", "--entity-name", "billing", "--add-config",
+              "producer_byte_rate=1048576,consumer_byte_rate=2097152")
+    shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "clients",
+              "--entity-default", "--add-config", "request_percentage=50")
+    described = shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--describe", "--entity-type", "users",
+                          "--entity-name", user).stdout
+    assert "SCRAM-SHA-512=iterations=8192" in described and "SCRAM-SHA-256=iterations=4096" in described
+    listed = table(odradek("users", "list", user, "-b", bootstrap), "USER")
+    assert sorted((row["MECHANISM"], row["ITERATIONS"]) for row in listed) == [("SCRAM-SHA-256", "4096"),
+                                                                              ("SCRAM-SHA-512", "8192")]
+    quotas = shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--describe", "--entity-type", "users",
+                       "--entity-name", user, "--entity-type", "clients", "--entity-name", "billing").stdout
+    assert f"Quota configs for user-principal '{user}', client-id 'billing' are " in quotas
+    assert "producer_byte_rate=1048576.0" in quotas and "consumer_byte_rate=2097152.0" in quotas
+    every = shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--describe", "--entity-type", "clients",
+                      "--entity-default").stdout
+    assert "Quota configs for the default client-id are request_percentage=50.0" in every
+    shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "users", "--entity-name",
+              user, "--delete-config", "SCRAM-SHA-256")
+    assert "SCRAM-SHA-256" not in shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--describe",
+                                            "--entity-type", "users", "--entity-name", user).stdout
+
+
+def committed_lag(bootstrap: str, group: str) -> dict[tuple[str, int], dict[str, str]]:
+    """`odradek groups describe`'s table, by (topic, partition)."""
+    return {(row["TOPIC"], int(row["PARTITION"])): row
+            for row in table(odradek("groups", "describe", group, "-b", bootstrap), "TOPIC")}
+
+
+def caught_up(bootstrap: str, group: str, partitions: int) -> bool:
+    """Whether the group exists and has committed the log end of every one of its topic's partitions."""
+    try:
+        lag = committed_lag(bootstrap, group)
+    except AssertionError:  # not there yet
+        return False
+    return len(lag) == partitions and all(row["LAG"] == "0" for row in lag.values())
+
+
+def test_consumer_groups_describe_reset_and_delete(broker, shell, timed_topic, tmp_path):
+    bootstrap, (topic, base, stamps) = broker.bootstrap_servers, timed_topic
+    group = f"tools-group-{uuid.uuid4().hex[:6]}"
+    consumer = start_tool("kafka-console-consumer", "--bootstrap-server", bootstrap, "--topic", topic, "--group",
+                          group, "--from-beginning", "--consumer-property", "auto.commit.interval.ms=100",
+                          log_path=tmp_path / "consumer.log")
+    try:
+        assert wait_until(lambda: caught_up(bootstrap, group, 2), 90, 0.5), (tmp_path / "consumer.log").read_text()
+        args = ("--bootstrap-server", bootstrap, "--describe", "--group", group)
+        offsets = table(shell.run("kafka-consumer-groups", *args, "--offsets").stdout, "GROUP")
+        members = table(shell.run("kafka-consumer-groups", *args, "--members", "--verbose").stdout, "GROUP")
+        state = table(shell.run("kafka-consumer-groups", *args, "--state").stdout, "GROUP")
+        listed = table(shell.run("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--list", "--state").stdout,
+                       "GROUP")
+    finally:
+        consumer.terminate()
+        consumer.wait(30)
+    ours = committed_lag(bootstrap, group)
+    assert {(row["TOPIC"], int(row["PARTITION"])): (row["CURRENT-OFFSET"], row["LOG-END-OFFSET"], row["LAG"])
+            for row in offsets} == {key: (row["CURRENT-OFFSET"], row["LOG-END-OFFSET"], row["LAG"])
+                                    for key, row in ours.items()} == {(topic, 0): ("20", "20", "0"),
+                                                                      (topic, 1): ("20", "20", "0")}
+    assert len(members) == 1 and members[0]["#PARTITIONS"] == "2" and members[0]["CLIENT-ID"].startswith("console")
+    assert offsets[0]["CONSUMER-ID"] == members[0]["CONSUMER-ID"]
+    assert (state[0]["STATE"], state[0]["#MEMBERS"], state[0]["ASSIGNMENT-STRATEGY"]) == ("Stable", "1", "range")
+    assert {"GROUP": group, "STATE": "Stable"} in listed
+
+    reset = ("--bootstrap-server", bootstrap, "--reset-offsets", "--group", group, "--topic", topic)
+    wait_until(lambda: "Empty" in shell.run("kafka-consumer-groups", *args, "--state").stdout, 30, 0.5)
+    dry = table(shell.run("kafka-consumer-groups", *reset, "--to-earliest", "--dry-run").stdout, "GROUP")
+    assert {row["NEW-OFFSET"] for row in dry} == {"0"}
+    assert {row["CURRENT-OFFSET"] for row in committed_lag(bootstrap, group).values()} == {"20"}  # a dry run
+
+    moment = base + 12_500  # records 13.. of each partition are stamped at or after it (and partition 1's offset 7)
+    at_time = table(shell.run("kafka-consumer-groups", *reset, "--to-datetime",
+                              time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment // 1000)) + ".500Z",
+                              "--execute").stdout, "GROUP")
+    expected = {p: min(o for (q, o), ts in stamps.items() if q == p and ts >= moment) for p in (0, 1)}
+    assert {int(row["PARTITION"]): int(row["NEW-OFFSET"]) for row in at_time} == expected == {0: 13, 1: 7}
+    assert {p: int(row["CURRENT-OFFSET"]) for (_, p), row in committed_lag(bootstrap, group).items()} == expected
+
+    shifted = table(shell.run("kafka-consumer-groups", *reset, "--shift-by", "-5", "--execute").stdout, "GROUP")
+    assert {int(row["PARTITION"]): int(row["NEW-OFFSET"]) for row in shifted} == {0: 8, 1: 2}
+    lag = committed_lag(bootstrap, group)
+    assert {p: (row["CURRENT-OFFSET"], row["LAG"]) for (_, p), row in lag.items()} == {0: ("8", "12"),
+                                                                                       1: ("2", "18")}
+    described = table(shell.run("kafka-consumer-groups", *args, "--offsets").stdout, "GROUP")
+    assert {int(row["PARTITION"]): (row["CURRENT-OFFSET"], row["LAG"]) for row in described} == {
+        p: (row["CURRENT-OFFSET"], row["LAG"]) for (_, p), row in lag.items()}
+
+    deleted = shell.run("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--delete-offsets", "--group",
+                        group, "--topic", f"{topic}:1").stdout
+    assert table(deleted, "TOPIC") == [{"TOPIC": topic, "PARTITION": "1", "STATUS": "Successful"}]
+    assert list(committed_lag(bootstrap, group)) == [(topic, 0)]
+    assert "successful" in shell.run("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--delete", "--group",
+                                     group).stdout
+    assert group not in shell.run("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--list").stdout.split()
+    gone = shell.run("kafka-consumer-groups", *args, expect_failure=True)
+    # Kafka's answer to ConsumerGroupDescribe, which the admin client keeps when DescribeGroups says the same
+    assert f"GroupIdNotFoundException: Group {group} not found." in gone.stdout
+
+
+def offsets_of(text: str) -> dict[int, int]:
+    """kafka-get-offsets' `topic:partition:offset` lines, by partition."""
+    return {int(line.split(":")[-2]): int(line.split(":")[-1]) for line in text.split() if line.count(":") >= 2}
+
+
+def test_get_offsets_by_spec_and_time_then_delete_records(broker, shell, timed_topic, tmp_path):
+    bootstrap, (topic, base, stamps) = broker.bootstrap_servers, timed_topic
+    args = ("--bootstrap-server", bootstrap, "--topic", topic)
+    latest, earliest, max_timestamp, at_time, after_all = (
+        offsets_of(shell.run("kafka-get-offsets", *args, "--time", spec).stdout)
+        for spec in ("-1", "-2", "-3", str(base + 4_500), str(base + 30 * DAY_MS)))
+    ours = odradek_offsets(bootstrap, topic)
+    assert latest == {p: end for p, (_, end) in ours.items()} == {0: 20, 1: 20}
+    assert earliest == {p: start for p, (start, _) in ours.items()} == {0: 0, 1: 0}
+    assert max_timestamp == {0: 19, 1: 7}  # partition 1's offset 7 is stamped after its last record
+    assert at_time == {0: 5, 1: 5}
+    assert after_all == {}  # no record at or after that time: the tool prints no offset for either partition
+
+    plan = tmp_path / "delete.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 1, "offset": 15}]}))
+    done = shell.run("kafka-delete-records", "--bootstrap-server", bootstrap, "--offset-json-file", plan).stdout
+    assert f"partition: {topic}-1\tlow_watermark: 15" in done
+    assert offsets_of(shell.run("kafka-get-offsets", *args, "--time", "-2").stdout) == {0: 0, 1: 15}
+    assert odradek_offsets(bootstrap, topic) == {0: (0, 20), 1: (15, 20)}
+
+
+def test_log_dirs_sizes_are_the_segment_files(broker, shell, timed_topic):
+    topic = timed_topic[0]
+    out = shell.run("kafka-log-dirs", "--bootstrap-server", broker.bootstrap_servers, "--describe", "--topic-list",
+                    topic, "--broker-list", 1).stdout
+    described = json.loads(out.strip().splitlines()[-1])
+    [broker_dirs] = described["brokers"]
+    [log_dir] = broker_dirs["logDirs"]
+    assert broker_dirs["broker"] == 1 and log_dir["error"] is None
+    assert log_dir["logDir"] == str(broker.data_dir)
+    sizes = {entry["partition"]: entry["size"] for entry in log_dir["partitions"]}
+    on_disk = {f"{topic}-{p}": sum(f.stat().st_size for f in (broker.data_dir / f"{topic}-{p}").glob("*.log"))
+               for p in (0, 1)}
+    assert sizes == on_disk and all(size > 0 for size in sizes.values())
+
+
+def test_features_none_finalized_and_updates_refused(broker, shell):
+    """Odradek finalizes no feature and serves no UpdateFeatures: describe lists nothing, and an upgrade or a
+    downgrade fails as Kafka's tool fails against a broker without the API, one line each, no trace."""
+    args = ("--bootstrap-server", broker.bootstrap_servers)
+    assert shell.run("kafka-features", *args, "describe").stdout.strip() == ""
+    for action in (("upgrade", "--feature", "transaction.version=2"),
+                   ("downgrade", "--feature", "group.version=0"),
+                   ("upgrade", "--release-version", "4.0")):
+        refused = shell.run("kafka-features", *args, *action, expect_failure=True)
+        assert "does not support UPDATE_FEATURES" in refused.stdout + refused.stderr, action
+
+
+def test_perf_tests_summaries_count_every_record(broker, shell):
+    bootstrap, topic = broker.bootstrap_servers, f"tools-perf-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, 2)
+    produced = shell.run("kafka-producer-perf-test", "--bootstrap-server", bootstrap, "--topic", topic,
+                         "--num-records", 5000, "--record-size", 100, "--throughput", -1,
+                         "--command-property", "acks=all", "linger.ms=5").stdout
+    summary = produced.strip().splitlines()[-1]
+    assert summary.startswith("5000 records sent, ") and " ms avg latency, " in summary and "99.9th." in summary
+    assert sum(end for _, end in odradek_offsets(bootstrap, topic).values()) == 5000
+    consumed = shell.run("kafka-consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", topic,
+                         "--num-records", 5000, "--timeout", 60000).stdout
+    header, line = consumed.strip().splitlines()[-2:]
+    row = dict(zip((name.strip() for name in header.split(",")), (value.strip() for value in line.split(","))))
+    assert int(row["data.consumed.in.nMsg"]) == 5000
+    assert float(row["data.consumed.in.MB"]) == pytest.approx(5000 * 100 / 1024 / 1024, abs=0.001)
+
+
+def events(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_verifiable_producer_and_consumers_across_a_rebalance(broker, shell, tmp_path):
+    """Kafka's system-test clients: every record the producer saw acknowledged is consumed by the group, while a
+    second consumer joins and the partitions are shared out again."""
+    bootstrap, topic, group = broker.bootstrap_servers, f"tools-verify-{uuid.uuid4().hex[:6]}", "verifiers"
+    create_topic(bootstrap, topic, 4)
+    consumer_args = ("--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group, "--reset-policy",
+                     "earliest", "--session-timeout", 10000)
+    first = start_tool("kafka-verifiable-consumer", *consumer_args, log_path=tmp_path / "first.log")
+    second = None
+    try:
+        assert wait_until(lambda: "partitions_assigned" in (tmp_path / "first.log").read_text(), 90, 0.2)
+        producer = start_tool("kafka-verifiable-producer", "--bootstrap-server", bootstrap, "--topic", topic,
+                              "--max-messages", 2000, "--throughput", 400, "--acks", -1, "--repeating-keys", 50,
+                              log_path=tmp_path / "producer.log")
+        assert wait_until(lambda: "records_consumed" in (tmp_path / "first.log").read_text(), 90, 0.2)
+        second = start_tool("kafka-verifiable-consumer", *consumer_args, log_path=tmp_path / "second.log")
+        assert wait_until(lambda: "partitions_assigned" in (tmp_path / "second.log").read_text(), 90, 0.2)
+        assert producer.wait(120) == 0
+        produced = events((tmp_path / "producer.log").read_text())
+        acked = {(e["partition"], e["offset"]) for e in produced if e["name"] == "producer_send_success"}
+        assert [e for e in produced if e["name"] == "tool_data"][0]["acked"] == len(acked) == 2000
+
+        def consumed() -> set:
+            ranges = [p for log in ("first.log", "second.log") for e in events((tmp_path / log).read_text())
+                      if e["name"] == "records_consumed" for p in e["partitions"]]
+            return {(r["partition"], offset) for r in ranges for offset in range(r["minOffset"], r["maxOffset"] + 1)}
+        assert wait_until(lambda: acked <= consumed(), 90, 0.5), sorted(acked - consumed())[:10]
+    finally:
+        for client in (first, second):
+            if client is not None:
+                client.terminate()
+                client.wait(30)
+    firsts, seconds = events((tmp_path / "first.log").read_text()), events((tmp_path / "second.log").read_text())
+    assert sum(e["name"] == "partitions_assigned" for e in firsts) >= 2  # the rebalance the second one caused
+    second_share = [e["partitions"] for e in seconds if e["name"] == "partitions_assigned"]
+    assert second_share and second_share[0]  # it was given partitions of its own
+    assert all(e["success"] for e in firsts + seconds if e["name"] == "offsets_committed")
+    assert caught_up(bootstrap, group, 4)
+
+
+def test_console_producer_and_consumer_round_trip_keys_and_headers(broker, shell):
+    bootstrap, topic = broker.bootstrap_servers, f"tools-console-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, 1)
+    shell.run("kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", topic,
+              "--reader-property", "parse.key=true", "--reader-property", "key.separator=:",
+              "--reader-property", "parse.headers=true",
+              input="source:tool,trace:1\tk1:hello\nsource:tool\tk2:world\n")
+    odradek("produce", topic, "--key-separator", ":", "--header", "source=odradek", "-b", bootstrap,
+            input="k3:from odradek\n")
+    printed = shell.run("kafka-console-consumer", "--bootstrap-server", bootstrap, "--topic", topic,
+                        "--from-beginning", "--max-messages", 3, "--timeout-ms", 30000,
+                        "--formatter-property", "print.key=true", "--formatter-property", "print.headers=true",
+                        "--formatter-property", "key.separator=|").stdout
+    assert printed.splitlines()[:3] == ["source:tool,trace:1|k1|hello", "source:tool|k2|world",
+                                        "source:odradek|k3|from odradek"]
+    ours = [json.loads(line) for line in odradek("consume", topic, "--from-beginning", "--format", "json",
+                                                 "--max-messages", 3, "-b", bootstrap).splitlines()]
+    assert [(record["key"], record["value"]) for record in ours] == [("k1", "hello"), ("k2", "world"),
+                                                                     ("k3", "from odradek")]
+    assert "trace" in json.dumps(ours[0]) and "source" in json.dumps(ours[1])
+
+
+def test_transactions_list_describe_find_hanging_and_abort(broker, shell):
+    bootstrap, topic, txn = broker.bootstrap_servers, f"tools-txn-{uuid.uuid4().hex[:6]}", "tools-open-txn"
+    create_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn, "transaction.timeout.ms": 600000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, b"uncommitted %d" % i)
+    producer.flush(30)
+    args = ("--bootstrap-server", bootstrap)
+    listed = tab_table(shell.run("kafka-transactions", *args, "list").stdout)
+    [mine] = [row for row in listed if row["TransactionalId"] == txn]
+    assert (mine["Coordinator"], mine["TransactionState"]) == ("1", "Ongoing")
+    [described] = tab_table(shell.run("kafka-transactions", *args, "describe", "--transactional-id", txn).stdout)
+    assert (described["ProducerId"], described["TransactionState"], described["TopicPartitions"]) == (
+        mine["ProducerId"], "Ongoing", f"{topic}-0")
+    assert described["TransactionTimeoutMs"] == "600000"
+    [open_state] = tab_table(shell.run("kafka-transactions", *args, "describe-producers", "--topic", topic,
+                                       "--partition", 0).stdout)
+    assert (open_state["ProducerId"], open_state["LastSequence"], open_state["CurrentTransactionStartOffset"]) == (
+        mine["ProducerId"], "4", "0")
+    hanging = shell.run("kafka-transactions", *args, "find-hanging", "--broker-id", 1, "--max-transaction-timeout",
+                        0).stdout  # open past 0 minutes, but its coordinator still has it: not hanging
+    assert tab_table(hanging) == []
+
+    shell.run("kafka-transactions", *args, "abort", "--topic", topic, "--partition", 0, "--start-offset", 0)
+    [aborted] = tab_table(shell.run("kafka-transactions", *args, "describe-producers", "--topic", topic,
+                                    "--partition", 0).stdout)
+    assert aborted["CurrentTransactionStartOffset"] == "None"
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"txn-reader-{uuid.uuid4().hex[:6]}",
+                       "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    try:
+        low, high = reader.get_watermark_offsets(__import__("confluent_kafka").TopicPartition(topic, 0), 10)
+        assert (low, high) == (0, 6)  # five records and the abort marker; the last stable offset is past them
+        reader.subscribe([topic])
+        assert [m for m in (reader.poll(5) for _ in range(2)) if m is not None and not m.error()] == []
+    finally:
+        reader.close()
+    assert offsets_of(shell.run("kafka-get-offsets", *args, "--topic", topic).stdout) == {0: 6}

@@ -392,8 +392,9 @@ def handlers(broker) -> dict:
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
                 group = coordinator().describe(group_id)
-                if not isinstance(group, ConsumerGroup):
-                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+                if not isinstance(group, ConsumerGroup):  # Kafka's GroupMetadataManager.consumerGroup's two
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
+                                     else f"Group {group_id} is not a consumer group.")
             except KafkaError as exc:
                 answer.error_code, answer.error_message = exc.code, exc.message
                 answer.authorized_operations = authorized_operations(ResourceType.GROUP, False)

@@ -4,13 +4,15 @@ The CLI hooks this in with add_pipeline_commands(subparsers). pyspark is not imp
 (pip install odradek[spark]) and is loaded when a pipeline actually runs, so `odradek serve` and the broker never
 import it. Each command sets `run` on its namespace, as the rest of the CLI does, and returns an exit code. The broker
 is named as in every other command (--bootstrap-server, -b or $ODRADEK_BOOTSTRAP_SERVER); --bootstrap-servers, the
-pipelines' first spelling, is still accepted but no longer shown.
+pipelines' first spelling, is still accepted but no longer shown. A spark:// master that cannot be reached is one
+`odradek: ...` line before any JVM starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import socket
 
 from odradek.client.options import add_bootstrap
 
@@ -86,7 +88,24 @@ def _client_config(args) -> dict[str, str]:
 def _session(args):
     from odradek.spark.session import spark_session
 
+    _check_reachable(args.master)
     return spark_session(args.master, app_name=f"odradek-{args.pipeline}")
+
+
+def _check_reachable(master: str) -> None:
+    """A standalone master (spark://host:port, or host1:port1,host2:port2 for HA) that no connection reaches is an
+    OSError, the CLI's one line: Spark itself would retry for a minute and then print its traces."""
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=10).close()
+            return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{address}: {exc}")
+    raise OSError(f"cannot reach the Spark master {master} ({'; '.join(errors)})")
 
 
 def _run_warehouse_load(args) -> int:

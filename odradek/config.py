@@ -567,7 +567,7 @@ _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
     "share.coordinator.state.topic.replication.factor",
-    "share.coordinator.state.topic.min.isr", "zookeeper.connect", "zookeeper.connection.timeout.ms",
+    "share.coordinator.state.topic.min.isr",
 })
 
 

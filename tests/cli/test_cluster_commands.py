@@ -1,6 +1,7 @@
 """The commands against a three-broker cluster on ZooKeeper as a user runs them: `topics describe` while a broker
 is down answers from Metadata at once, showing the partitions it leaves offline or under-replicated, and filters
-them as kafka-topics' --under-replicated-partitions and --unavailable-partitions do."""
+them as kafka-topics' --under-replicated-partitions and --unavailable-partitions do. The brokers, which join by
+zookeeper.connect, do not call it a setting they do not use."""
 
 from __future__ import annotations
 
@@ -55,3 +56,5 @@ def test_topics_describe_with_a_broker_down_answers_at_once(cluster, topic_name)
     assert not any(line.startswith("Topic:") for line in under.stdout.splitlines())  # partitions only
     unavailable = odradek(live, "topics", "describe", solo, triple, "--unavailable-partitions", "--timeout", "60")
     assert unavailable.stdout.splitlines() == offline, unavailable.stdout
+    for broker in cluster.brokers:
+        assert "'zookeeper.connect' is a Kafka setting this broker does not use" not in broker.log_path.read_text()

@@ -30,6 +30,7 @@ from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 TOPICS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 100
+AFFECTED_SHOWN = 100
 MESSAGES_PER_PAGE = 50
 KEY_SCAN_CHUNK = 500
 KEY_SCAN_LIMIT = 10_000  # records a key-filtered page looks through before it stops and offers to go on
@@ -79,6 +80,18 @@ class GroupRow:
 
 
 @dataclasses.dataclass(frozen=True)
+class AffectedPartition:
+    """A partition a down broker leaves under-replicated (ISR short of its replicas) or offline (no live leader)."""
+    topic: str
+    layout: PartitionLayout
+    down: list[int]  # its replicas on brokers that are not live
+
+    @property
+    def offline(self) -> bool:
+        return self.layout.leader < 0 or self.layout.leader in self.down
+
+
+@dataclasses.dataclass(frozen=True)
 class Overview:
     cluster_id: str
     controller: int
@@ -87,13 +100,14 @@ class Overview:
     partitions: int
     under_replicated: int
     offline: int
+    affected: list[AffectedPartition]  # the first AFFECTED_SHOWN under-replicated or offline partitions
 
 
 @dataclasses.dataclass(frozen=True)
 class PartitionRow:
     layout: PartitionLayout
-    earliest: int
-    latest: int
+    earliest: int | None  # None: offline (no live leader to ask)
+    latest: int | None
     size_bytes: float | None  # from the brokers' metrics, None without them
 
 
@@ -168,9 +182,18 @@ class ClusterView:
                              node_id == cluster.controller_id, node_id in live)
                    for node_id in sorted(set(live) | assigned)]
         rows = [TopicRow.of(name, partitions) for name, partitions in layouts.items()]
+        affected = [AffectedPartition(name, p, [replica for replica in p.replicas if replica not in live])
+                    for name, partitions in layouts.items() for p in partitions
+                    if p.leader not in live or len(p.isr) < len(p.replicas)]
         return Overview(cluster.cluster_id, cluster.controller_id, brokers, len(rows),
                         sum(row.partitions for row in rows), sum(row.under_replicated for row in rows),
-                        sum(row.offline for row in rows))
+                        sum(row.offline for row in rows), affected[:AFFECTED_SHOWN])
+
+    def _online(self, partitions: list[tuple[str, PartitionLayout]]) -> list[tuple[str, int]]:
+        """The partitions whose leader is a live broker: only those are asked for offsets, so a down broker costs
+        no wait (its partitions' leaders are elected again or they are offline)."""
+        live = {broker.node_id for broker in self.admin.describe_cluster().brokers}
+        return [(topic, p.partition) for topic, p in partitions if p.leader in live]
 
     # ------------------------------------------------------------------------------------------- topics
     def topics(self, query: str = "", page: int = 1, log_sizes: Mapping[tuple[str, int], float] | None = None
@@ -180,7 +203,7 @@ class ClusterView:
         layouts = {name: partitions for name, partitions in self.admin.topic_layouts().items()
                    if query.lower() in name.lower()}
         shown = render.page_of(sorted(layouts), page, TOPICS_PER_PAGE)
-        online = [(name, p.partition) for name in shown.items for p in layouts[name] if p.leader >= 0]
+        online = self._online([(name, p) for name in shown.items for p in layouts[name]])
         earliest = self.admin.offsets(online, OffsetSpec.earliest())
         latest = self.admin.offsets(online, OffsetSpec.latest())
         records: dict[str, int] = dict.fromkeys(shown.items, 0)
@@ -201,12 +224,12 @@ class ClusterView:
         if layouts is None:
             raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {name!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
         shown = render.page_of(layouts, page, PARTITIONS_PER_PAGE)
-        indexes = [p.partition for p in shown.items]
-        earliest = self.admin.list_offsets(name, indexes, OffsetSpec.earliest())
-        latest = self.admin.list_offsets(name, indexes, OffsetSpec.latest())
+        online = self._online([(name, p) for p in shown.items])
+        earliest = self.admin.offsets(online, OffsetSpec.earliest())
+        latest = self.admin.offsets(online, OffsetSpec.latest())
         sizes = log_sizes or {}
-        rows = [PartitionRow(p, earliest[p.partition], latest[p.partition], sizes.get((name, p.partition)))
-                for p in shown.items]
+        rows = [PartitionRow(p, earliest.get((name, p.partition)), latest.get((name, p.partition)),
+                             sizes.get((name, p.partition))) for p in shown.items]
         return TopicDetail(TopicRow.of(name, layouts), dataclasses.replace(shown, items=rows),
                            self.admin.topic_config_values(name))
 
@@ -232,12 +255,16 @@ class ClusterView:
         """One page of a partition's records from `offset` (or from `timestamp_ms`: oldest first the first record at
         or after it, newest first the last one before it; or from the end the order starts at), in that order; with
         `key_filter`, only records whose key contains it, looking through at most KEY_SCAN_LIMIT records."""
-        count = self.admin.partition_count(topic)
-        if count is None:
+        layouts = self.admin.topic_layouts(include_internal=True).get(topic)
+        if layouts is None:
             raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
+        count = len(layouts)
         if not 0 <= partition < count:
             raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} has partitions 0 to {count - 1}, not "
                               f"{partition}", "UNKNOWN_TOPIC_OR_PART")
+        if not self._online([(topic, layouts[partition])]):  # asking would wait out the timeout
+            raise ClientError(f"LEADER_NOT_AVAILABLE: {topic}-{partition} is offline: no live broker leads it "
+                              f"(replicas {', '.join(map(str, layouts[partition].replicas))})", "LEADER_NOT_AVAILABLE")
         with SimpleConsumer(self.bootstrap_servers, topic, partition, config=self._reader_config()) as consumer:
             earliest, latest = consumer.earliest_offset(), consumer.latest_offset()
             if timestamp_ms is not None:
@@ -275,7 +302,7 @@ class ClusterView:
         layouts = self.admin.topic_layouts(include_internal=True).get(topic)
         if layouts is None:
             raise ClientError(f"UNKNOWN_TOPIC_OR_PART: topic {topic!r} does not exist", "UNKNOWN_TOPIC_OR_PART")
-        online = [(topic, p.partition) for p in layouts if p.leader >= 0]
+        online = self._online([(topic, p) for p in layouts])
         earliest = self.admin.offsets(online, OffsetSpec.earliest())
         latest = self.admin.offsets(online, OffsetSpec.latest())
         ranges = {index: (earliest[(topic, index)], latest[(topic, index)]) for _, index in online}
@@ -333,8 +360,8 @@ class ClusterView:
         listed = self.admin.list_groups()[:limit]
         members = self.admin.group_member_counts(group_id for group_id, _ in listed)
         committed = {group_id: self.admin.committed_offsets(group_id) for group_id, _ in listed}
-        online = {(name, p.partition) for name, partitions in self.admin.topic_layouts(include_internal=True).items()
-                  for p in partitions if p.leader >= 0}
+        layouts = self.admin.topic_layouts(include_internal=True)
+        online = set(self._online([(name, p) for name, partitions in layouts.items() for p in partitions]))
         latest = self.admin.offsets(sorted({key for offsets in committed.values() for key in offsets} & online),
                                     OffsetSpec.latest())
         return [GroupRow(group_id, state, members.get(group_id, 0),

@@ -70,7 +70,8 @@ def test_authorize_any_resource_of_a_type_kip_679():
 def test_authorized_operations_of_a_principal():
     authorizer = Authorizer(lambda: [acl(Res.GROUP, "g", Op.READ)], ["User:admin"], False)
     assert authorizer.authorized_operations(ALICE, "h", Res.GROUP, "g") == {Op.READ, Op.DESCRIBE}
-    assert authorizer.authorized_operations("User:admin", "h", Res.GROUP, "g") == {Op.READ, Op.DESCRIBE, Op.DELETE}
+    assert authorizer.authorized_operations("User:admin", "h", Res.GROUP, "g") == {
+        Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
 
 
 def test_filters_match_as_describe_and_delete_acls_do():

@@ -346,7 +346,9 @@ class ClassicGroup:
     def _validate_member(self, member_id: str, instance_id: str | None) -> ClassicMember:
         if instance_id is not None:
             known = self.static_members.get(instance_id)
-            if known is not None and known != member_id:
+            if known is None:  # an instance id the group does not know, as Kafka's ClassicGroup.validateMember
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            if known != member_id:
                 raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
         member = self.members.get(member_id)
         if member is None:

@@ -65,8 +65,6 @@ def handlers(broker) -> dict:
             nowhere = (-1, "", -1)
             if key_type not in (GROUP_KEY, TRANSACTION_KEY):
                 return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", nowhere
-            if not key:
-                return ErrorCode.INVALID_REQUEST, "The coordinator key must not be empty.", nowhere
             try:
                 access.require(AclOperation.DESCRIBE,
                                ResourceType.GROUP if key_type == GROUP_KEY else ResourceType.TRANSACTIONAL_ID, key)

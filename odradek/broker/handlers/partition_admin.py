@@ -77,7 +77,8 @@ def handlers(broker) -> dict:
                 except KafkaError as exc:
                     code = exc.code
                 topics.append(DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic(
-                    error_code=code, name=name, topic_id=ZERO_UUID, partitions=[]))
+                    error_code=code, name=name, topic_id=ZERO_UUID, partitions=[],
+                    topic_authorized_operations=access.operations(ResourceType.TOPIC, name, True)))
                 continue
             start = cursor.partition_index if name == cursor_topic and cursor is not None else 0
             end = min(len(topic.partitions), start + remaining)

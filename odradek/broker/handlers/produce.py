@@ -63,7 +63,8 @@ _NO_ERROR, _WRITE, _TOPIC = ErrorCode.NONE, AclOperation.WRITE, ResourceType.TOP
 _NO_LOG_START_WITH = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                 ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
                                 ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
-                                ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_REQUIRED_ACKS})
+                                ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_REQUIRED_ACKS,
+                                ErrorCode.INVALID_TOPIC_EXCEPTION})
 
 INLINE_RECORDS = 256 * 1024  # records of one request checked on the loop, at most
 INLINE_DECOMPRESSED_BYTES = 4 << 20  # if their compressed batches decompress to no more than this

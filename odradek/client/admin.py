@@ -354,6 +354,26 @@ class Admin:
             deleted.extend(self._wait(future))
         return deleted
 
+    # ------------------------------------------------------------------------------------------- quotas
+    def describe_client_quotas(self) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]:
+        """Every client quota: (entity, {key: value}), an entity being ((type, name or None for the default), ...)
+        as kafka-configs --describe --entity-type users|clients|ips shows them. confluent-kafka has no such
+        call, so it goes over odradek.protocol.connection to the first bootstrap server (plaintext)."""
+        answer = self._call("DescribeClientQuotas", components=[], strict=False)
+        _raise_for(answer.error_code, answer.error_message)
+        return [(tuple((e.entity_type, e.entity_name) for e in entry.entity),
+                 {value.key: value.value for value in entry.values}) for entry in answer.entries or ()]
+
+    def alter_client_quota(self, entity: Iterable[tuple[str, str | None]], key: str, value: float | None) -> None:
+        """Set one quota of an entity (value None removes it), as kafka-configs --alter --add-config and
+        --delete-config; plaintext, as describe_client_quotas."""
+        request = api("AlterClientQuotas").request
+        answer = self._call("AlterClientQuotas", validate_only=False, entries=[request.EntryData(
+            entity=[request.EntityData(entity_type=kind, entity_name=name) for kind, name in entity],
+            ops=[request.OpData(key=key, value=value or 0.0, remove=value is None)])])
+        for entry in answer.entries:
+            _raise_for(entry.error_code, entry.error_message)
+
     # ------------------------------------------------------------------------------ leaders and reassignments
     def elect_leaders(self, preferred: bool, partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int],
                                                                                               ClientError | None]:

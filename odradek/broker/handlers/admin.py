@@ -57,7 +57,11 @@ def handlers(broker) -> dict:
         access = broker.access(connection)
         may_create_any = access.allows_cluster(AclOperation.CREATE)
         results = []
+        answered = set()
         for wanted in request.topics:
+            if wanted.name in answered:  # a duplicated name is answered once, as Kafka's controller answers it
+                continue
+            answered.add(wanted.name)
             result = CreateTopicsResponse.CreatableTopicResult(
                 name=wanted.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None,
                 num_partitions=-1, replication_factor=-1, configs=[])
@@ -82,11 +86,11 @@ def handlers(broker) -> dict:
                 result.topic_id = topic.topic_id
                 result.num_partitions = len(topic.partitions)
                 result.replication_factor = len(topic.partitions[0].replicas)
-                result.configs = [
+                result.configs = [  # every topic config with its source, as Kafka's controller answers
                     CreateTopicsResponse.CreatableTopicConfigs(
-                        name=name, value=value, read_only=False, is_sensitive=False,
-                        config_source=ConfigSource.TOPIC_CONFIG)
-                    for name, value in topic.configs.items()]
+                        name=entry.name, value=entry.value, read_only=entry.read_only,
+                        is_sensitive=entry.is_sensitive, config_source=entry.config_source)
+                    for entry in broker.topic_config_entries(topic.configs, False, False)]
             results.append(result)
         response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
         created = [] if request.validate_only and header.api_version >= 1 else \

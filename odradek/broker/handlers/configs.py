@@ -156,7 +156,11 @@ def handlers(broker) -> dict:
         return list(itertools.dropwhile(lambda synonym: synonym[0] != name, found))
 
     def topic_entries(name: str, include_synonyms: bool, include_docs: bool) -> list:
-        overrides = broker.metadata.topics[name].configs
+        return entries_of_topic(broker.metadata.topics[name].configs, include_synonyms, include_docs)
+
+    def entries_of_topic(overrides: dict, include_synonyms: bool, include_docs: bool) -> list:
+        """Every topic config of a topic with these overrides, as DescribeConfigs lists them (CreateTopics v5+
+        answers them too: broker.topic_config_entries)."""
         entries = []
         for key in TOPIC_CONFIGS.values():
             synonyms = broker_synonyms(key.broker_synonyms[0], key.broker_synonyms) if key.broker_synonyms else []
@@ -168,6 +172,8 @@ def handlers(broker) -> dict:
             source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG  # Kafka's, even where it differs
             entries.append(entry(key, value, source, synonyms if include_synonyms else [], include_docs, False))
         return entries
+
+    broker.topic_config_entries = entries_of_topic
 
     def broker_entries(resource_name: str, include_synonyms: bool, include_docs: bool) -> list:
         """This broker's keys ("<id>"), or the cluster-default dynamic keys set ("" lists only those, as Kafka)."""

@@ -24,7 +24,8 @@ def add_commands(commands) -> None:
 
     describe = actions.add_parser("describe", help="members, committed offsets and lag per partition",
                                   description="Show a group's state, and per partition its committed offset, the "
-                                              "log end offset, the lag and the member that owns it.")
+                                              "log end offset, the lag and the member that owns it (consumer id, "
+                                              "host and client id), in kafka-consumer-groups' columns.")
     describe.add_argument("group")
     describe.set_defaults(run=run_describe)
 
@@ -63,10 +64,11 @@ def run_describe(args: argparse.Namespace) -> int:
     if group.state == "DEAD" and not group.offsets:  # what the coordinator says of a group it does not know
         raise ClientError(f"GROUP_ID_NOT_FOUND: consumer group {args.group!r} does not exist", "GROUP_ID_NOT_FOUND")
     print(f"Group {group.group_id} is {group.state} with {len(group.members)} member(s).")
-    clients = {member_id: f"{client_id}/{host}" for member_id, client_id, host in group.members}
-    print_table(["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "CLIENT"],
-                [(o.topic, o.partition, o.committed, o.latest_offset, o.lag, o.member or None,
-                  clients.get(o.member)) for o in group.offsets])
+    members = {member_id: (host, client_id) for member_id, client_id, host in group.members}
+    print_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                 "CLIENT-ID"],
+                [(group.group_id, o.topic, o.partition, o.committed, o.latest_offset, o.lag, o.member or None,
+                  *members.get(o.member, (None, None))) for o in group.offsets])
     return 0
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from odradek.cli.main import build_parser
 from odradek.client import Admin, Producer, murmur2_partitioner
-from odradek.embedded import BrokerProcess
+from odradek.embedded import BrokerProcess, wait_until
 from tests.chaos.proxy import Proxy
 
 import odradek as odradek_package
@@ -152,10 +152,11 @@ def test_groups_describe_lag_reset_and_delete(broker, topic_name):
     described = odradek(broker, "groups", "describe", group)
     assert described.returncode == 0, described.stderr
     rows = [line.split() for line in described.stdout.splitlines()[2:]]
-    assert described.stdout.splitlines()[1].split()[:5] == ["TOPIC", "PARTITION", "CURRENT-OFFSET",
-                                                             "LOG-END-OFFSET", "LAG"]
-    assert sum(int(row[2]) for row in rows) == 12 and sum(int(row[4]) for row in rows) == 8
-    assert all(row[3] == "10" for row in rows)
+    assert described.stdout.splitlines()[1].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET",
+                                                         "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    assert all(row[0] == group and row[6:] == ["-", "-", "-"] for row in rows)  # no member now
+    assert sum(int(row[3]) for row in rows) == 12 and sum(int(row[5]) for row in rows) == 8
+    assert all(row[4] == "10" for row in rows)
 
     dry = odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-earliest")
     assert dry.returncode == 0 and "Dry run" in dry.stderr
@@ -174,7 +175,7 @@ def test_groups_describe_lag_reset_and_delete(broker, topic_name):
     assert odradek(broker, "groups", "reset-offsets", group, "--topic", topic_name, "--to-latest",
                    "--execute").returncode == 0
     lag = odradek(broker, "groups", "describe", group).stdout.splitlines()[2:]
-    assert [row.split()[4] for row in lag] == ["0", "0"]
+    assert [row.split()[5] for row in lag] == ["0", "0"]
 
     assert odradek(broker, "groups", "delete", group).stdout == f"Deleted group {group}.\n"
     gone = odradek(broker, "groups", "delete", group)
@@ -215,6 +216,27 @@ def test_ctrl_c_reports_commits_what_was_printed_and_exits_130(broker, topic_nam
     assert consumer.returncode == 130 and rest == "" and len(lines) == 10, (lines, rest, errors)
     assert errors == "Processed a total of 10 messages\n"
     assert sum(Admin(broker.bootstrap_servers).committed_offsets(group).values()) == 10
+
+
+def test_groups_describe_shows_each_members_host_and_client_id(broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 1)
+    group = f"g-{topic_name}"
+    reader = subprocess.Popen(odradek_command("consume", topic_name, "--group", group, "--consumer-property",
+                                              "client.id=cli-reader", "--bootstrap-server", broker.bootstrap_servers),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: Admin(broker.bootstrap_servers).describe_group(group).state == "STABLE",
+                          timeout=60)
+        with Producer(broker.bootstrap_servers) as producer:
+            producer.send_sync(topic_name, "hello")
+        assert reader.stdout.readline() == "hello\n"
+        described = odradek(broker, "groups", "describe", group)
+    finally:
+        reader.send_signal(signal.SIGINT)
+        reader.communicate(timeout=60)
+    [row] = [line.split() for line in described.stdout.splitlines()[2:]]
+    assert row[:3] == [group, topic_name, "0"] and row[6].startswith("cli-reader-")
+    assert row[7:] == ["/127.0.0.1", "cli-reader"]  # as Kafka's coordinator gives the host, and the client's id
 
 
 def _one_line_error(result, code: int, *words: str) -> None:

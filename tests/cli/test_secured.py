@@ -51,7 +51,7 @@ def test_every_broker_command_takes_kafka_client_properties(secured_broker, brok
     assert sorted(json.loads(line)["value"] for line in consumed.stdout.splitlines()) == ["one", "three", "two"]
     described = _ok(odradek(None, "groups", "describe", group, *on, "--command-config", admin))
     rows = [line.split() for line in described.stdout.splitlines()[2:]]
-    assert sum(int(row[2]) for row in rows) == 3
+    assert sum(int(row[3]) for row in rows) == 3
     assert group in _ok(odradek(None, "groups", "list", *on, "--command-config", admin)).stdout
 
     brokers = _ok(odradek(None, "brokers", "list", *on, "--command-config", admin))

@@ -30,7 +30,7 @@ from odradek.client import ClientError
 from odradek.client.options import timestamp_ms
 from odradek.console import render
 from odradek.console.cluster import (ACL_OPERATIONS, ACL_PATTERN_TYPES, ACL_PERMISSIONS, ACL_RESOURCE_TYPES,
-                                     SEARCH_LIMIT, ClusterView, group_lag)
+                                     QUOTA_ENTITY_TYPES, QUOTA_KEYS, SEARCH_LIMIT, ClusterView, group_lag)
 from odradek.console.rates import LagHistory, MetricsSampler
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
@@ -254,6 +254,17 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         await run_in_threadpool(view.delete_scram_user, form.get("user", ""), form.get("mechanism", ""))
         return back("/users", f"Deleted the {form.get('mechanism')} credential of {form.get('user')}.")
 
+    async def quotas(request: Request) -> Response:
+        return await listing(request, "quotas.html", view.quotas, entity_types=QUOTA_ENTITY_TYPES,
+                             quota_keys=QUOTA_KEYS)
+
+    async def set_quota(request: Request) -> Response:
+        form = await form_of(request)
+        await run_in_threadpool(view.set_quota, form.get("entity_type", ""), form.get("entity_name", ""),
+                                form.get("key", ""), form.get("value", ""))
+        return back("/quotas", f"Set {form.get('key')} of {form.get('entity_type')} "
+                               f"{form.get('entity_name') or '(default)'}.")
+
     async def broker(request: Request) -> Response:
         broker_id = int(request.path_params["id"])
         return await listing(request, "broker.html", lambda: view.broker_configs(broker_id), broker_id=broker_id)
@@ -308,6 +319,8 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         Route("/users", users),
         Route("/users", set_user, methods=["POST"]),
         Route("/users/delete", delete_user, methods=["POST"]),
+        Route("/quotas", quotas),
+        Route("/quotas", set_quota, methods=["POST"]),
         Route("/brokers/{id:int}", broker),
         Route("/brokers/{id:int}/config", set_broker_config, methods=["POST"]),
         Route("/zookeeper", zookeeper),

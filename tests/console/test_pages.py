@@ -283,3 +283,31 @@ def test_group_members_and_assignment(console, admin, page, topic_name):
         assert page.text_content(f"#groups tr[data-group='{group_id}'] td.members") == "1"
     finally:
         consumer.close()
+
+
+def test_quotas_page_sets_refuses_and_removes_a_quota(console, admin, page, topic_name):
+    user = f"quota-{topic_name[-8:]}"
+
+    def set_quota(entity_type: str, name: str, key: str, value: str) -> None:
+        page.goto(console.url + "quotas")
+        page.select_option("#set-quota select[name=entity_type]", entity_type)
+        page.fill("#set-quota input[name=entity_name]", name)
+        page.select_option("#set-quota select[name=key]", key)
+        page.fill("#set-quota input[name=value]", value)
+
+    set_quota("user", user, "producer_byte_rate", "1048576")
+    page.click("#set-quota button")
+    page.wait_for_url("**/quotas?notice=*")
+    row = f"#quotas tr[data-entity='user={user}'][data-key='producer_byte_rate']"
+    assert page.text_content(f"{row} .unit") == "1 MiB/s"
+    assert ((("user", user),), {"producer_byte_rate": 1048576.0}) in admin.describe_client_quotas()
+    screenshot(page, "quotas")
+    # connection_creation_rate is an IP's quota, not a user's: the broker refuses, and the page shows its reason
+    set_quota("user", user, "connection_creation_rate", "10")
+    refused(page, "#set-quota button")
+    assert "connection_creation_rate" in page.text_content(".error")
+    page.goto(console.url + "quotas")
+    page.click(f"{row} button")
+    page.wait_for_url("**/quotas?notice=*")
+    assert page.locator(row).count() == 0 and all(entity != (("user", user),)
+                                                  for entity, _ in admin.describe_client_quotas())

@@ -5,7 +5,8 @@ so it works offline.
 Each handler asks odradek.console.cluster.ClusterView (blocking client calls, run in Starlette's thread pool) and
 renders a template; forms post and redirect back with a notice, so every page works without JavaScript except
 the charts. Changes need a same-origin POST (no cross-site form or DNS-rebound host can drive the console), and a
-failed change shows the broker's reason on the page instead of an error code alone.
+failed change shows the broker's reason on the page instead of an error code alone; a list the principal may not
+read (ACLs, users, a broker's settings) shows the broker's refusal in its place.
 """
 
 from __future__ import annotations

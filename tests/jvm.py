@@ -69,6 +69,13 @@ def jars(version: str = KAFKA_VERSION) -> Path:
     return directory
 
 
+def spark_kafka_jars() -> str:
+    """Spark's Kafka connector (format("kafka")) and what pyspark lacks of it, as spark.jars takes them."""
+    if not (SPARK_KAFKA_JARS / ".fetched").exists():
+        raise RuntimeError(f"Spark's Kafka connector is not in {SPARK_KAFKA_JARS}: run `make java-jars`")
+    return ",".join(str(jar) for jar in sorted(SPARK_KAFKA_JARS.glob("*.jar")))
+
+
 def classpath(version: str = KAFKA_VERSION, *extra: str | os.PathLike) -> str:
     return os.pathsep.join([*map(str, extra), f"{jars(version)}/*"])
 

@@ -1,4 +1,5 @@
-"""Helpers of the Spark tests: topics, records, and a batch read with the broker's address filled in."""
+"""Helpers of the Spark tests: topics, records, a batch read with the broker's address filled in, and the streaming
+query of a topic into JSON files that the connector tests kill and resume."""
 
 from __future__ import annotations
 
@@ -41,3 +42,17 @@ def read(spark, broker, **options):
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load()
+
+
+def stream_to_json_files(spark, bootstrap: str, topic: str, output: str, checkpoint: str, *, source: str = "kafka",
+                         max_offsets_per_trigger: int | None = None, available_now: bool = False):
+    """Start a query of `topic` from earliest into JSON files (key, value, partition, offset) under `output`, with
+    its checkpoint; micro-batches back to back, or what is there now when `available_now`."""
+    reader = (spark.readStream.format(source).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+              .option("startingOffsets", "earliest"))
+    if max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", max_offsets_per_trigger)
+    writer = (reader.load().selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "partition",
+                                       "offset")
+              .writeStream.format("json").option("path", output).option("checkpointLocation", checkpoint))
+    return (writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="0 seconds")).start()

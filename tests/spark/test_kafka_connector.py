@@ -1,0 +1,154 @@
+"""Spark's own Kafka connector, format("kafka") (spark-sql-kafka-0-10 4.2.0, the newest on Maven Central, run in
+pyspark 4.3 through spark.jars), against a real `odradek serve`: what a Spark user who keeps Spark's connector
+sees. Batch reads with offset bounds, keys and headers (the same rows format("odradek") reads), batch writes of
+key, value, partition and headers (read back by another client), a streaming query killed with SIGKILL mid-run in
+its own process and resumed from its checkpoint, each record once in its file sink, and kafka.group.id with
+startingOffsetsByTimestamp."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.jvm import ROOT, spark_kafka_jars
+
+from .helpers import create_topic, produce, read, stream_to_json_files
+
+PARTITIONS = 3
+PER_PARTITION = 6
+BASE_MS = 1_700_000_000_000
+
+pytestmark = pytest.mark.timeout(900)  # the session's start counts in the first test; a loaded machine is slow
+
+
+def _record(partition: int, i: int) -> dict:
+    return {"partition": partition, "key": None if i == 0 else f"k{partition}-{i}".encode(),
+            "value": f"v{partition}-{i}".encode(), "timestamp": BASE_MS + i * 1000,
+            "headers": [("seq", str(i).encode()), ("dup", b"a"), ("dup", b"b")]}
+
+
+def _fill(broker, topic: str) -> None:
+    create_topic(broker, topic, PARTITIONS)
+    produce(broker, topic, [_record(p, i) for p in range(PARTITIONS) for i in range(PER_PARTITION)])
+
+
+def _kafka(spark, broker, **options):
+    reader = spark.read.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def _rows(df) -> list[tuple]:
+    return sorted((r.partition, r.offset, r.key, r.value, int(r.timestamp.timestamp() * 1000), r.timestampType,
+                   tuple((h.key, h.value) for h in r.headers)) for r in df.collect())
+
+
+def test_batch_read_takes_offset_bounds_keys_and_headers_over_all_partitions(spark, broker, topic_name):
+    _fill(broker, topic_name)
+    bounds = {"startingOffsets": json.dumps({topic_name: {"0": 1, "1": -2, "2": 3}}),
+              "endingOffsets": json.dumps({topic_name: {"0": 4, "1": -1, "2": 5}}), "includeHeaders": "true"}
+    rows = _rows(_kafka(spark, broker, subscribe=topic_name, **bounds))
+    ranges = {0: range(1, 4), 1: range(0, PER_PARTITION), 2: range(3, 5)}
+    expected = []
+    for partition, offsets in ranges.items():
+        for i in offsets:
+            record = _record(partition, i)
+            expected.append((partition, i, record["key"], record["value"], record["timestamp"], 0,
+                             tuple(record["headers"])))
+    assert rows == sorted(expected)
+    assert _rows(read(spark, broker, subscribe=topic_name, **bounds)) == rows  # format("odradek"): the same rows
+
+
+def test_batch_write_puts_key_value_partition_and_headers(spark, broker, topic_name):
+    create_topic(broker, topic_name, PARTITIONS)
+    rows = [(f"k{i}".encode() if i % 4 else None, f"v{i}", i % PARTITIONS, [("n", str(i).encode()), ("x", None)])
+            for i in range(12)]
+    schema = "key binary, value string, partition int, headers array<struct<key:string,value:binary>>"
+    (spark.createDataFrame(rows, schema).write.format("kafka").option("kafka.bootstrap.servers",
+                                                                     broker.bootstrap_servers)
+     .option("topic", topic_name).mode("append").save())
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic_name,
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic_name, p, 0) for p in range(PARTITIONS)])
+    seen, deadline = [], time.monotonic() + 60
+    while len(seen) < len(rows) and time.monotonic() < deadline:
+        message = consumer.poll(1)
+        if message is not None and message.error() is None:
+            seen.append((message.key(), message.value().decode(), message.partition(), message.headers()))
+    consumer.close()
+    assert sorted(seen, key=lambda r: r[1]) == sorted(
+        [(key, value, partition, [(h, v) for h, v in headers]) for key, value, partition, headers in rows],
+        key=lambda r: r[1])
+
+
+STREAM_SCRIPT = """
+import sys
+from odradek.spark.session import spark_session
+from tests.spark.helpers import stream_to_json_files
+
+bootstrap, topic, output, checkpoint, jars = sys.argv[1:]
+spark = spark_session(app_name="kafka-stream", settings={"spark.jars": jars})
+stream_to_json_files(spark, bootstrap, topic, output, checkpoint, max_offsets_per_trigger=30).awaitTermination()
+"""
+
+
+def _batches(checkpoint: Path, kind: str) -> set[str]:
+    directory = checkpoint / kind
+    return {p.name for p in directory.iterdir() if p.name.isdigit()} if directory.exists() else set()
+
+
+def test_streaming_query_killed_mid_run_resumes_from_its_checkpoint_writing_each_record_once(
+        spark, broker, topic_name, tmp_path):
+    create_topic(broker, topic_name, PARTITIONS)
+    produce(broker, topic_name, [{"value": f"a{i}".encode(), "key": f"{i}".encode(), "partition": i % PARTITIONS}
+                                 for i in range(300)])
+    output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    child = subprocess.Popen([sys.executable, "-c", STREAM_SCRIPT, broker.bootstrap_servers, topic_name, str(output),
+                              str(checkpoint), spark_kafka_jars()], cwd=ROOT, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    try:
+        deadline = time.monotonic() + 240
+        while len(_batches(checkpoint, "commits")) < 2:  # two micro-batches done, then kill one in flight
+            assert child.poll() is None, child.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the query committed no two micro-batches"
+            time.sleep(0.2)
+        in_flight_until = time.monotonic() + 20
+        while not _batches(checkpoint, "offsets") - _batches(checkpoint, "commits") \
+                and time.monotonic() < in_flight_until:
+            time.sleep(0.02)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers at once
+        child.wait(30)
+        child.stderr.close()
+    done = spark.read.json(str(output)).count()  # the file sink's log: only committed micro-batches count
+    assert 0 < done < 300
+    produce(broker, topic_name, [{"value": f"b{i}".encode(), "key": f"{i}".encode(), "partition": i % PARTITIONS}
+                                 for i in range(60)])
+    stream_to_json_files(spark, broker.bootstrap_servers, topic_name, str(output), str(checkpoint),
+                         available_now=True).awaitTermination(240)
+    values = [r.value for r in spark.read.json(str(output)).collect()]
+    assert sorted(values) == sorted([f"a{i}" for i in range(300)] + [f"b{i}" for i in range(60)])
+
+
+def test_kafka_group_id_and_starting_offsets_by_timestamp(spark, broker, topic_name):
+    _fill(broker, topic_name)
+    group = f"{topic_name}-spark"
+    by_timestamp = {topic_name: {"0": BASE_MS + 2000, "1": BASE_MS + 4500, "2": BASE_MS}}
+    rows = _kafka(spark, broker, subscribe=topic_name, **{"kafka.group.id": group,
+                                                          "startingOffsetsByTimestamp": json.dumps(by_timestamp)})
+    assert sorted((r.partition, r.offset) for r in rows.collect()) == sorted(
+        [(0, i) for i in range(2, PER_PARTITION)] + [(1, 5)] + [(2, i) for i in range(PER_PARTITION)])
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    [committed] = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]).values()
+    assert committed.result(30).topic_partitions == []  # Spark's source reads with the group, never commits

@@ -3,7 +3,8 @@ ClientScenarios (tests/java/src/odradek/interop/clients), run in one JVM, each a
 would notice: records read back once and in order, only committed transactions under read_committed, exactly-once
 read-process-write whose aborted round leaves neither output nor offsets, partitions moving between two members
 under range, cooperative-sticky and KIP-848's consumer protocol, a static member's restart within its session
-keeping its partitions without a rebalance, seeks, offsetsForTimes and committed offsets."""
+keeping its partitions without a rebalance, seeks, offsetsForTimes and committed offsets, every codec and acks
+setting, and the record size limits."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from tests.interop.java_scenarios import passed, run_scenarios
 
 SCENARIOS = ["idempotent_producer", "transactions", "exactly_once", "classic_range", "classic_cooperative_sticky",
-             "consumer_protocol", "static_membership", "seek_and_offsets"]
+             "consumer_protocol", "static_membership", "seek_and_offsets", "codecs_and_limits"]
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +86,15 @@ def test_seeks_offsets_for_times_and_committed_offsets(lines):
     assert (details["beginning"], details["end"]) == (0, 100)
     assert (details["committed"], details["committed_metadata"]) == (42, "checkpoint")
     assert details["group_resumes_at"] == 42
+
+
+def test_every_codec_and_acks_setting_and_the_size_limits(lines):
+    details = passed(lines, "codecs_and_limits")
+    assert details["sent"] == 250 and details["read_equals_sent"]  # none, gzip, snappy, lz4, zstd; acks 0, 1, all
+    assert details["first_header"] == "none"
+    errors = "org.apache.kafka.common.errors."
+    assert details["over_message_max_bytes"] == errors + "RecordTooLargeException"  # the broker's MESSAGE_TOO_LARGE
+    assert details["over_max_request_size"] == errors + "RecordTooLargeException"  # the client's own check
+    # a partition the topic does not have: the producer waits for it in metadata until max.block.ms
+    assert details["unknown_partition"] == errors + "TimeoutException"
+    assert details["partitions_for"] == 1

@@ -101,11 +101,11 @@ public final class AdminScenarios {
         all.put("cluster", scenarios::cluster);
         all.put("transactions", scenarios::transactions);
         all.put("config_resources", scenarios::configResources);
+        all.put("topic_refusals", scenarios::topicRefusals);
+        all.put("consumer_protocol_group", scenarios::consumerProtocolGroup);
         all.put("unsupported", scenarios::unsupported);
         try {
-            for (String name : args[3].split(",")) {
-                Scenarios.run(name, all.get(name));
-            }
+            Scenarios.runAll(all, args[3]);
         } finally {
             scenarios.admin.close(Duration.ofSeconds(10));
         }
@@ -151,6 +151,67 @@ public final class AdminScenarios {
             Thread.sleep(100);
         }
         d.put("deleted", gone);
+    }
+
+    /** What createTopics and deleteTopics refuse, and the calls by topic id. */
+    private void topicRefusals(Map<String, Object> d) throws Exception {
+        int brokers = brokerIds().size();
+        d.put("replication_factor_too_high", Scenarios.thrown(x -> admin.createTopics(List.of(new NewTopic(
+                prefix + "-rf", 1, (short) (brokers + 1)))).all().get()));
+        d.put("bad_config", Scenarios.thrown(x -> admin.createTopics(List.of(new NewTopic(prefix + "-badcfg", 1,
+                (short) 1).configs(Map.of("cleanup.policy", "sometimes")))).all().get()));
+        d.put("bad_name", Scenarios.thrown(x -> admin.createTopics(List.of(new NewTopic("bad/name", 1, (short) 1)))
+                .all().get()));
+        d.put("zero_partitions", Scenarios.thrown(x -> admin.createTopics(List.of(new NewTopic(prefix + "-zero", 0,
+                (short) 1))).all().get()));
+        d.put("validate_only", Scenarios.thrown(x -> admin.createTopics(List.of(new NewTopic(prefix + "-vo", 3,
+                (short) 1)), new org.apache.kafka.clients.admin.CreateTopicsOptions().validateOnly(true)).all().get()));
+        d.put("validate_only_created", admin.listTopics().names().get().contains(prefix + "-vo"));
+        var created = admin.createTopics(List.of(new NewTopic(prefix + "-byid", 2, (short) 1)
+                .configs(Map.of("retention.ms", "12345"))));
+        created.all().get();
+        d.put("create_result_partitions", created.numPartitions(prefix + "-byid").get());
+        d.put("create_result_retention", created.config(prefix + "-byid").get().get("retention.ms").value());
+        org.apache.kafka.common.Uuid id = created.topicId(prefix + "-byid").get();
+        d.put("delete_by_id", Scenarios.thrown(x -> admin.deleteTopics(org.apache.kafka.common.TopicCollection
+                .ofTopicIds(List.of(id))).all().get()));
+        d.put("delete_unknown_id", Scenarios.thrown(x -> admin.deleteTopics(org.apache.kafka.common.TopicCollection
+                .ofTopicIds(List.of(org.apache.kafka.common.Uuid.randomUuid()))).all().get()));
+        d.put("delete_unknown_name", Scenarios.thrown(x -> admin.deleteTopics(List.of(prefix + "-nothing"))
+                .all().get()));
+        d.put("describe_internal", admin.listTopics(new org.apache.kafka.clients.admin.ListTopicsOptions()
+                .listInternal(true)).names().get().contains("__consumer_offsets"));
+    }
+
+    /** A KIP-848 group seen through describeConsumerGroups (ConsumerGroupDescribe) and listGroups. */
+    private void consumerProtocolGroup(Map<String, Object> d) throws Exception {
+        String topic = topic("cgroup", 2, Map.of());
+        String group = topic + "-g";
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Scenarios.with(base,
+                ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer",
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"), new StringDeserializer(),
+                new StringDeserializer())) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 60000;
+            while (consumer.assignment().size() < 2 && System.currentTimeMillis() < deadline) {
+                consumer.poll(Duration.ofMillis(200));
+            }
+            ConsumerGroupDescription described = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            d.put("type", described.type().toString());
+            d.put("state", described.groupState().toString());
+            d.put("members", described.members().size());
+            d.put("assigned", described.members().stream().mapToInt(m -> m.assignment().topicPartitions().size())
+                    .sum());
+            d.put("target_assigned", described.members().stream().mapToInt(m -> m.targetAssignment()
+                    .map(a -> a.topicPartitions().size()).orElse(-1)).sum());
+            d.put("group_epoch_present", described.groupEpoch().isPresent());
+            d.put("assignor", described.partitionAssignor());
+            d.put("list_groups", admin.listGroups().all().get().stream().filter(g -> g.groupId().equals(group))
+                    .map(g -> g.type().map(Object::toString).orElse("?") + "/"
+                            + g.groupState().map(Object::toString).orElse("?")).collect(Collectors.toList()));
+            d.put("describe_classic", Scenarios.thrown(x -> admin.describeClassicGroups(List.of(group)).all().get()));
+            d.put("delete_active", Scenarios.thrown(x -> admin.deleteConsumerGroups(List.of(group)).all().get()));
+        }
     }
 
     private static Map<String, Object> entry(Config config, String name) {
@@ -273,6 +334,10 @@ public final class AdminScenarios {
         d.put("replicas_after", admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions()
                 .get(0).replicas().stream().map(n -> n.id()).collect(Collectors.toList()));
         d.put("target", target);
+        d.put("elect_preferred_after", Scenarios.thrown(x -> admin.electLeaders(ElectionType.PREFERRED,
+                Set.of(partition)).all().get()));
+        d.put("leader_after", admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions()
+                .get(0).leader().id());
         d.put("cancel_without_reassignment", Scenarios.thrown(x -> admin.alterPartitionReassignments(
                 Map.of(partition, Optional.empty())).all().get()));
         d.put("unknown_broker", Scenarios.thrown(x -> admin.alterPartitionReassignments(Map.of(partition,

@@ -3,7 +3,7 @@
  * the idempotent producer, transactions (commit, abort, read_committed, the transaction version the client runs),
  * exactly-once read-process-write with sendOffsetsToTransaction, the classic group protocol with the range and
  * cooperative-sticky assignors, KIP-848's consumer protocol, static membership, seeks, offsetsForTimes and
- * committed offsets; and acks_all_through_restart, which produces with acks=all until stdin says stop (the test
+ * committed offsets, every codec and acks setting, the size limits; and acks_all_through_restart, which produces with acks=all until stdin says stop (the test
  * stops and restarts a broker meanwhile) and then reads back every acknowledged record.
  *
  * Usage: ClientScenarios <bootstrap> <client properties file | -> <topic prefix> <scenario,...>
@@ -67,17 +67,20 @@ public final class ClientScenarios {
         all.put("consumer_protocol", d -> scenarios.twoMembers(d, null, "consumer"));
         all.put("static_membership", scenarios::staticMembership);
         all.put("seek_and_offsets", scenarios::seekAndOffsets);
+        all.put("codecs_and_limits", scenarios::codecsAndLimits);
         all.put("acks_all_through_restart", scenarios::acksAllThroughRestart);
-        for (String name : args[3].split(",")) {
-            Scenarios.run(name, all.get(name));
-        }
+        Scenarios.runAll(all, args[3]);
     }
 
     private String topic(String name, int partitions) throws Exception {
+        return topic(name, partitions, Map.of());
+    }
+
+    private String topic(String name, int partitions, Map<String, String> configs) throws Exception {
         String topic = prefix + "-" + name;
         try (Admin admin = Admin.create(base)) {
             admin.createTopics(List.of(new NewTopic(topic, java.util.Optional.of(partitions),
-                    java.util.Optional.empty()))).all().get();
+                    java.util.Optional.empty()).configs(configs))).all().get();
         }
         return topic;
     }
@@ -391,6 +394,49 @@ public final class ClientScenarios {
             }
         }
         return null;
+    }
+
+    /** Every codec the Java client compresses with, each under one of acks 0, 1 and all, headers; a record over message.max.bytes. */
+    private void codecsAndLimits(Map<String, Object> details) throws Exception {
+        String topic = topic("codecs", 1, Map.of());
+        TopicPartition partition = new TopicPartition(topic, 0);
+        List<String> sent = new ArrayList<>();
+        String[][] settings = {{"none", "0"}, {"gzip", "1"}, {"snappy", "all"}, {"lz4", "1"}, {"zstd", "all"}};
+        for (String[] codecAndAcks : settings) {
+            String codec = codecAndAcks[0];
+            String acks = codecAndAcks[1];
+            try (KafkaProducer<String, String> producer = producer("compression.type", codec, "acks", acks,
+                    "enable.idempotence", acks.equals("all"), "linger.ms", 20)) {
+                for (int i = 0; i < 50; i++) {
+                    String value = codec + "-" + acks + "-" + i + "-" + "x".repeat(100);
+                    ProducerRecord<String, String> record = new ProducerRecord<>(topic, 0, "k" + i, value);
+                    record.headers().add("codec", codec.getBytes());
+                    producer.send(record);
+                    sent.add(value);
+                }
+            }
+        }
+        List<String> read = readAll(List.of(partition), "read_uncommitted", sent.size());
+        details.put("sent", sent.size());
+        details.put("read_equals_sent", read.equals(sent));
+        try (KafkaConsumer<String, String> consumer = consumer()) {
+            consumer.assign(List.of(partition));
+            consumer.seekToBeginning(List.of(partition));
+            var records = consumer.poll(Duration.ofSeconds(10));
+            var header = records.isEmpty() ? null : records.iterator().next().headers().lastHeader("codec");
+            details.put("first_header", header == null ? null : new String(header.value()));
+        }
+        try (KafkaProducer<String, String> producer = producer("max.request.size", 4_000_000)) {
+            details.put("over_message_max_bytes", Scenarios.thrown(x -> producer.send(new ProducerRecord<>(topic, 0,
+                    null, "y".repeat(1_200_000))).get()));
+        }
+        try (KafkaProducer<String, String> producer = producer("max.block.ms", 3000)) {
+            details.put("over_max_request_size", Scenarios.thrown(x -> producer.send(new ProducerRecord<>(topic, 0,
+                    null, "y".repeat(1_200_000))).get()));
+            details.put("unknown_partition", Scenarios.thrown(x -> producer.send(new ProducerRecord<>(topic, 5,
+                    null, "z")).get()));
+            details.put("partitions_for", producer.partitionsFor(topic).size());
+        }
     }
 
     /** acks=all sends, each record its own value, until stdin says stop; then every acknowledged value read back. */

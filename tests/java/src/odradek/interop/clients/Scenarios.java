@@ -1,6 +1,7 @@
 /*
  * What the client and admin scenario programs share: the client properties from the command line (a bootstrap
- * address and an optional properties file), the run of one named scenario that becomes one JSON line on stdout
+ * address and an optional properties file), the scenarios asked for run side by side, each in its own thread, and
+ * the run of one named scenario that becomes one JSON line on stdout
  * ({"name", "ok", "ms", "details"}, an exception's class and message when it throws), and the JSON those lines are.
  * The pytest side (tests/interop/test_java_clients*.py, test_java_admin*.py) runs a program once per module and
  * asserts on the lines.
@@ -46,6 +47,24 @@ final class Scenarios {
         return properties;
     }
 
+    /** Run the named scenarios of `all` at once, each in its own thread (they use topics and groups of their own,
+     * and mostly wait on the broker), printing each one's line as it ends. */
+    static void runAll(Map<String, Body> all, String names) throws InterruptedException {
+        List<Thread> threads = new ArrayList<>();
+        for (String name : names.split(",")) {
+            Body body = all.get(name);
+            if (body == null) {
+                throw new IllegalArgumentException("no scenario " + name + " (of " + all.keySet() + ")");
+            }
+            Thread thread = new Thread(() -> run(name, body), name);
+            thread.start();
+            threads.add(thread);
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+    }
+
     /** Run one scenario and print its line; ok unless it throws or sets details "ok" false. */
     static void run(String name, Body body) {
         Map<String, Object> details = new LinkedHashMap<>();
@@ -63,8 +82,10 @@ final class Scenarios {
         line.put("ok", ok);
         line.put("ms", (System.nanoTime() - began) / 1_000_000);
         line.put("details", details);
-        System.out.println(json(line));
-        System.out.flush();
+        synchronized (System.out) {
+            System.out.println(json(line));
+            System.out.flush();
+        }
     }
 
     /** The class and message of an exception, unwrapped from ExecutionException (what a Future throws). */

@@ -84,6 +84,10 @@ def handlers(broker) -> dict:
                 result.error_code, result.error_message = exc.code, exc.message
             else:
                 result.topic_id = topic.topic_id
+                if not access.allows(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, wanted.name):
+                    result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # as Kafka: created,
+                    results.append(result)  # but nothing of it told to whoever may not describe its configs
+                    continue
                 result.num_partitions = len(topic.partitions)
                 result.replication_factor = len(topic.partitions[0].replicas)
                 result.configs = [  # every topic config with its source, as Kafka's controller answers

@@ -289,6 +289,7 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 answer.error_code, answer.error_message = exc.code, exc.message
                 answer.authorized_operations = authorized_operations(ResourceType.GROUP, False)
+                answer.group_state = ""  # Kafka's DescribeGroupsResponse.groupError
                 group = None
             if isinstance(group, ClassicGroup):
                 answer.group_state = group.state.value

@@ -1,10 +1,12 @@
-"""The commands against a three-broker cluster on ZooKeeper as a user runs them: `topics describe` while a broker
+"""The commands against a three-broker cluster on ZooKeeper as a user runs them: `reassign --generate` as
+kafka-reassign-partitions prints it, and `topics describe` while a broker
 is down answers from Metadata at once, showing the partitions it leaves offline or under-replicated, and filters
 them as kafka-topics' --under-replicated-partitions and --unavailable-partitions do. The brokers, which join by
 zookeeper.connect, do not call it a setting they do not use."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -20,6 +22,26 @@ from .run import odradek
 def cluster(odradek_zookeeper, tmp_path_factory):
     with new_cluster(odradek_zookeeper, tmp_path_factory, "cli-cluster") as started:
         yield started
+
+
+def test_reassign_generate_proposes_a_spread_beside_the_current_assignment(cluster, topic_name, tmp_path):
+    Admin(cluster.bootstrap_servers).create_topic(topic_name, 4, 2)
+    current = {(topic_name, p.partition): p.replicas
+               for p in Admin(cluster.bootstrap_servers).topic_layouts()[topic_name]}
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic_name}]}))
+    generated = odradek(cluster.brokers[0], "reassign", "--generate", str(topics), "--broker-list", "2,3")
+    assert generated.returncode == 0, generated.stderr
+    lines = generated.stdout.splitlines()
+    assert lines[0] == "Current partition replica assignment" and lines[2:4] == [
+        "", "Proposed partition reassignment configuration"] and len(lines) == 5
+    shown = json.loads(lines[1])["partitions"]
+    assert {(p["topic"], p["partition"]): p["replicas"] for p in shown} == current
+    assert all(p["log_dirs"] == ["any", "any"] for p in shown)
+    proposed = json.loads(lines[4])
+    assert proposed["version"] == 1 and [p["partition"] for p in proposed["partitions"]] == [0, 1, 2, 3]
+    assert all(sorted(p["replicas"]) == [2, 3] for p in proposed["partitions"])
+    assert sorted(p["replicas"][0] for p in proposed["partitions"]) == [2, 2, 3, 3]  # leaders spread
 
 
 def test_topics_describe_with_a_broker_down_answers_at_once(cluster, topic_name):

@@ -120,7 +120,12 @@ def test_the_reassign_and_elect_leaders_commands(cluster, zk, tmp_path):
 
     executed = odradek(cluster.brokers[0], "reassign", "--execute", str(plan))
     assert executed.returncode == 0, executed.stderr
-    assert executed.stdout.strip() == f"Successfully started partition reassignment(s) for {topic}-0"
+    rollback = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2],
+                                              "log_dirs": ["any", "any"]}]}
+    assert executed.stdout.splitlines() == [  # kafka-reassign-partitions' lines
+        "Current partition replica assignment", "", json.dumps(rollback, separators=(",", ":")), "",
+        "Save this to use as the --reassignment-json-file option during rollback",
+        f"Successfully started partition reassignment for {topic}-0"]
     assert wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [3, 1]}, timeout=30)
     verified = odradek(cluster.brokers[0], "reassign", "--verify", str(plan))
     assert verified.stdout.splitlines() == ["Status of partition reassignment:",

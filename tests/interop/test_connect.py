@@ -1,7 +1,7 @@
 """Kafka Connect 4.3.1's distributed worker (connect-distributed) against one Odradek broker: the worker creates
 its config, offset and status topics compacted (replication factor -1, the broker's default) and checks them; the
 FileStream source and sink connectors, created through the workers' REST API, carry a file through a topic to
-another file; two workers in one group share the tasks, and when the one running the source task is killed -9 the
+another file (the source exactly-once, KIP-618); two workers in one group share the tasks, and when the one running the source task is killed -9 the
 survivor takes its tasks over and finishes the file, from the source offsets the dead one committed.
 Worker logs are in the test's tmp_path and their tail in assertion messages."""
 
@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from odradek.embedded import _free_port, wait_until
@@ -85,10 +86,12 @@ class ConnectWorker:
 
 @pytest.fixture
 def workers(broker, tmp_path):
-    """A factory of workers in one group on the module's broker, all stopped at the end."""
+    """A factory of workers in one group on the module's broker, all stopped at the end; exactly-once source
+    support enabled (KIP-618: transactional source tasks, zombies fenced when a task moves)."""
     group, started = f"connect-{uuid.uuid4().hex[:8]}", []
 
     def new(name: str, **settings) -> ConnectWorker:
+        settings = {"exactly.once.source.support": "enabled", **settings}
         worker = ConnectWorker(broker.bootstrap_servers, group, tmp_path, name, settings).start()
         started.append(worker)
         return worker
@@ -122,7 +125,8 @@ def test_connect_file_round_trip_and_rebalance_when_a_worker_is_killed(broker, w
     second worker in the group, connectors created over REST carry a file through a topic to another file line
     for line. The worker running the source task is then killed -9 while the file grows: the survivor gets both
     tasks and finishes the file, every line in the sink file in order (a line the dead worker had sent but not
-    committed may come twice, Connect's at-least-once)."""
+    committed may come twice, the sink being at-least-once). The topic, read read_committed, has every line once:
+    the source task's transactions and the fencing of the dead worker's producer held."""
     first = workers("a")
     first.wait_ready()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -171,3 +175,25 @@ def test_connect_file_round_trip_and_rebalance_when_a_worker_is_killed(broker, w
     got = lines_of(sink)
     assert set(got) == set(lines), f"missing {sorted(set(lines) - set(got))[:5]}, extra {sorted(set(got) - set(lines))[:5]}"
     assert list(dict.fromkeys(got)) == lines  # first occurrences in the file's order
+    assert topic_values(broker.bootstrap_servers, topic_name) == lines
+
+
+def topic_values(bootstrap: str, topic: str) -> list[str]:
+    """The values of the one-partition `topic`, read read_committed to its end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "isolation.level": "read_committed",
+                         "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values, deadline = [], time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                continue
+            values.append(message.value().decode())
+    finally:
+        consumer.close()
+    return values

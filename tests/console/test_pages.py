@@ -183,10 +183,8 @@ def test_search_all_partitions_with_a_bound_and_export_as_json(console, admin, p
                  int(rows.nth(i).locator("td").first.text_content())) for i in range(rows.count())]
 
     # index i is at partition i % 3, offset i // 3
-    paid = search("paid", "value")
-    assert sorted(paid) == sorted((i % 3, i // 3) for i in range(0, 60, 10))
-    assert {partition for partition, _ in paid} == {0, 1, 2} and page.locator("#search-bound").count() == 0
     assert sorted(search("customer-1", "key", "exact")) == sorted((i % 3, i // 3) for i in range(1, 60, 7))
+    assert page.locator("#search-bound").count() == 0  # it looked through all 60
     assert len(search("customer", "key")) == 50 and "60 match(es)" in page.text_content("#search-summary")
     assert len(search("source=web", "header", "exact")) == 30
 

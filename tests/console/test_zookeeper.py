@@ -97,4 +97,6 @@ def test_a_stopped_broker_costs_no_wait_and_shows_what_it_leaves(cluster_console
         waits["offline partition"] = timed_goto(page, cluster_console.url + f"topics/{solo}/messages?partition={lost}")
     page.console_errors.clear()
     assert "is offline" in page.text_content(".error")
-    assert all(seconds < 7.5 for seconds in waits.values()), waits
+    # a page that asked the down broker would take at least the 15 s client timeout however fast the machine is;
+    # the bound sits below that floor, far above what a page takes (well under a second unloaded)
+    assert all(seconds < 12 for seconds in waits.values()), waits

@@ -289,7 +289,8 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 answer.error_code, answer.error_message = exc.code, exc.message
                 answer.authorized_operations = authorized_operations(ResourceType.GROUP, False)
-                answer.group_state = ""  # Kafka's DescribeGroupsResponse.groupError
+                if exc.code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+                    answer.group_state = ""  # Kafka's DescribeGroupsResponse.groupError (a missing one is Dead)
                 group = None
             if isinstance(group, ClassicGroup):
                 answer.group_state = group.state.value

@@ -3,9 +3,11 @@
 Built as the design's MirrorMaker: a ConsumerConnector on the source (a group, with a Whitelist filter, so topics
 created later are picked up) feeding a Producer on the target. Keys, values, headers and timestamps are kept; a
 record goes to the same partition number when the target topic has that many partitions (else it is partitioned
-by key); a missing target topic is created with the source's partition count. Progress is committed in the
+by key); a missing target topic is created with the source's partition count and its settings (the topic's own
+configs, as MirrorMaker 2 copies them). Progress is committed in the
 source group only after the target acknowledged everything before it, so a restarted mirror resumes where the
-last one committed and never loses a record (at-least-once: it may copy a few again).
+last one committed and never loses a record (at-least-once: it may copy a few again). --command-config is the
+source's client properties, --target-command-config the target's.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class Mirror:
             if count is None:
                 count = self.source_admin.partition_count(topic) or 1
                 try:
-                    self.target_admin.create_topic(topic, count)
+                    self.target_admin.create_topic(topic, count, configs=self.source_admin.topic_configs(topic))
                 except ClientError as exc:
                     if exc.name != "TOPIC_ALREADY_EXISTS":
                         raise

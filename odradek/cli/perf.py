@@ -2,8 +2,8 @@
 kafka-consumer-perf-test.
 
 Both drive confluent-kafka directly (no per-record Python layer in the way, so they measure the broker, not our
-wrapper). Produce latency is per record, from `produce()` to its delivery report; consume latency is end to end,
-from each record's CreateTime to its arrival (meaningful while producers are writing). A progress bar goes to
+wrapper). Produce latency is per record, from `produce()` to its delivery report, as kafka-producer-perf-test's;
+consume reports kafka-consumer-perf-test's columns, as it defines them (no latency: it has none). A progress bar goes to
 stderr only when stderr is a terminal; the results go to stdout.
 """
 
@@ -41,7 +41,8 @@ def add_commands(commands) -> None:
     produce.set_defaults(run=run_produce)
 
     consume = actions.add_parser("consume", help="consume records as fast as possible",
-                                 description="Consume records and report records/s, MB/s and end-to-end latency.")
+                                 description="Consume records and report kafka-consumer-perf-test's figures: MB "
+                                             "and records per second, rebalance and fetch time.")
     consume.add_argument("--topic", required=True, help="topic to read, from its earliest offset")
     consume.add_argument("--messages", "-n", type=int, required=True, help="records to consume")
     consume.add_argument("--group", help="consume in this group (default: assign every partition, no group)")
@@ -142,12 +143,18 @@ def run_produce(args: argparse.Namespace) -> int:
 
 
 def run_consume(args: argparse.Namespace) -> int:
+    """kafka-consumer-perf-test's figures: from the start to the last record, of which rebalance.time.ms is the
+    wait for the group's assignment (none without --group) and fetch.time.ms the rest, the rates over each."""
     settings = {"bootstrap.servers": args.bootstrap_server, "group.id": args.group or "odradek-perf-consumer",
                 "enable.auto.commit": args.group is not None, "auto.offset.reset": "earliest",
                 "logger": LIBRDKAFKA_LOGGER, **command_config(args)}
     consumer = confluent_kafka.Consumer(settings)
+    started_ms = time.time() * 1000
+    started = last_arrival = time.perf_counter()
+    joined: list[float] = []  # when the group's assignment came
     if args.group is not None:
-        consumer.subscribe([args.topic])
+        consumer.subscribe([args.topic], on_assign=lambda consumer, partitions: (
+            joined or joined.append(time.perf_counter()), consumer.assign(partitions)))
     else:
         topic = consumer.list_topics(args.topic, timeout=10).topics.get(args.topic)
         if topic is None or topic.error is not None or not topic.partitions:
@@ -157,29 +164,28 @@ def run_consume(args: argparse.Namespace) -> int:
                          for p in topic.partitions])
     progress = Progress(args.messages)
     count = size = 0
-    latencies: list[float] = []
-    started = last_arrival = time.perf_counter()
     try:
         while count < args.messages and time.perf_counter() - last_arrival < args.timeout_ms / 1000:
             batch = consumer.consume(min(1000, args.messages - count), 0.1)
-            now_ms = time.time() * 1000
             for message in batch:
                 if message.error() is not None:
                     raise ClientError.of(message.error())
                 count += 1
                 size += len(message.value() or b"")
-                latencies.append(now_ms - message.timestamp()[1])
             if batch:
                 last_arrival = time.perf_counter()
                 progress.update(count)
     finally:
         consumer.close()
-    elapsed = max(last_arrival - started, 1e-9)
     progress.finish()
-    print("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec")
-    print(f"{_clock(time.time() - (time.perf_counter() - started))}, {_clock(time.time())}, "
-          f"{size / MB:.4f}, {size / MB / elapsed:.4f}, {count}, {count / elapsed:.4f}")
-    print(f"end-to-end latency: {latency_summary(latencies)}")
+    elapsed = max(last_arrival - started, 1e-9)
+    rebalance = min(joined[0] - started, elapsed) if joined else 0.0
+    fetch = max(elapsed - rebalance, 1e-9)
+    print("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, "
+          "fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+    print(f"{_clock(started_ms / 1000)}, {_clock(started_ms / 1000 + elapsed)}, {size / MB:.4f}, "
+          f"{size / MB / elapsed:.4f}, {count}, {count / elapsed:.4f}, {rebalance * 1000:.0f}, {fetch * 1000:.0f}, "
+          f"{size / MB / fetch:.4f}, {count / fetch:.4f}")
     if count < args.messages:
         raise ClientError(f"consumed {count} of {args.messages} records before --timeout-ms passed with nothing new")
     return 0

@@ -36,7 +36,8 @@ def test_every_broker_command_takes_kafka_client_properties(secured_broker, brok
     secured = secured_broker
     admin = secured.properties_file(tmp_path, "admin")  # sasl.jaas.config and a PEM truststore, as Java writes them
     on = ("--bootstrap-server", secured.bootstrap_servers)
-    created = _ok(odradek(None, "topics", "create", topic_name, "--partitions", "2", *on, "--command-config", admin))
+    created = _ok(odradek(None, "topics", "create", topic_name, "--partitions", "2", "--config",
+                          "retention.ms=3600000", *on, "--command-config", admin))
     assert created.stdout == f"Created topic {topic_name}.\n"
     listed = _ok(odradek(None, "topics", "list", *on, "--command-config", _username_file(secured, tmp_path, "admin")))
     assert topic_name in listed.stdout.split()
@@ -68,7 +69,8 @@ def test_every_broker_command_takes_kafka_client_properties(secured_broker, brok
     mirrored = _ok(odradek(None, "mirror", *on, "--command-config", admin, "--target", broker.bootstrap_servers,
                            "--topics", topic_name, "--group", f"mirror-{topic_name}", "--idle-timeout-ms", "1000"))
     assert "Mirrored 53 record(s)." in mirrored.stderr
-    assert Admin(broker.bootstrap_servers).partition_count(topic_name) == 2
+    assert Admin(broker.bootstrap_servers).partition_count(topic_name) == 2  # made as the source's topic is
+    assert Admin(broker.bootstrap_servers).topic_configs(topic_name) == {"retention.ms": "3600000"}
 
 
 def test_a_refused_login_a_wrong_port_and_a_missing_permission_are_said_at_once(secured_broker, tmp_path,

@@ -184,7 +184,7 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
 
     # ----------------------------------------------------------------------------------------------- groups
     async def groups(request: Request) -> Response:
-        return page(request, "groups.html", groups=await run_in_threadpool(view.groups))
+        return page(request, "groups.html", groups=await run_in_threadpool(view.groups, page_number(request)))
 
     async def group(request: Request) -> Response:
         group_id = request.path_params["group"]

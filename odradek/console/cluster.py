@@ -29,6 +29,7 @@ from odradek.console import render
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 TOPICS_PER_PAGE = 50
+GROUPS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 100
 AFFECTED_SHOWN = 100
 MESSAGES_PER_PAGE = 50
@@ -357,10 +358,14 @@ class ClusterView:
         return sent.partition, sent.offset
 
     # ------------------------------------------------------------------------------------------- groups
-    def groups(self, limit: int | None = None) -> list[GroupRow]:
-        """Every group (the first `limit` by name) with its state, active members and total lag over its online
-        partitions (committed offsets asked group by group, the log ends of all their partitions together)."""
-        listed = self.admin.list_groups()[:limit]
+    def groups(self, page: int = 1) -> render.Page[GroupRow]:
+        """A page of groups (GROUPS_PER_PAGE, by name) with their state, active members and total lag."""
+        shown = render.page_of(self.admin.list_groups(), page, GROUPS_PER_PAGE)
+        return dataclasses.replace(shown, items=self.group_rows(shown.items))
+
+    def group_rows(self, listed: list[tuple[str, str]]) -> list[GroupRow]:
+        """Each (group id, state) with the group's active members and total lag over its online partitions
+        (committed offsets asked group by group, the log ends of all their partitions together)."""
         members = self.admin.group_member_counts(group_id for group_id, _ in listed)
         committed = {group_id: self.admin.committed_offsets(group_id) for group_id, _ in listed}
         layouts = self.admin.topic_layouts(include_internal=True)

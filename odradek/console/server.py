@@ -52,7 +52,8 @@ class Console:
         self.view = ClusterView(settings.bootstrap_servers, settings.client_config, settings.zookeeper,
                                 settings.timeout, settings.read_group)
         self.sampler = MetricsSampler(settings.metrics_urls, settings.metrics_interval)
-        self.lag_sampler = LagSampler(lambda: [(row.group_id, row.lag) for row in self.view.groups(LAG_GROUPS)],
+        self.lag_sampler = LagSampler(lambda: [(row.group_id, row.lag) for row in
+                                               self.view.group_rows(self.view.admin.list_groups()[:LAG_GROUPS])],
                                       LagHistory(), settings.lag_interval)
         app = create_app(self.view, self.sampler, loopback_only=_loopback(settings.host),
                          lag_history=self.lag_sampler.history)

@@ -492,9 +492,11 @@ def _acl(kind, fields: Mapping[str, str]):
     name = (fields.get("resource_name") or "").strip() or ("kafka-cluster" if restype == "BROKER" else "")
     if not name:
         raise ValueError("an ACL names its resource (* for all of that type)")
-    return kind(ResourceType[restype], name, ResourcePatternType[choice("pattern_type", ACL_PATTERN_TYPES, "LITERAL")],
-                principal, (fields.get("host") or "*").strip(), AclOperation[choice("operation", ACL_OPERATIONS, "READ")],
-                AclPermissionType[choice("permission", ACL_PERMISSIONS, "ALLOW")])
+    pattern = ResourcePatternType[choice("pattern_type", ACL_PATTERN_TYPES, "LITERAL")]
+    operation = AclOperation[choice("operation", ACL_OPERATIONS, "READ")]
+    permission = AclPermissionType[choice("permission", ACL_PERMISSIONS, "ALLOW")]
+    return kind(ResourceType[restype], name, pattern, principal, (fields.get("host") or "*").strip(), operation,
+                permission)
 
 
 def _mechanism(name: str) -> ScramMechanism:

@@ -10,7 +10,8 @@ import subprocess
 import threading
 
 import pytest
-from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
+                                   ResourceType)
 
 from odradek.client import Admin, Producer
 from odradek.console import Console, ConsoleSettings

@@ -25,8 +25,8 @@ def chroot(odradek_zookeeper) -> str:
 
 @pytest.fixture(scope="module")
 def cluster_console(chroot, tmp_path_factory):
-    served = start_console_broker(tmp_path_factory.mktemp("console-zk") / "data", **{"zookeeper.connect": chroot,
-                                                                                    "offsets.topic.replication.factor": 1})
+    served = start_console_broker(tmp_path_factory.mktemp("console-zk") / "data",
+                                  **{"zookeeper.connect": chroot, "offsets.topic.replication.factor": 1})
     yield served
     served.broker.stop()
 

@@ -1,8 +1,9 @@
-"""The console's pure parts: how records are shown, how pages of offsets are chosen (never the whole partition) and
-how rates come out of Prometheus scrapes."""
+"""The console's pure parts: how records and settings are shown, how pages of offsets and a search's records are
+chosen (never the whole partition), a page as JSON, and how rates come out of Prometheus scrapes."""
 
 from __future__ import annotations
 
+from odradek.client import Message
 from odradek.console import render
 from odradek.console.rates import LagHistory, RateHistory, parse_scrape
 
@@ -27,6 +28,20 @@ def test_time_and_size_settings_in_human_units():
     assert render.human_setting("retention.bytes", "-1") == ""  # Kafka's -1: no limit, shown raw
     assert render.human_setting("cleanup.policy", "delete") == "" and render.human_setting("flush.messages", "1") == ""
     assert render.human_bytes(512) == "512 B" and render.human_bytes(None) == ""
+
+
+def test_search_windows_share_the_bound_and_give_what_a_short_partition_leaves():
+    # the newest records of each partition; partition 1 has only 3, partition 2 ten: partition 0 takes the rest
+    assert render.search_windows({0: (0, 100), 1: (0, 3), 2: (50, 60)}, 30) == {0: (83, 100), 1: (0, 3), 2: (50, 60)}
+    assert render.search_windows({0: (0, 10), 1: (0, 10), 2: (0, 10)}, 12) == {0: (6, 10), 1: (6, 10), 2: (6, 10)}
+    assert render.search_windows({0: (0, 100), 1: (5, 5)}, 1000) == {0: (0, 100), 1: (5, 5)}
+
+
+def test_messages_as_json_keep_text_and_mark_bytes():
+    message = Message("t", 2, 7, b"k", b"\xff\x00", [("h", b"v"), ("n", None)], 0)
+    assert render.messages_json([message]) == [{
+        "topic": "t", "partition": 2, "offset": 7, "timestamp_ms": 0, "timestamp": "1970-01-01T00:00:00.000Z",
+        "key": "k", "value": {"base64": "/wA="}, "headers": [["h", "v"], ["n", None]]}]
 
 
 def test_pages_of_a_list():

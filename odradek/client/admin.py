@@ -25,6 +25,8 @@ from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi,
 TIMEOUT_S = 15.0
 POLL_S = 0.05  # how often a waiting call serves the client's error callback
 METADATA_STEP_S = 1.0  # a Metadata request is given this long before the failures are looked at again
+COORDINATOR_RETRIABLE = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"})
+RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +111,19 @@ class Admin:
             return future.result()
         except confluent_kafka.KafkaException as exc:
             raise ClientError.of(exc) from None
+
+    def _coordinated(self, make_future):
+        """A group call, asked again on the coordinator's retriable errors as Kafka's Admin retries them (every
+        retry.backoff.ms until the timeout): the group's coordinator moved, is loading its offsets, or is not
+        there yet."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self._wait(make_future(), max(0.01, deadline - time.monotonic()))
+            except ClientError as exc:
+                if exc.name not in COORDINATOR_RETRIABLE or time.monotonic() >= deadline:
+                    raise
+            time.sleep(RETRY_BACKOFF_S)
 
     def describe_cluster(self) -> ClusterInfo:
         """The live brokers (with their racks) and the controller, by DescribeCluster."""
@@ -235,8 +250,8 @@ class Admin:
                       for listing in result.valid)
 
     def describe_group(self, group_id: str) -> GroupInfo:
-        future = self._client.describe_consumer_groups([group_id], request_timeout=self.timeout)[group_id]
-        described = self._wait(future)
+        described = self._coordinated(lambda: self._client.describe_consumer_groups(
+            [group_id], request_timeout=self.timeout)[group_id])
         owner: dict[tuple[str, int], str] = {}
         for member in described.members:
             for tp in (member.assignment.topic_partitions if member.assignment else ()):
@@ -265,7 +280,8 @@ class Admin:
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         request = confluent_kafka.ConsumerGroupTopicPartitions(group_id)
-        result = self._wait(self._client.list_consumer_group_offsets([request], request_timeout=self.timeout)[group_id])
+        result = self._coordinated(lambda: self._client.list_consumer_group_offsets(
+            [request], request_timeout=self.timeout)[group_id])
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
     def reset_plan(self, group_id: str, topics: Iterable[str] | None = None, *, to_earliest: bool = False,
@@ -300,14 +316,15 @@ class Admin:
         request = confluent_kafka.ConsumerGroupTopicPartitions(
             group_id, [confluent_kafka.TopicPartition(topic, index, offset)
                        for (topic, index), offset in sorted(offsets.items())])
-        future = self._client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group_id]
-        result = self._wait(future)
+        result = self._coordinated(lambda: self._client.alter_consumer_group_offsets(
+            [request], request_timeout=self.timeout)[group_id])
         for tp in result.topic_partitions:
             if tp.error is not None:
                 raise ClientError.of(tp.error)
 
     def delete_group(self, group_id: str) -> None:
-        self._wait(self._client.delete_consumer_groups([group_id], request_timeout=self.timeout)[group_id])
+        self._coordinated(lambda: self._client.delete_consumer_groups(
+            [group_id], request_timeout=self.timeout)[group_id])
 
     # ---------------------------------------------------------------------------------------------- ACLs
     def alter_user_scram_credentials(self, alteration) -> None:

@@ -8,6 +8,7 @@ Worker logs are in the test's tmp_path and their tail in assertion messages."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -120,6 +121,18 @@ def tails(workers) -> str:
     return "\n".join(worker.tail() for worker in workers.started)
 
 
+def running_tasks(worker: ConnectWorker) -> dict[str, str] | None:
+    """connector -> the worker id running its task, asked of `worker`, when both tasks run (else None)."""
+    try:
+        status = {name: worker.rest("GET", f"/connectors/{name}/status") for name in ("file-source", "file-sink")}
+    except (OSError, urllib.error.HTTPError):
+        return None
+    tasks = {name: s["tasks"][0] for name, s in status.items() if s["tasks"]}
+    if len(tasks) < 2 or any(task["state"] != "RUNNING" for task in tasks.values()):
+        return None
+    return {name: task["worker_id"] for name, task in tasks.items()}
+
+
 def test_connect_file_round_trip_and_rebalance_when_a_worker_is_killed(broker, workers, tmp_path, topic_name):
     """The first worker starts, its internal topics created compacted with the partitions Connect asks for. With a
     second worker in the group, connectors created over REST carry a file through a topic to another file line
@@ -143,38 +156,57 @@ def test_connect_file_round_trip_and_rebalance_when_a_worker_is_killed(broker, w
     source.write_text("".join(f"{line}\n" for line in lines[:1000]))
     file_connectors(first, topic_name, source, sink)
 
-    def task_workers():
-        try:
-            status = {name: first.rest("GET", f"/connectors/{name}/status") for name in ("file-source", "file-sink")}
-        except (OSError, urllib.error.HTTPError):
-            return None
-        tasks = {name: s["tasks"][0] for name, s in status.items() if s["tasks"]}
-        return tasks if len(tasks) == 2 and all(t["state"] == "RUNNING" for t in tasks.values()) else None
-
     assert wait_until(lambda: len(lines_of(sink)) >= 1000, 150, 1), tails(workers)
     assert lines_of(sink) == lines[:1000]
-    tasks = task_workers()
+    tasks = running_tasks(first)
     assert tasks, tails(workers)
     by_port = {f"127.0.0.1:{w.port}": w for w in (first, second)}
-    victim = by_port[tasks["file-source"]["worker_id"]]
+    victim = by_port[tasks["file-source"]]
     survivor = second if victim is first else first
     victim.kill()
     with source.open("a") as out:
         out.write("".join(f"{line}\n" for line in lines[1000:]))
 
     def moved():
-        try:
-            status = [survivor.rest("GET", f"/connectors/{name}/status") for name in ("file-source", "file-sink")]
-        except (OSError, urllib.error.HTTPError):
-            return False
-        return all(s["tasks"] and s["tasks"][0]["state"] == "RUNNING"
-                   and s["tasks"][0]["worker_id"] == f"127.0.0.1:{survivor.port}" for s in status)
+        tasks = running_tasks(survivor)
+        return tasks is not None and set(tasks.values()) == {f"127.0.0.1:{survivor.port}"}
 
     assert wait_until(moved, 120, 1), "tasks did not move to the survivor\n" + tails(workers)
     assert wait_until(lambda: lines[-1] in lines_of(sink), 150, 1), f"{len(lines_of(sink))} lines\n" + tails(workers)
     got = lines_of(sink)
     assert set(got) == set(lines), f"missing {sorted(set(lines) - set(got))[:5]}, extra {sorted(set(got) - set(lines))[:5]}"
     assert list(dict.fromkeys(got)) == lines  # first occurrences in the file's order
+    assert topic_values(broker.bootstrap_servers, topic_name) == lines
+
+
+@pytest.mark.skipif(not os.environ.get("INTEROP_SECONDS"), reason="a soak run: set INTEROP_SECONDS")
+def test_long_connect_workers_killed_repeatedly(broker, workers, tmp_path, topic_name):
+    """For INTEROP_SECONDS: the file grows all along while, every ~20 s, the worker running the source task is
+    killed -9 and a new one joins; at the end every line is in the sink file and exactly once in the topic."""
+    seconds = float(os.environ["INTEROP_SECONDS"])
+    live = [workers("w0"), workers("w1")]
+    for worker in live:
+        worker.wait_ready()
+    source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.touch()
+    file_connectors(live[0], topic_name, source, sink)
+    lines, deadline, generation = [], time.monotonic() + seconds, 2
+    while time.monotonic() < deadline:
+        with source.open("a") as out:
+            batch = [f"record {len(lines) + i:07d}" for i in range(200)]
+            out.write("".join(f"{line}\n" for line in batch))
+            lines += batch
+        time.sleep(2)
+        if len(lines) % 2000 == 0:
+            tasks = wait_until(lambda: running_tasks(live[-1]), 120, 1)
+            assert tasks, tails(workers)
+            victim = next(w for w in live if f"127.0.0.1:{w.port}" == tasks["file-source"])
+            victim.kill()
+            live.remove(victim)
+            live.append(workers(f"w{generation}"))
+            generation += 1
+    assert wait_until(lambda: lines[-1] in lines_of(sink), 300, 2), f"{len(lines_of(sink))} lines\n" + tails(workers)
+    assert list(dict.fromkeys(lines_of(sink))) == lines
     assert topic_values(broker.bootstrap_servers, topic_name) == lines
 
 

@@ -24,6 +24,7 @@ import dataclasses
 import itertools
 import logging
 
+from odradek.cluster.metadata import validate_topic_name
 from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, KAFKA_DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
                             TOPIC_DEFAULT_BROKER_KEYS, ConfigKey, ConfigSource, ConfigType, broker_default_for,
                             broker_key_synonyms, dynamic_base_name, dynamic_broker_configs_refusal,
@@ -241,6 +242,7 @@ def handlers(broker) -> dict:
                 require_on(access, AclOperation.DESCRIBE_CONFIGS, resource)
                 if resource.resource_type == TOPIC:
                     if resource.resource_name not in broker.metadata.topics:
+                        validate_topic_name(resource.resource_name)  # INVALID_TOPIC_EXCEPTION first, as Kafka
                         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                          f"Topic {resource.resource_name} does not exist")
                     entries = topic_entries(resource.resource_name, include_synonyms, include_docs)

@@ -369,7 +369,8 @@ def handlers(broker) -> dict:
                 for topic_id, indexes in result.assignment.items()])
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, member_id=result.member_id,
                         member_epoch=result.member_epoch,
-                        heartbeat_interval_ms=broker.config["group.consumer.heartbeat.interval.ms"],
+                        heartbeat_interval_ms=broker.config["group.consumer.heartbeat.interval.ms"]
+                        if result.member_epoch >= 0 else 0,  # a member that left has no interval, as Kafka
                         assignment=assignment)
 
     def answer_consumer_group_describe(connection, header, request):
@@ -398,6 +399,7 @@ def handlers(broker) -> dict:
             except KafkaError as exc:
                 answer.error_code, answer.error_message = exc.code, exc.message
                 answer.authorized_operations = authorized_operations(ResourceType.GROUP, False)
+                answer.group_state = ""  # as Kafka's error entries
                 described.append(answer)
                 continue
             answer.group_state, answer.group_epoch = group.state_name, group.group_epoch
@@ -405,7 +407,7 @@ def handlers(broker) -> dict:
             answer.members = [Response.Member(
                 member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
                 client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                subscribed_topic_regex=m.subscribed_topic_regex, assignment=assignment(m.assigned),
+                subscribed_topic_regex=m.subscribed_topic_regex or "", assignment=assignment(m.assigned),
                 target_assignment=assignment(group.target.get(m.member_id, {})), member_type=CONSUMER_MEMBER_TYPE)
                 for m in group.members.values()]
             described.append(answer)

@@ -266,7 +266,9 @@ class Partition:
             if header.producer_id >= 0:
                 duplicate = producer_state.check_batch(header, origin)
                 if duplicate is not None:
-                    return AppendResult(duplicate.first_offset, duplicate.last_offset, -1, self.log.log_start_offset)
+                    # Kafka answers a duplicate with the earlier batch's max timestamp as its log append time
+                    return AppendResult(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                                        self.log.log_start_offset)
         result = self.log.append(data, headers, partition_leader_epoch=self.assignment.leader_epoch,
                                  sizes_checked=sizes_checked)
         base_offset = result.first_offset

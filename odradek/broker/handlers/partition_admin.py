@@ -129,7 +129,7 @@ def handlers(broker) -> dict:
             return election_in_force(election_type, assignment.replicas, assignment.leader, live)
 
         def response():
-            results = {}
+            results = {topic: [] for topic in wanted} if elect_all else {}  # Kafka lists every topic it tried
             for (topic, index), outcome in outcomes.items():
                 code, message = (ErrorCode.NONE, None) if outcome is None else (outcome.code, outcome.message)
                 if outcome is None and not in_force((topic, index)):

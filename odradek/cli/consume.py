@@ -6,7 +6,8 @@ Without --group the partitions are assigned directly (all of them, or --partitio
 as in Kafka). It stops after --max-messages, after --idle-timeout-ms with nothing new, or on Ctrl-C; like Kafka's
 console consumer, Ctrl-C still reports (and in a group commits) what was printed, then exits 130 (128 + SIGINT).
 Record batches are checked against their CRC (check.crcs, as Kafka's Java consumer does): a corrupted one is an
-error naming its partition and offset, never a record silently missing.
+error naming its partition and offset, never a record silently missing. --command-config, --consumer.config and
+--consumer-property take Kafka's client properties, as kafka-console-consumer does.
 """
 
 from __future__ import annotations
@@ -164,7 +165,10 @@ def _print_records(consumer, args: argparse.Namespace, behind: Behind, failures:
     while (args.max_messages is None or printed < args.max_messages) and not interrupt.requested:
         wanted = BATCH_SIZE if args.max_messages is None else min(BATCH_SIZE, args.max_messages - printed)
         shown = []
-        for raw in consumer.consume(wanted, 0.2):
+        batch = consumer.consume(wanted, 0.2)
+        if batch:
+            failures.reached()
+        for raw in batch:
             error = raw.error()
             if error is not None:
                 if error.code() == confluent_kafka.KafkaError._BAD_MSG:  # check.crcs, as Java's consumer

@@ -98,19 +98,27 @@ class Admin:
         self._client = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers,
                                     "logger": LIBRDKAFKA_LOGGER, "error_cb": self.failures})
 
+    def _fresh_failures(self) -> None:
+        """Serve the callbacks queued since the last call and forget their refusals, which may predate the broker."""
+        self._client.poll(0)
+        self.failures.forget_refusals()
+
     def _wait(self, future, timeout: float | None = None):
         """The future's result, serving the error callback meanwhile: a refused login or connection ends it."""
         timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
+        self._fresh_failures()
         while not future.done():
             self._client.poll(POLL_S)
             self.failures.check()
             if time.monotonic() >= deadline:
                 raise ClientError(f"no answer from the cluster within {timeout:g}s")
         try:
-            return future.result()
+            result = future.result()
         except confluent_kafka.KafkaException as exc:
             raise ClientError.of(exc) from None
+        self.failures.reached()
+        return result
 
     def _coordinated(self, make_future):
         """A group call, asked again on the coordinator's retriable errors as Kafka's Admin retries them (every
@@ -137,10 +145,13 @@ class Admin:
     def _metadata(self, topic: str | None = None):
         """Metadata, asked in steps so that a refused login or connection ends the wait at once."""
         deadline = time.monotonic() + self.timeout
+        self._fresh_failures()
         while True:
             step = min(METADATA_STEP_S, max(0.01, deadline - time.monotonic()))
             try:
-                return self._client.list_topics(topic, timeout=step)
+                metadata = self._client.list_topics(topic, timeout=step)
+                self.failures.reached()
+                return metadata
             except confluent_kafka.KafkaException as exc:
                 self._client.poll(0)
                 self.failures.check()

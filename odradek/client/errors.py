@@ -42,12 +42,26 @@ class ConnectionFailures:
     """A client's error_cb that tells apart what no retry can mend, for the calls waiting on that client to raise at
     once (as Kafka's Java clients fail a call on SaslAuthenticationException) instead of running out their timeout:
     the broker refused the login, or every bootstrap server refused the connection. `error` is then a ClientError
-    with the broker's reason; None while a retry may still succeed. librdkafka calls it from the client's poll."""
+    with the broker's reason; None while a retry may still succeed. librdkafka calls it from the client's poll.
+    Refused connections count only until the client has reached the cluster once (`reached()`): after that a broker
+    that restarts is waited for, as Kafka's clients wait for it."""
 
     def __init__(self, bootstrap_servers: str | None):
         self.bootstrap = {server.strip() for server in (bootstrap_servers or "").split(",") if server.strip()}
         self.refused: set[str] = set()
         self.error: ClientError | None = None
+        self.has_reached = False
+
+    def reached(self) -> None:
+        """The cluster answered: from now on refused connections are a broker restarting, not a wrong address."""
+        self.has_reached = True
+        self.forget_refusals()
+
+    def forget_refusals(self) -> None:
+        """Count refusals afresh (those served before a call began may be older than the broker's start)."""
+        self.refused.clear()
+        if self.error is not None and self.error.name == "_TRANSPORT":
+            self.error = None
 
     def __call__(self, error) -> None:
         if self.error is not None:
@@ -58,7 +72,7 @@ class ConnectionFailures:
             reason, broker = (match["reason"], match["broker"]) if match else (text, "")
             self.error = ClientError(f"SaslAuthenticationException: {reason}" + (f" ({broker})" if broker else ""),
                                      "_AUTHENTICATION")
-        elif error.name() == "_TRANSPORT" and (match := _REFUSED.match(text)):
+        elif error.name() == "_TRANSPORT" and not self.has_reached and (match := _REFUSED.match(text)):
             self.refused.add(match["broker"])
             if self.bootstrap and self.bootstrap <= self.refused:
                 self.error = ClientError(f"connection refused: {', '.join(sorted(self.bootstrap))}", "_TRANSPORT")

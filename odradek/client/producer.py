@@ -4,7 +4,8 @@ librdkafka batches (linger.ms, batch.size) and retries; this layer only picks th
 exactly the Java client's murmur2, whatever librdkafka's own default), encodes keys and values, and turns
 delivery callbacks into futures. A background thread serves those callbacks, so `send()` never has to be
 followed by `poll()`: `send()` returns a concurrent.futures.Future (await it with `asyncio.wrap_future`),
-`send_sync()` waits for it.
+`send_sync()` waits for it. A refused login, or every bootstrap server refusing connections, fails the waits for
+metadata and flush at once (errors.ConnectionFailures) rather than after their timeouts.
 
 Finding the brokers (seed 002): `bootstrap_servers`; or `broker_list`, a static list used as it is (a broker of it
 that is down fails the sends it would take); or `zk_connect`: the brokers are read from /brokers/ids and followed by
@@ -105,6 +106,7 @@ class Producer:
                 if time.monotonic() >= deadline:
                     raise
                 continue
+            self.failures.reached()
             entry = metadata.topics.get(topic)
             if entry is not None and entry.error is None and entry.partitions:
                 self._partition_counts[topic] = len(entry.partitions)
@@ -129,6 +131,7 @@ class Producer:
             if error is not None:
                 future.set_exception(ClientError.of(error))
             else:
+                self.failures.reached()
                 timestamp_type, timestamp = message.timestamp()
                 future.set_result(RecordMetadata(message.topic(), message.partition(), message.offset(),
                                                  timestamp if timestamp_type else None))

@@ -64,11 +64,11 @@ class ToolShell:
         self.process.wait()
 
 
-def table(text: str, first_column: str) -> list[dict[str, str]]:
-    """The rows of the whitespace-aligned table whose header line starts with `first_column`, as dicts (the tools
-    print a header line of upper-case names, then one line a row, until a blank line)."""
+def table(text: str, column: str) -> list[dict[str, str]]:
+    """The rows of the whitespace-aligned table whose header line names `column`, as dicts (the tools print a
+    header line of upper-case names, then one line a row, until a blank line)."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.split() and line.split()[0] == first_column)
+    start = next(i for i, line in enumerate(lines) if column in line.split())
     header = lines[start].split()
     rows = []
     for line in lines[start + 1:]:

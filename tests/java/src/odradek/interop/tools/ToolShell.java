@@ -3,7 +3,9 @@
  * a tool: each line of stdin is {"main": a tool's class, "args": [...], "input": its stdin or null}, the class's main
  * is called with those arguments exactly as bin/kafka-*.sh would call it, and one JSON line {"rc", "stdout",
  * "stderr"} answers it. The exit code is the one the tool passed to Kafka's Exit (0 when main returns, 1 when it
- * throws, its trace then in "stderr" as the JVM would print it); its shutdown hooks are not kept, the JVM living on.
+ * throws, its trace then in "stderr" as the JVM would print it), and what it prints after calling Exit is dropped, as
+ * the JVM would have ended there; the shutdown hooks it added to Exit then run (a console producer's closes its
+ * producer, sending what it still holds), one after another, before the answer.
  * The pytest side is tests/interop/kafka_tools.py's ToolShell.
  */
 package odradek.interop.tools;
@@ -16,10 +18,14 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.kafka.common.utils.Exit;
+import org.slf4j.LoggerFactory;
 
 public final class ToolShell {
     private ToolShell() {}
@@ -37,19 +43,27 @@ public final class ToolShell {
     private static volatile Integer exitCode;
 
     public static void main(String[] args) throws Exception {
+        // log4j's console appender takes System.err when logging starts: start it now, before a tool's stderr is
+        // swapped in, so that what the tools log goes to this JVM's own stderr
+        LoggerFactory.getLogger(ToolShell.class).debug("tool shell started");
         ObjectMapper json = new ObjectMapper();
         PrintStream realOut = System.out;
         PrintStream realErr = System.err;
         InputStream realIn = System.in;
+        PrintStream discarded = new PrintStream(OutputStream.nullOutputStream());
         Exit.Procedure exit = (code, message) -> {
             if (exitCode == null) {
                 exitCode = code;
             }
+            // the JVM would end here: what the tool's own catch blocks make of ToolExit is not its output
+            System.setOut(discarded);
+            System.setErr(discarded);
             throw new ToolExit(code);
         };
         Exit.setExitProcedure(exit);
         Exit.setHaltProcedure(exit);
-        Exit.setShutdownHookAdder((name, hook) -> { });
+        List<Runnable> hooks = new ArrayList<>();
+        Exit.setShutdownHookAdder((name, hook) -> hooks.add(hook));
         BufferedReader requests = new BufferedReader(new InputStreamReader(realIn, StandardCharsets.UTF_8));
         String line;
         while ((line = requests.readLine()) != null) {
@@ -68,6 +82,7 @@ public final class ToolShell {
             System.setIn(new ByteArrayInputStream(
                 input == null || input.isNull() ? new byte[0] : input.asText().getBytes(StandardCharsets.UTF_8)));
             exitCode = null;
+            hooks.clear();
             int rc;
             try {
                 Class.forName(request.get("main").asText()).getMethod("main", String[].class)
@@ -83,6 +98,11 @@ public final class ToolShell {
                     rc = 1;
                 }
             } finally {
+                System.setOut(toolOut);
+                System.setErr(toolErr);
+                for (Runnable hook : hooks) {
+                    runHook(hook);
+                }
                 toolOut.flush();
                 toolErr.flush();
                 System.setOut(realOut);
@@ -96,5 +116,18 @@ public final class ToolShell {
             realOut.println(json.writeValueAsString(answer));
             realOut.flush();
         }
+    }
+
+    /** One shutdown hook in a thread of its own, as the JVM runs it, given a minute. */
+    private static void runHook(Runnable hook) throws InterruptedException {
+        Thread thread = new Thread(() -> {
+            try {
+                hook.run();
+            } catch (ToolExit exit) {
+                // a hook that calls Exit: the JVM is ending anyway
+            }
+        }, "shutdown-hook");
+        thread.start();
+        thread.join(60_000);
     }
 }

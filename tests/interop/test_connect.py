@@ -139,7 +139,8 @@ def test_connect_file_round_trip_and_rebalance_when_a_worker_is_killed(broker, w
     for line. The worker running the source task is then killed -9 while the file grows: the survivor gets both
     tasks and finishes the file, every line in the sink file in order (a line the dead worker had sent but not
     committed may come twice, the sink being at-least-once). The topic, read read_committed, has every line once:
-    the source task's transactions and the fencing of the dead worker's producer held."""
+    the source task's transactions and the fencing of the dead worker's producer held. Last, the sink's offsets
+    are reset to the start through the REST API (KIP-875) and it writes the file again."""
     first = workers("a")
     first.wait_ready()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -177,6 +178,23 @@ def test_connect_file_round_trip_and_rebalance_when_a_worker_is_killed(broker, w
     assert set(got) == set(lines), f"missing {sorted(set(lines) - set(got))[:5]}, extra {sorted(set(got) - set(lines))[:5]}"
     assert list(dict.fromkeys(got)) == lines  # first occurrences in the file's order
     assert topic_values(broker.bootstrap_servers, topic_name) == lines
+
+    # KIP-875: a stopped sink connector's offsets reset to the start over REST (its group's offsets altered on the
+    # broker); resumed, it writes the whole file again
+    [committed] = survivor.rest("GET", "/connectors/file-sink/offsets")["offsets"]
+    assert committed["offset"]["kafka_offset"] >= len(lines)  # past the last record (and maybe its commit marker)
+    survivor.rest("PUT", "/connectors/file-sink/stop")
+    assert wait_until(lambda: survivor.rest("GET", "/connectors/file-sink/status")["connector"]["state"] == "STOPPED",
+                      60, 1), tails(workers)
+    partition = {"kafka_topic": topic_name, "kafka_partition": 0}
+    survivor.rest("PATCH", "/connectors/file-sink/offsets",
+                  {"offsets": [{"partition": partition, "offset": {"kafka_offset": 0}}]})
+    assert survivor.rest("GET", "/connectors/file-sink/offsets")["offsets"] == [
+        {"partition": partition, "offset": {"kafka_offset": 0}}]
+    before = len(lines_of(sink))
+    survivor.rest("PUT", "/connectors/file-sink/resume")
+    assert wait_until(lambda: len(lines_of(sink)) >= before + len(lines), 90, 1), tails(workers)
+    assert lines_of(sink)[before:] == lines
 
 
 @pytest.mark.skipif(not os.environ.get("INTEROP_SECONDS"), reason="a soak run: set INTEROP_SECONDS")

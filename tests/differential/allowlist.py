@@ -38,13 +38,6 @@ ALLOWED = [
             "(UNKNOWN_TOPIC_OR_PARTITION, no partitions, until the next Metadata); clients retry either way"),
     Allowed("Metadata", None, "metadata-auto-create", "topics[].partitions", "as topics[].error_code"),
     Allowed("Metadata", None, "metadata-auto-create", "topics[].topic_id", "as topics[].error_code"),
-    Allowed("InitProducerId", None, "transactions", "error_code",
-            "InitProducerId during an ongoing transaction: Odradek writes the abort markers before it answers "
-            "(the new epoch at once); Kafka starts the abort and answers CONCURRENT_TRANSACTIONS, which the client "
-            "retries until the markers are written"),
-    Allowed("InitProducerId", None, "transactions", "producer_id", "as error_code"),
-    Allowed("InitProducerId", None, "transactions", "producer_epoch",
-            "as error_code: Kafka's abort bumps the epoch once more before the retried InitProducerId bumps it"),
     Allowed("IncrementalAlterConfigs", None, "incremental-alter-configs", "responses[].error_code",
             "one key twice in a resource: Kafka answers UNKNOWN_SERVER_ERROR (an uncaught duplicate-key "
             "exception), Odradek INVALID_REQUEST"),
@@ -70,40 +63,22 @@ ALLOWED = [
     Allowed("Fetch", range(12, 18), "fetch", "responses[].partitions[]",
             "a consumer's last_fetched_epoch is not checked: Kafka answers OFFSET_OUT_OF_RANGE for an epoch it "
             "has no end offset for (or a diverging epoch), Odradek reads from the offset", open=True),
-    Allowed("DescribeConfigs", None, "describe-configs", "results[]",
-            "a topic resource named \"\": Kafka answers INVALID_TOPIC_EXCEPTION, Odradek UNKNOWN_TOPIC_OR_PARTITION",
-            open=True),
-    Allowed("Produce", None, "idempotent", "responses[].partition_responses[].log_append_time_ms",
-            "a duplicate idempotent batch: Kafka answers the earlier batch's max timestamp as its log append time, "
-            "Odradek -1", open=True),
     Allowed("Produce", None, "transactions", "responses[].partition_responses[]",
             "KIP-890 verification: Kafka refuses a transactional produce to a partition not added to the "
-            "transaction (INVALID_TXN_STATE), Odradek appends it; later steps follow from that and from "
-            "InitProducerId's epochs", open=True),
+            "transaction (INVALID_TXN_STATE), Odradek appends it; later produces follow from that and from EndTxn "
+            "v5's epochs", open=True),
     Allowed("DescribeTransactions", None, "transactions", "transaction_states[]",
             "an Empty transaction's producer id and epoch: Kafka names them, Odradek answers -1", open=True),
     Allowed("EndTxn", range(5, 6), "transactions", "producer_epoch",
             "EndTxn v5 (KIP-890 transactions v2) bumps the epoch in Kafka; Odradek serves v5 with v1 semantics",
             open=True),
-    Allowed("EndTxn", None, "transactions", "error_code", "follows from InitProducerId's epochs", open=True),
     Allowed("AddPartitionsToTxn", None, "transactions", "results_by_transaction[]",
             "follows from EndTxn v5's epoch bump", open=True),
-    Allowed("AddPartitionsToTxn", None, "transactions", "results_by_topic_v3_and_below[]",
-            "follows from InitProducerId's epochs", open=True),
     Allowed("ListOffsets", None, "transactions", "topics[].partitions[].offset",
             "the last stable offset follows from the transactional produce Kafka refused", open=True),
-    Allowed("ConsumerGroupDescribe", None, "consumer-group", "groups[]",
-            "a member's subscribed_topic_regex is '' in Kafka (null in Odradek), an unknown group's state '' "
-            "(Odradek 'Dead')", open=True),
-    Allowed("ConsumerGroupHeartbeat", None, "consumer-group", "heartbeat_interval_ms",
-            "a leaving member's answer: Kafka 0, Odradek the interval", open=True),
     Allowed("DeleteTopics", None, "authorization", "responses[].error_code",
             "Kafka 4.3 in combined mode deleted a topic its ACLs deny the principal (DENY ALL by prefix); Odradek "
             "refuses TOPIC_AUTHORIZATION_FAILED: to be understood", open=True),
-    Allowed("Metadata", None, "authorization", "topics[]", "follows from DeleteTopics", open=True),
-    Allowed("ElectLeaders", None, "replica-admin", "replica_election_results",
-            "an election of every partition (topic_partitions null) that none needs: Kafka lists every topic with "
-            "no partition results, Odradek lists none", open=True),
     Allowed("AddPartitionsToTxn", range(4, 6), "lone-AddPartitionsToTxn",
             "results_by_transaction[].topic_results[].results_by_partition[].partition_error_code",
             "a broker's verify_only check of an unknown transactional id: Kafka INVALID_PRODUCER_ID_MAPPING, Odradek "

@@ -652,6 +652,7 @@ def authorization(v):
                                                          "resource_name_filter": f"{prefix}-group",
                                                          "pattern_type_filter": 3}]}),
             Step("DeleteAcls", v, {"filters": [filters]}),
+            Step("DeleteTopics", 5, {"timeout_ms": 30000, "topic_names": [name]}, compare=False, pause=1.0),
             Step("Metadata", 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False},
                  retry=frozenset({29}), settle=30)]
 
@@ -666,9 +667,9 @@ def client_quotas(v):
             {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
              "ops": [{"key": k, "value": value, "remove": remove} for k, value, remove in ops]}]})
 
-    def describe(components, strict=False):
+    def describe(components, strict=False, pause=0.0):  # Kafka's brokers learn quotas from its controller
         return Step("DescribeClientQuotas", v, {"strict": strict, "components": [
-            {"entity_type": t, "match_type": m, "match": n} for t, m, n in components]})
+            {"entity_type": t, "match_type": m, "match": n} for t, m, n in components]}, pause=pause)
     return [alter([("user", user), ("client-id", "d-client")], [("producer_byte_rate", 1024.0, False),
                                                                 ("consumer_byte_rate", 2048.0, False)]),
             alter([("user", user)], [("request_percentage", 50.0, False)]),
@@ -676,14 +677,14 @@ def client_quotas(v):
             alter([("user", user)], [("producer_byte_rate", -5.0, False)]),
             alter([("nobody", "x")], [("producer_byte_rate", 1.0, False)]),
             alter([("client-id", "d-dry")], [("producer_byte_rate", 1.0, False)], validate_only=True),
-            describe([("user", 0, user)], strict=False),
+            describe([("user", 0, user)], strict=False, pause=1.0),
             describe([("user", 0, user)], strict=True),
             describe([("user", 0, user), ("client-id", 0, "d-client")], strict=True),
             describe([("client-id", 0, "d-dry")]),
             describe([("user", 2, None), ("client-id", 1, None)]),
             describe([("nobody", 0, "x")]),
             alter([("user", user)], [("request_percentage", 0.0, True)]),
-            describe([("user", 0, user)], strict=True)]
+            describe([("user", 0, user)], strict=True, pause=1.0)]
 
 
 def scram_credentials(v):

@@ -88,6 +88,7 @@ class Summary:
 
     def __init__(self):
         self.triples: dict[tuple, str] = {}
+        self.used: set = set()  # the allowlist entries that allowed a difference
 
     def record(self, outcome: Outcome, all_allowed: bool) -> None:
         verdict = "agree" if not outcome.differences else "allowed" if all_allowed else "differ"

@@ -36,7 +36,7 @@ CLOSED = {"<connection>": "closed"}
 RETRIABLE = frozenset({3, 5, 6, 14, 15, 16})  # unknown partition, no leader, not leader, coordinator not ready...
 DROPPED = frozenset({"throttle_time_ms", "host", "port", "rack", "cluster_id", "transaction_start_time_ms",
                      "last_timestamp", "zk_migration_ready", "finalized_features_epoch", "error_message",
-                     "batch_index_error_message", "status_message", "log_dir"})
+                     "batch_index_error_message", "status_message", "log_dir", "total_bytes", "usable_bytes"})
 NODE_FIELDS = frozenset({"node_id", "leader_id", "controller_id", "coordinator_id", "replica_nodes", "isr_nodes",
                          "offline_replicas", "eligible_leader_replicas", "last_known_elr", "replicas",
                          "broker_id", "leader", "preferred_read_replica"})

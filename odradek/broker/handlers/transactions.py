@@ -294,9 +294,9 @@ def handlers(broker) -> dict:
         access = broker.access(connection)
         states = []
         for transactional_id in request.transactional_ids:
-            answer = Response.TransactionState(
+            answer = Response.TransactionState(  # an error's entry keeps the schema's zeros, as Kafka's
                 error_code=ErrorCode.NONE, transactional_id=transactional_id, transaction_state="",
-                transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[])
+                transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=[])
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id)
                 metadata = coordinator().describe(transactional_id)

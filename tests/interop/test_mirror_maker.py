@@ -64,6 +64,11 @@ def produce(bootstrap: str, topic: str, numbers: range) -> None:
     assert producer.flush(60) == 0
 
 
+def configs_of(admin: AdminClient, topic: str) -> dict[str, str]:
+    found = admin.describe_configs([ConfigResource("topic", topic)])
+    return {key: entry.value for key, entry in next(iter(found.values())).result(30).items()}
+
+
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
     try:
@@ -120,18 +125,22 @@ def test_mirror_maker_copies_topic_configs_and_translates_group_offsets(broker, 
             "topic not copied\n" + tail()
         assert len(target_admin.list_topics(timeout=10).topics[remote].partitions) == 2
 
-        def configs():
-            found = target_admin.describe_configs([ConfigResource("topic", remote)])
-            return {k: v.value for k, v in next(iter(found.values())).result(30).items()}
+        def synced():
+            configs = configs_of(target_admin, remote)
+            return configs["retention.ms"] == "987654321" and configs["max.message.bytes"] == "200000"
 
-        assert wait_until(lambda: configs()["retention.ms"] == "987654321"
-                          and configs()["max.message.bytes"] == "200000", 60, 1), f"{configs()}\n" + tail()
+        assert wait_until(synced, 60, 1), f"{configs_of(target_admin, remote)}\n" + tail()
 
         read_on_source = consume(broker.bootstrap_servers, group, topic_name, CONSUMED_ON_SOURCE)
         on_source = committed(broker.bootstrap_servers, group, topic_name, 2)
         assert on_source == {0: CONSUMED_ON_SOURCE // 2, 1: CONSUMED_ON_SOURCE // 2}
         assert wait_until(lambda: committed(target.bootstrap_servers, group, remote, 2) == on_source, 120, 1), \
             f"target group {committed(target.bootstrap_servers, group, remote, 2)} source {on_source}\n" + tail()
+
+        # the checkpoints behind that: MM2's compacted checkpoints topic on the target, one record or more
+        checkpoints = "source.checkpoints.internal"
+        assert configs_of(target_admin, checkpoints)["cleanup.policy"] == "compact"
+        assert end_offsets(target.bootstrap_servers, checkpoints, 1) > 0
 
         produce(broker.bootstrap_servers, topic_name, range(CONSUMED_ON_SOURCE, RECORDS))
         assert wait_until(lambda: copied(RECORDS), 120, 1) and mm2.poll() is None, "not copied\n" + tail()

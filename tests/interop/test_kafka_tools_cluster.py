@@ -78,6 +78,8 @@ def test_describe_agrees_and_shows_what_a_stopped_broker_leaves(cluster3, shell)
         for key in [(name, p) for p in range(3)]:
             leader, replicas, isr = facts(under)[key]
             assert isr == ["1", "2"] and leader in ("1", "2") and sorted(replicas.split(",")) == ["1", "2", "3"]
+        at_min_isr = describe(shell, bootstrap, "--at-min-isr-partitions")  # ISR 2 of 3, min.insync.replicas 2
+        assert {key for key in at_min_isr if key[0] == name} == {(name, p) for p in range(3)}
         unavailable = describe(shell, bootstrap, "--unavailable-partitions")
         assert [key for key in unavailable if key[0] in (name, alone)] == [(alone, 0)]
         assert unavailable[alone, 0]["Leader"] == "none"
@@ -114,14 +116,21 @@ def test_reassign_generate_execute_verify_and_the_data_stays(cluster3, shell, tm
     plan = tmp_path / "plan.json"
     plan.write_text(proposed_json)
     executed = shell.run("kafka-reassign-partitions", "--bootstrap-server", bootstrap, "--execute",
-                         "--reassignment-json-file", plan).stdout
-    assert "Successfully started partition reassignments" in executed
+                         "--reassignment-json-file", plan, "--throttle", 50_000_000).stdout
+    assert "Successfully started partition reassignments" in executed and "The inter-broker throttle limit was set" \
+        in executed
 
     def verified():
         out = shell.run("kafka-reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
                         "--reassignment-json-file", plan).stdout
         return out if all(f"Reassignment of partition {name}-{p} is completed." in out for p in (0, 1)) else None
-    assert wait_until(verified, 90, 1)
+    done = wait_until(verified, 90, 1)
+    assert done and "Clearing broker-level throttles on brokers 1,2,3" in done and \
+        f"Clearing topic-level throttles on topic {name}" in done
+    for node in (1, 2, 3):  # --verify took the throttle the execution set off every broker again
+        throttles = shell.run("kafka-configs", "--bootstrap-server", bootstrap, "--describe", "--entity-type",
+                              "brokers", "--entity-name", node).stdout
+        assert "replication.throttled.rate" not in throttles
     moved = ours(bootstrap, name)
     assert facts(describe(shell, bootstrap, "--topic", name)) == moved
     for key, replicas in proposed.items():

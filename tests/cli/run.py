@@ -1,4 +1,4 @@
-"""Run the `odradek` command as a user does: `python -m odradek ...` in a subprocess."""
+"""Run the `odradek` command as a user does: `python -m odradek ...` in a subprocess (or several at once)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,16 @@ def odradek(broker, *args, input: str | None = None, timeout: float = 60,
         command += ["--bootstrap-server", broker.bootstrap_servers]
     return subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+def odradek_together(*commands: tuple[str, ...], input: str | None = None,
+                     timeout: float = 120) -> list[subprocess.CompletedProcess]:
+    """Independent commands (each a tuple of `odradek` arguments) run at once, as a user's terminals would: their
+    results in the same order."""
+    running = [(args, subprocess.Popen(odradek_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)) for args in commands]
+    results = []
+    for args, process in running:
+        out, err = process.communicate(input, timeout=timeout)
+        results.append(subprocess.CompletedProcess(args, process.returncode, out, err))
+    return results

@@ -38,7 +38,8 @@ class Up:
     @property
     def ports(self) -> list[str]:
         """ZooKeeper's port, then the brokers'."""
-        return re.findall(r"127\.0\.0\.1:(\d+)", "".join(self.lines[:4]))
+        return re.findall(r"127\.0\.0\.1:(\d+)", "".join(line for line in self.lines
+                                                            if line.startswith(("zookeeper ", "broker "))))
 
     def bootstrap(self, node_id: int) -> str:
         return f"127.0.0.1:{self.ports[node_id]}"
@@ -61,8 +62,9 @@ class Up:
         assert self.process.returncode == 0, errors
 
 
-def cluster_up(data_dir: Path) -> Up:
-    process = subprocess.Popen(odradek_command("cluster", "up", "--brokers", "3", "--data-dir", str(data_dir)),
+def cluster_up(data_dir: Path, brokers: int = 3) -> Up:
+    process = subprocess.Popen(odradek_command("cluster", "up", "--brokers", str(brokers), "--data-dir",
+                                               str(data_dir)),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     while not lines or lines[-1] != READY_LINE:
@@ -164,6 +166,6 @@ def test_a_dead_broker_is_reported_and_costs_describe_no_wait(up, data_dir, topi
 def test_cluster_up_again_on_its_data_dir_keeps_its_ports(up, data_dir):
     ports = up.ports
     up.down()
-    again = cluster_up(data_dir)
+    again = cluster_up(data_dir, brokers=1)  # ZooKeeper and broker 1 are enough to see
     again.down()
-    assert again.ports == ports
+    assert again.ports == ports[:2]

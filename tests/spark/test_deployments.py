@@ -1,8 +1,10 @@
 """Spark as its users deploy it, against a real broker: format("odradek") with no register call in sessions made
-by spark-submit and by a plain script (PySpark 4's automatic registration of the pyspark_odradek module, whose
-lookup must never fail, since one failing module hides every Python data source), and a
+by spark-submit and by a plain script run by the venv's python with the venv not on PATH and no PYSPARK_PYTHON
+(PySpark 4's automatic registration of the pyspark_odradek module, whose lookup must never fail, since one failing
+module hides every Python data source, and whose workers must run the driver's python, not PATH's python3), a
 shipped pipeline run by the `odradek` command on a Spark standalone cluster (a master and two workers started from
-pyspark's own spark-class on 127.0.0.1), not only on local[N]."""
+pyspark's own spark-class on 127.0.0.1), not only on local[N], and the one line that command prints when the
+master cannot be reached."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from odradek.spark.generators import produce_orders
+from tests.jvm import ROOT
 
 from .helpers import create_topic, produce
 
@@ -40,16 +43,36 @@ def _environment() -> dict[str, str]:
     return {**os.environ, **SPARK_ENV}
 
 
+def _venv_not_activated(tmp_path: Path) -> dict[str, str]:
+    """A shell where the venv is not activated: no PYSPARK_* variables, and PATH's python3 is the interpreter the
+    venv was made from, which has neither pyspark nor odradek."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(Path(sys.base_prefix) / "bin" / "python3")
+    venv_bin = str(Path(sys.executable).parent)
+    path = [str(bin_dir), *(d for d in os.environ["PATH"].split(os.pathsep) if d != venv_bin)]
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYSPARK_", "VIRTUAL_"))}
+    environment.update(SPARK_LOCAL_IP="127.0.0.1", PATH=os.pathsep.join(path))
+    found = subprocess.run(["python3", "-c", "import pyspark"], env=environment, capture_output=True)
+    assert found.returncode != 0, "PATH's python3 has pyspark: this shell would not show the venv's problem"
+    return environment
+
+
+@pytest.mark.timeout(900)  # a JVM of its own: minutes on a loaded 2-core machine
 @pytest.mark.parametrize("launcher", ["spark-submit", "python"])
 def test_format_odradek_works_in_a_new_session_without_a_register_call(broker, topic_name, tmp_path, launcher):
     create_topic(broker, topic_name, 2)
     produce(broker, topic_name, [{"value": f"v{i}".encode(), "partition": i % 2} for i in range(6)])
     script = tmp_path / "read.py"
     script.write_text(READ_SCRIPT)
-    command = ([str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]"] if launcher == "spark-submit"
-               else [sys.executable])
+    if launcher == "spark-submit":
+        command, environment = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]"], _environment()
+    else:
+        command, environment = [sys.executable], _venv_not_activated(tmp_path)
+    # from the checkout's root: Spark's lookup lists sys.path's modules, where an editable install's pyspark_odradek
+    # is only from there (setuptools maps it with a meta path finder); a wheel's is in site-packages
     run = subprocess.run([*command, str(script), broker.bootstrap_servers, topic_name], capture_output=True,
-                         text=True, timeout=240, env=_environment())
+                         text=True, timeout=800, env=environment, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.splitlines()[-1]) == [f"v{i}" for i in range(6)]
 
@@ -79,6 +102,18 @@ def test_spark_lookup_finds_odradek_and_never_fails_without_the_spark_extra(extr
     lookup = subprocess.run([sys.executable, "-c", LOOKUP_SCRIPT, extra], capture_output=True, text=True, timeout=60)
     assert lookup.returncode == 0, lookup.stderr[-2000:]
     assert lookup.stdout.strip() == found
+
+
+def test_an_unreachable_master_is_one_line_and_a_failed_exit(broker, topic_name, tmp_path):
+    master = f"spark://127.0.0.1:{_free_port()}"  # nothing listens there
+    run = subprocess.run([sys.executable, "-m", "odradek", "pipeline", "warehouse-load", "--master", master,
+                          "--bootstrap-server", broker.bootstrap_servers, "--topics", topic_name,
+                          "--output", str(tmp_path / "warehouse")], capture_output=True, text=True, timeout=240,
+                         env=_environment())
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [f"odradek: cannot reach the Spark master {master} "
+                                       f"({master.removeprefix('spark://')}: [Errno 111] Connection refused)"]
+    assert not (tmp_path / "warehouse").exists()
 
 
 def _free_port() -> int:

@@ -67,8 +67,6 @@ ALLOWED = [
             "KIP-890 verification: Kafka refuses a transactional produce to a partition not added to the "
             "transaction (INVALID_TXN_STATE), Odradek appends it; later produces follow from that and from EndTxn "
             "v5's epochs", open=True),
-    Allowed("DescribeTransactions", None, "transactions", "transaction_states[]",
-            "an Empty transaction's producer id and epoch: Kafka names them, Odradek answers -1", open=True),
     Allowed("EndTxn", range(5, 6), "transactions", "producer_epoch",
             "EndTxn v5 (KIP-890 transactions v2) bumps the epoch in Kafka; Odradek serves v5 with v1 semantics",
             open=True),

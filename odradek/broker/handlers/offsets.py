@@ -2,7 +2,8 @@
 
 ListOffsets answers the special timestamps Kafka defines (-1 latest, -2 earliest, -3 the record with the largest
 timestamp, -4 earliest local, -5 latest tiered) and otherwise the first offset whose timestamp is at or after the
-one asked, using the logs' time indexes. Version 0 asks instead for up to max_num_offsets "old-style offsets" by
+one asked, using the logs' time indexes. DeleteRecords refuses, as Kafka does, the internal topics and topics whose
+cleanup.policy lacks delete. Version 0 asks instead for up to max_num_offsets "old-style offsets" by
 segment: see `old_style_offsets`. OffsetForLeaderEpoch is answered from the partition's leader epoch cache
 (odradek/storage/leader_epochs.py), for clients (KIP-320) and for followers finding where to truncate (KIP-101/279);
 as Kafka (fetchOnlyFromLeader), only the leader answers.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from odradek.cluster.metadata import INTERNAL_TOPICS
 from odradek.errors import ErrorCode, KafkaError, storage_error
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
@@ -108,7 +110,11 @@ def handlers(broker) -> dict:
                     partition_index=query.partition_index, low_watermark=-1, error_code=ErrorCode.NONE)
                 try:
                     access.require(AclOperation.DELETE, ResourceType.TOPIC, wanted.name)
+                    if wanted.name in INTERNAL_TOPICS:  # Kafka's ReplicaManager refuses before looking further
+                        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION)
                     partition = broker.partition(wanted.name, query.partition_index)
+                    if not partition.log.config.delete:  # Partition.deleteRecordsOnLeader: compact-only topics
+                        raise KafkaError(ErrorCode.POLICY_VIOLATION)
                     offset = partition.high_watermark if query.offset == -1 else query.offset
                     if offset < 0 or offset > partition.high_watermark:
                         raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)

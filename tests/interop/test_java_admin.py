@@ -15,7 +15,7 @@ from tests.interop.java_scenarios import passed, run_scenarios
 
 SCENARIOS = ["topics", "configs", "acls", "scram", "quotas", "reassignments", "elect_leaders", "log_dirs",
              "records_and_offsets", "groups", "cluster", "transactions", "config_resources", "topic_refusals",
-             "consumer_protocol_group", "unsupported"]
+             "consumer_protocol_group", "edges", "unsupported"]
 ERRORS = "org.apache.kafka.common.errors."
 
 
@@ -174,6 +174,30 @@ def test_config_resources_as_a_4_0_broker(lines):
     details = passed(lines, "config_resources")
     assert refused(details, "all_types") == "UnsupportedVersionException"
     assert details["client_metrics_type"] == 0 and details["client_metrics"] == 0
+
+
+def test_delete_records_refused_where_kafka_refuses_it(lines):
+    details = passed(lines, "edges")  # Kafka's ReplicaManager and Partition.deleteRecordsOnLeader
+    assert refused(details, "delete_records_compacted") == "PolicyViolationException"
+    assert refused(details, "delete_records_internal") == "InvalidTopicException"
+
+
+def test_config_and_offset_edges(lines):
+    details = passed(lines, "edges")
+    assert details["latest_tiered"] == "none" and details["latest_tiered_offset"] == {"offset": -1, "timestamp": -1}
+    assert refused(details, "earliest_pending_upload") == "UnsupportedVersionException"  # ListOffsets v11, 4.1
+    assert details["retention_synonyms"] == [] and details["retention_type"] == "LONG"
+    assert details["retention_documented"]
+    assert details["policy_synonyms"] == ["cleanup.policy=compact:DYNAMIC_TOPIC_CONFIG",
+                                          "log.cleanup.policy=delete:DEFAULT_CONFIG"]
+    assert details["subtract"] == "none"
+    assert details["broker_dynamic"] == {"value": "2", "source": "DYNAMIC_BROKER_CONFIG"}
+    assert details["broker_dynamic_set"] == details["broker_dynamic_delete"] == "none"
+    assert refused(details, "broker_read_only") == "InvalidRequestException"
+    assert refused(details, "reassign_duplicate") == "InvalidReplicaAssignmentException"
+    assert details["fenced_brokers"] == "none" and details["with_fenced"] == 1
+    assert details["topic_authorized_operations"] == ["ALTER", "ALTER_CONFIGS", "CREATE", "DELETE", "DESCRIBE",
+                                                      "DESCRIBE_CONFIGS", "READ", "WRITE"]
 
 
 def test_unserved_apis_end_in_unsupported_version(lines):

@@ -103,6 +103,7 @@ public final class AdminScenarios {
         all.put("config_resources", scenarios::configResources);
         all.put("topic_refusals", scenarios::topicRefusals);
         all.put("consumer_protocol_group", scenarios::consumerProtocolGroup);
+        all.put("edges", scenarios::edges);
         all.put("unsupported", scenarios::unsupported);
         try {
             Scenarios.runAll(all, args[3]);
@@ -181,6 +182,73 @@ public final class AdminScenarios {
                 .all().get()));
         d.put("describe_internal", admin.listTopics(new org.apache.kafka.clients.admin.ListTopicsOptions()
                 .listInternal(true)).names().get().contains("__consumer_offsets"));
+    }
+
+    /** Refusals and answers at the edges: deleteRecords where Kafka refuses it, the tiered-storage offset specs,
+     * config synonyms and types, SUBTRACT, dynamic and read-only broker configs, the config resource types a 4.0
+     * broker without log4j loggers or group configs refuses, and reassignment to one broker twice. */
+    private void edges(Map<String, Object> d) throws Exception {
+        String compacted = topic("compacted", 1, Map.of("cleanup.policy", "compact"));
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(base, new StringSerializer(),
+                new StringSerializer())) {
+            producer.send(new ProducerRecord<>(compacted, 0, "k", "v")).get();
+        }
+        d.put("delete_records_compacted", Scenarios.thrown(x -> admin.deleteRecords(Map.of(
+                new TopicPartition(compacted, 0), RecordsToDelete.beforeOffset(1))).all().get()));
+        admin.alterConsumerGroupOffsets(prefix + "-edges-g", Map.of(new TopicPartition(compacted, 0),
+                new OffsetAndMetadata(0))).all().get();  // __consumer_offsets exists from here on
+        d.put("delete_records_internal", Scenarios.thrown(x -> admin.deleteRecords(Map.of(
+                new TopicPartition("__consumer_offsets", 0), RecordsToDelete.beforeOffset(0))).all().get()));
+        TopicPartition partition = new TopicPartition(compacted, 0);
+        d.put("latest_tiered", Scenarios.thrown(x -> d.put("latest_tiered_offset", offsets(partition,
+                OffsetSpec.latestTiered(), IsolationLevel.READ_UNCOMMITTED))));
+        d.put("earliest_pending_upload", Scenarios.thrown(x -> offsets(partition, OffsetSpec.earliestPendingUpload(),
+                IsolationLevel.READ_UNCOMMITTED)));
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, compacted);
+        Config withSynonyms = admin.describeConfigs(List.of(resource), new org.apache.kafka.clients.admin
+                .DescribeConfigsOptions().includeSynonyms(true).includeDocumentation(true)).all().get().get(resource);
+        ConfigEntry retention = withSynonyms.get("retention.ms");
+        d.put("retention_synonyms", retention.synonyms().stream().map(x -> x.name() + "=" + x.value() + ":"
+                + x.source()).collect(Collectors.toList()));
+        d.put("retention_type", retention.type().toString());
+        d.put("retention_documented", retention.documentation() != null && !retention.documentation().isEmpty());
+        ConfigEntry policy = withSynonyms.get("cleanup.policy");
+        d.put("policy_synonyms", policy.synonyms().stream().map(x -> x.name() + "=" + x.value() + ":"
+                + x.source()).collect(Collectors.toList()));
+        d.put("subtract", Scenarios.thrown(x -> admin.incrementalAlterConfigs(Map.of(resource, List.of(
+                new AlterConfigOp(new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.SUBTRACT))))
+                .all().get()));
+        d.put("after_subtract", entry(describe(resource), "cleanup.policy"));
+        String brokerId = String.valueOf(brokerIds().get(0));
+        ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, brokerId);
+        d.put("broker_dynamic_set", Scenarios.thrown(x -> admin.incrementalAlterConfigs(Map.of(broker, List.of(
+                new AlterConfigOp(new ConfigEntry("log.cleaner.threads", "2"), AlterConfigOp.OpType.SET))))
+                .all().get()));
+        d.put("broker_dynamic", entry(describe(broker), "log.cleaner.threads"));
+        d.put("broker_dynamic_delete", Scenarios.thrown(x -> admin.incrementalAlterConfigs(Map.of(broker, List.of(
+                new AlterConfigOp(new ConfigEntry("log.cleaner.threads", ""), AlterConfigOp.OpType.DELETE))))
+                .all().get()));
+        d.put("broker_read_only", Scenarios.thrown(x -> admin.incrementalAlterConfigs(Map.of(broker, List.of(
+                new AlterConfigOp(new ConfigEntry("log.dirs", "/elsewhere"), AlterConfigOp.OpType.SET))))
+                .all().get()));
+        ConfigResource loggers = new ConfigResource(ConfigResource.Type.BROKER_LOGGER, brokerId);
+        d.put("broker_logger", Scenarios.thrown(x -> d.put("broker_logger_entries", describe(loggers).entries()
+                .size())));
+        ConfigResource groupResource = new ConfigResource(ConfigResource.Type.GROUP, prefix + "-configured-group");
+        d.put("group_config_set", Scenarios.thrown(x -> admin.incrementalAlterConfigs(Map.of(groupResource, List.of(
+                new AlterConfigOp(new ConfigEntry("consumer.session.timeout.ms", "50000"),
+                        AlterConfigOp.OpType.SET)))).all().get()));
+        d.put("group_config", Scenarios.thrown(x -> d.put("group_session_timeout",
+                entry(describe(groupResource), "consumer.session.timeout.ms"))));
+        d.put("reassign_duplicate", Scenarios.thrown(x -> admin.alterPartitionReassignments(Map.of(partition,
+                Optional.of(new NewPartitionReassignment(List.of(1, 1))))).all().get()));
+        d.put("fenced_brokers", Scenarios.thrown(x -> d.put("with_fenced", admin.describeCluster(
+                new org.apache.kafka.clients.admin.DescribeClusterOptions().includeFencedBrokers(true)).nodes().get()
+                .size())));
+        d.put("topic_authorized_operations", new TreeSet<>(admin.describeTopics(List.of(compacted),
+                new org.apache.kafka.clients.admin.DescribeTopicsOptions().includeAuthorizedOperations(true))
+                .allTopicNames().get().get(compacted).authorizedOperations().stream().map(Object::toString)
+                .collect(Collectors.toList())));
     }
 
     /** A KIP-848 group seen through describeConsumerGroups (ConsumerGroupDescribe) and listGroups. */

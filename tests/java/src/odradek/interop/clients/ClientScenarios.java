@@ -68,6 +68,7 @@ public final class ClientScenarios {
         all.put("static_membership", scenarios::staticMembership);
         all.put("seek_and_offsets", scenarios::seekAndOffsets);
         all.put("codecs_and_limits", scenarios::codecsAndLimits);
+        all.put("consumer_protocol_features", scenarios::consumerProtocolFeatures);
         all.put("acks_all_through_restart", scenarios::acksAllThroughRestart);
         Scenarios.runAll(all, args[3]);
     }
@@ -394,6 +395,52 @@ public final class ClientScenarios {
             }
         }
         return null;
+    }
+
+    /** KIP-848 beyond the split: a regex subscription (the broker resolves it), a static member's restart, offsets
+     * committed under the member epoch and exactly-once with the group's metadata. */
+    private void consumerProtocolFeatures(Map<String, Object> details) throws Exception {
+        String topicA = topic("kip848-regex-a", 1);
+        String topicB = topic("kip848-regex-b", 1);
+        String group = prefix + "-kip848-features";
+        try (KafkaProducer<String, String> producer = producer()) {
+            producer.send(new ProducerRecord<>(topicA, 0, null, "a"));
+            producer.send(new ProducerRecord<>(topicB, 0, null, "b"));
+        }
+        Object[] settings = {ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer",
+                ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "static-1"};
+        Set<String> before;
+        try (KafkaConsumer<String, String> consumer = consumer(settings)) {
+            consumer.subscribe(java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(prefix)
+                    + "-kip848-regex-.*"));
+            List<String> values = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + WAIT.toMillis();
+            while (values.size() < 2 && System.currentTimeMillis() < deadline) {
+                consumer.poll(Duration.ofMillis(200)).forEach(record -> values.add(record.value()));
+            }
+            details.put("regex_values", new TreeSet<>(values));
+            before = assignment(consumer);
+            details.put("regex_assignment", before);
+            consumer.commitSync();
+            TopicPartition a = new TopicPartition(topicA, 0);
+            details.put("committed_a", consumer.committed(Set.of(a)).get(a).offset());
+            try (KafkaProducer<String, String> producer = producer("transactional.id", group + "-txn")) {
+                producer.initTransactions();
+                producer.beginTransaction();
+                producer.send(new ProducerRecord<>(topicB, 0, null, "txn"));
+                producer.sendOffsetsToTransaction(Map.of(a, new OffsetAndMetadata(1, "eos")),
+                        consumer.groupMetadata());
+                producer.commitTransaction();
+            }
+            OffsetAndMetadata committed = consumer.committed(Set.of(a)).get(a);
+            details.put("txn_committed_a", committed.offset() + "/" + committed.metadata());
+        }
+        try (KafkaConsumer<String, String> again = consumer(settings)) {
+            again.subscribe(java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(prefix)
+                    + "-kip848-regex-.*"));
+            pollUntil(List.of(again), () -> again.assignment().size() == 2);
+            details.put("static_rejoined_assignment", assignment(again));
+        }
     }
 
     /** Every codec the Java client compresses with, each under one of acks 0, 1 and all, headers; a record over message.max.bytes. */

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import wait_until
@@ -57,12 +57,12 @@ class StreamsRun:
     """One application's topics on a cluster, its instances (OrdersApp JVMs, each log in the test's tmp_path) and
     what it wrote."""
 
-    def __init__(self, bootstrap: str, tmp_path: Path, settings: dict | None = None):
+    def __init__(self, bootstrap: str, tmp_path: Path):
         self.bootstrap, self.tmp_path = bootstrap, tmp_path
         self.prefix = f"orders-{uuid.uuid4().hex[:8]}"
         self.settings = {"bootstrap.servers": bootstrap, "application.id": self.prefix, "commit.interval.ms": 200,
                          "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
-                         "consumer.max.poll.interval.ms": 60_000, **(settings or {})}
+                         "consumer.max.poll.interval.ms": 60_000}
         self.instances: dict[str, object] = {}
         self.started = 0
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -125,7 +125,9 @@ class StreamsRun:
                 if pause_every and n % pause_every == 0:
                     producer.flush(60)
                     time.sleep(pause)
-            failures.extend([producer.flush(120)] if producer.flush(120) else [])
+            unsent = producer.flush(120)
+            if unsent:
+                failures.append(f"{unsent} orders not acknowledged")
 
         failures: list = []
         thread = threading.Thread(target=run, daemon=True)
@@ -152,7 +154,7 @@ class StreamsRun:
                     if message is None:
                         continue
                     if message.error():
-                        if message.error().code() == -191:  # _PARTITION_EOF
+                        if message.error().code() == KafkaError._PARTITION_EOF:
                             at_end.add(message.partition())
                         continue
                     last[message.key().decode()] = message.value().decode()
@@ -223,7 +225,7 @@ def test_streams_eos_instance_and_broker_killed(streams_run, cluster3):
     time.sleep(3)
     victim.start(60)
     producing.join(180)
-    assert not producing.failures
+    assert not producing.failures, producing.failures
     got = run.wait_for(want, 240)
     assert got == want, summary(got, want) + "\n" + run.tails()
     assert wait_until(lambda: stores_match(run, "ab", want), 60, 1), \
@@ -267,5 +269,6 @@ def test_long_streams_eos_many_kills(streams_run, cluster3):
             time.sleep(3)
             victim.start(60)
     producing.join(300)
+    assert not producing.failures, producing.failures
     got = run.wait_for(want, 600)
     assert got == want, summary(got, want) + "\n" + run.tails()

@@ -384,6 +384,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("group.consumer.heartbeat.interval.ms", _T.INT, 5000, "KIP-848 heartbeat interval"),
         ConfigKey("group.consumer.session.timeout.ms", _T.INT, 45000, "KIP-848 session timeout"),
         ConfigKey("transaction.state.log.num.partitions", _T.INT, 50, "Partitions of __transaction_state"),
+        ConfigKey("transaction.state.log.segment.bytes", _T.INT, 104857600, "segment.bytes of __transaction_state",
+                  minimum=1),
         ConfigKey("request.timeout.ms", _T.INT, 30000, "How long a transaction coordinator's write (its state, a "
                   "marker) waits for the ISR", minimum=0),
         ConfigKey("transaction.max.timeout.ms", _T.INT, 900000, "Largest transaction.timeout.ms", minimum=1),

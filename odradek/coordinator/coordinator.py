@@ -110,8 +110,10 @@ class GroupCoordinator:
         self._waiters.clear()
 
     def ensure_offsets_topic(self) -> None:
+        """__consumer_offsets with Kafka's topic configs for it (GroupCoordinator's groupMetadataTopicConfigs)."""
         self.broker.ensure_internal_topic(OFFSETS_TOPIC, self.broker.config["offsets.topic.num.partitions"], {
-            "cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])},
+            "cleanup.policy": "compact", "compression.type": "producer",
+            "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])},
             "offsets.topic.replication.factor")
 
     def check_available(self, group_id: str) -> None:

@@ -93,12 +93,15 @@ class TransactionCoordinator:
         self._tasks = []
 
     def ensure_topic(self) -> None:
-        """__transaction_state, created on first use with min.insync.replicas = transaction.state.log.min.isr in a
-        cluster (1 on a single node, whose replication factor is 1)."""
-        min_isr = 1 if self.broker.controller is None else self.broker.config["transaction.state.log.min.isr"]
-        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC,
-                                          self.broker.config["transaction.state.log.num.partitions"], {
-            "cleanup.policy": "compact", "min.insync.replicas": str(min_isr)},
+        """__transaction_state, created on first use with Kafka's topic configs for it (TransactionStateManager's:
+        compacted, uncompressed, no unclean election, transaction.state.log.segment.bytes) and min.insync.replicas =
+        transaction.state.log.min.isr in a cluster (1 on a single node, whose replication factor is 1)."""
+        config = self.broker.config
+        min_isr = 1 if self.broker.controller is None else config["transaction.state.log.min.isr"]
+        self.broker.ensure_internal_topic(TRANSACTION_STATE_TOPIC, config["transaction.state.log.num.partitions"], {
+            "unclean.leader.election.enable": "false", "compression.type": "uncompressed",
+            "cleanup.policy": "compact", "min.insync.replicas": str(min_isr),
+            "segment.bytes": str(config["transaction.state.log.segment.bytes"])},
             "transaction.state.log.replication.factor")
 
     def _check_available(self, transactional_id: str) -> None:

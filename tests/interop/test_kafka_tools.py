@@ -218,6 +218,10 @@ def test_consumer_groups_describe_reset_and_delete(broker, shell, timed_topic, t
     assert offsets[0]["CONSUMER-ID"] == members[0]["CONSUMER-ID"]
     assert (state[0]["STATE"], state[0]["#MEMBERS"], state[0]["ASSIGNMENT-STRATEGY"]) == ("Stable", "1", "range")
     assert {"GROUP": group, "STATE": "Stable"} in listed
+    internal = shell.run("kafka-topics", "--bootstrap-server", bootstrap, "--describe", "--topic",
+                         "__consumer_offsets").stdout.splitlines()[0]  # Kafka's configs for it, made by the group
+    assert set(internal.split("Configs: ")[1].split(",")) == {"compression.type=producer", "cleanup.policy=compact",
+                                                              "segment.bytes=104857600"}
 
     reset = ("--bootstrap-server", bootstrap, "--reset-offsets", "--group", group, "--topic", topic)
     wait_until(lambda: "Empty" in shell.run("kafka-consumer-groups", *args, "--state").stdout, 30, 0.5)
@@ -417,6 +421,10 @@ def test_transactions_list_describe_find_hanging_and_abort(broker, shell):
                                        "--partition", 0).stdout)
     assert (open_state["ProducerId"], open_state["LastSequence"], open_state["CurrentTransactionStartOffset"]) == (
         mine["ProducerId"], "4", "0")
+    internal = shell.run("kafka-topics", *args, "--describe", "--topic", "__transaction_state").stdout.splitlines()[0]
+    assert set(internal.split("Configs: ")[1].split(",")) == {  # Kafka's configs for it (min ISR 1 on one node)
+        "compression.type=uncompressed", "cleanup.policy=compact", "min.insync.replicas=1", "segment.bytes=104857600",
+        "unclean.leader.election.enable=false"}
     hanging = shell.run("kafka-transactions", *args, "find-hanging", "--broker-id", 1, "--max-transaction-timeout",
                         0).stdout  # open past 0 minutes, but its coordinator still has it: not hanging
     assert tab_table(hanging) == []

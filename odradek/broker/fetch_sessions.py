@@ -36,6 +36,7 @@ class FetchTarget:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    last_fetched_epoch: int = -1  # Fetch v12+, checked for a consumer as Kafka's Partition.readRecords
 
     def moved(self, high_watermark: int, last_stable_offset: int, log_start_offset: int) -> bool:
         """Whether any watermark differs from what the consumer was last told."""
@@ -100,6 +101,7 @@ class FetchSessionCache:
                 known.fetch_offset = target.fetch_offset
                 known.max_bytes = target.max_bytes
                 known.current_leader_epoch = target.current_leader_epoch
+                known.last_fetched_epoch = target.last_fetched_epoch
         session.epoch = _next_epoch(epoch)
         return session, list(session.targets.values()), True
 

@@ -88,7 +88,8 @@ def handlers(broker) -> dict:
                 name = fetch_topic.topic
             for p in fetch_topic.partitions:
                 targets.append(FetchTarget(name, p.partition, fetch_topic.topic_id if version >= TOPIC_IDS_FROM_VERSION else None,
-                                           p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch))
+                                           p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                                           last_fetched_epoch=p.last_fetched_epoch))
         forgotten = []
         for gone in request.forgotten_topics_data or ():
             if version >= TOPIC_IDS_FROM_VERSION:
@@ -161,6 +162,15 @@ def handlers(broker) -> dict:
             preferred = NO_PREFERRED_REPLICA
             try:
                 partition.check_leader_epoch(target.current_leader_epoch)
+                if target.last_fetched_epoch >= 0 and replica_id < 0:
+                    diverging = diverging_epoch(partition, target, log_start)
+                    if diverging is not None:  # as Kafka: no records, where the consumer's log parts from ours
+                        answers.append((target, FetchResponse.PartitionData(
+                            partition_index=target.partition, error_code=_NO_ERROR, high_watermark=high_watermark,
+                            last_stable_offset=last_stable, log_start_offset=log_start, diverging_epoch=diverging,
+                            aborted_transactions=None, preferred_read_replica=-1, records=EMPTY_RECORDS)))
+                        answer_now = True
+                        continue
                 if not log_start <= target.fetch_offset <= log.log_end_offset:
                     raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
                 if selector:  # none for a follower or a consumer's Fetch before v11: never sent on
@@ -308,6 +318,18 @@ def handlers(broker) -> dict:
             await next_change(watched, deadline - time.monotonic(), writes)
 
     return {FETCH.key: answer_fetch}
+
+
+def diverging_epoch(partition, target: FetchTarget, log_start: int):
+    """Kafka's Partition.readRecords check of a fetch's last_fetched_epoch: OFFSET_OUT_OF_RANGE when the log has no
+    end offset for that epoch or the fetch offset is below the log start, the epoch and end offset where the fetcher's
+    log parts from this one when they diverge, None when they agree."""
+    epoch, end_offset = partition.last_offset_for_leader_epoch(target.last_fetched_epoch)
+    if epoch < 0 or end_offset < 0 or target.fetch_offset < log_start:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+    if epoch < target.last_fetched_epoch or end_offset < target.fetch_offset:
+        return FetchResponse.EpochEndOffset(epoch=epoch, end_offset=end_offset)
+    return None
 
 
 def _partition_error(target: FetchTarget, code: ErrorCode, high_watermark: int = -1, last_stable: int = -1,

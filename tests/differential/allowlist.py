@@ -60,9 +60,6 @@ ALLOWED = [
     Allowed("ConsumerGroupDescribe", None, "consumer-group", "groups[].group_epoch", "as member_epoch"),
     Allowed("ConsumerGroupDescribe", None, "consumer-group", "groups[].members[].member_epoch", "as member_epoch"),
     # -- open: Odradek's to fix --------------------------------------------------------------------------------
-    Allowed("Fetch", range(12, 18), "fetch", "responses[].partitions[]",
-            "a consumer's last_fetched_epoch is not checked: Kafka answers OFFSET_OUT_OF_RANGE for an epoch it "
-            "has no end offset for (or a diverging epoch), Odradek reads from the offset", open=True),
     Allowed("Produce", None, "transactions", "responses[].partition_responses[]",
             "KIP-890 verification: Kafka refuses a transactional produce to a partition not added to the "
             "transaction (INVALID_TXN_STATE), Odradek appends it; later produces follow from that and from EndTxn "

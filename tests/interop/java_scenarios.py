@@ -1,13 +1,14 @@
 """Runs one of tests/java/src/odradek/interop/clients' scenario programs (ClientScenarios, AdminScenarios,
 SecuredScenarios) once and gives its JSON lines by scenario name, for the test modules that assert on them
 (test_java_clients*.py, test_java_admin*.py): one JVM per group of scenarios, since a JVM's start and a client's
-first connection cost seconds on a loaded machine."""
+first connection cost seconds on a loaded machine, and independent programs side by side (run_together)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tests.jvm import java_program
 
@@ -28,6 +29,13 @@ def run_scenarios(program: str, *args: object, scenarios: Sequence[str], timeout
         raise AssertionError(f"{program} printed no line for {missing} (exit {done.returncode}):\n"
                              + "\n".join(done.stderr.splitlines()[-40:]))
     return lines
+
+
+def run_together(*runs: Callable[[], dict[str, dict]]) -> list[dict[str, dict]]:
+    """Several programs' runs (each a run_scenarios call) side by side: a JVM mostly waits on the broker, so two
+    overlap well even on two cores."""
+    with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+        return [future.result() for future in [pool.submit(run) for run in runs]]
 
 
 def passed(lines: dict[str, dict], name: str) -> dict:

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.interop.java_scenarios import passed, run_scenarios
+from tests.interop.java_scenarios import passed, run_scenarios, run_together
 
 SCENARIOS = ["topics", "configs", "acls", "scram", "quotas", "reassignments", "elect_leaders", "log_dirs",
              "records_and_offsets", "groups", "cluster", "transactions", "config_resources", "topic_refusals",
@@ -20,9 +20,25 @@ ERRORS = "org.apache.kafka.common.errors."
 
 
 @pytest.fixture(scope="module")
-def lines(broker):
-    return run_scenarios("AdminScenarios", broker.bootstrap_servers, "-", f"ja-{uuid.uuid4().hex[:6]}",
-                         scenarios=SCENARIOS)
+def both(broker, secured_broker, tmp_path_factory):
+    """AdminScenarios on the plain broker and SecuredScenarios on the secured one, side by side."""
+    directory = tmp_path_factory.mktemp("java-admin-secured")
+    admin, alice = (secured_broker.properties_file(directory, user) for user in ("admin", "alice"))
+    return run_together(
+        lambda: run_scenarios("AdminScenarios", broker.bootstrap_servers, "-", f"ja-{uuid.uuid4().hex[:6]}",
+                              scenarios=SCENARIOS),
+        lambda: run_scenarios("SecuredScenarios", secured_broker.bootstrap_servers, admin, alice,
+                              f"js-{uuid.uuid4().hex[:6]}", scenarios=["denied", "granted"]))
+
+
+@pytest.fixture(scope="module")
+def lines(both):
+    return both[0]
+
+
+@pytest.fixture(scope="module")
+def secured_lines(both):
+    return both[1]
 
 
 def refused(details: dict, key: str) -> str:
@@ -204,15 +220,6 @@ def test_unserved_apis_end_in_unsupported_version(lines):
     details = passed(lines, "unsupported")
     assert set(details["thrown"].values()) == {ERRORS + "UnsupportedVersionException"}, details["thrown"]
     assert max(details["seconds"].values()) < 30  # within the client's timeout, never a hang
-
-
-@pytest.fixture(scope="module")
-def secured_lines(secured_broker, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("java-admin-secured")
-    return run_scenarios("SecuredScenarios", secured_broker.bootstrap_servers,
-                         secured_broker.properties_file(directory, "admin"),
-                         secured_broker.properties_file(directory, "alice"), f"js-{uuid.uuid4().hex[:6]}",
-                         scenarios=["denied", "granted"])
 
 
 def test_alice_refused_without_acls(secured_lines):

@@ -4,7 +4,7 @@ would notice: records read back once and in order, only committed transactions u
 read-process-write whose aborted round leaves neither output nor offsets, partitions moving between two members
 under range, cooperative-sticky and KIP-848's consumer protocol, a static member's restart within its session
 keeping its partitions without a rebalance, seeks, offsetsForTimes and committed offsets, every codec and acks
-setting, and the record size limits."""
+setting, the record size limits, and KIP-848's regex subscription, static member and offsets."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from tests.interop.java_scenarios import passed, run_scenarios
 
 SCENARIOS = ["idempotent_producer", "transactions", "exactly_once", "classic_range", "classic_cooperative_sticky",
-             "consumer_protocol", "static_membership", "seek_and_offsets", "codecs_and_limits"]
+             "consumer_protocol", "static_membership", "seek_and_offsets", "codecs_and_limits", "consumer_protocol_features"]
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +98,11 @@ def test_every_codec_and_acks_setting_and_the_size_limits(lines):
     # a partition the topic does not have: the producer waits for it in metadata until max.block.ms
     assert details["unknown_partition"] == errors + "TimeoutException"
     assert details["partitions_for"] == 1
+
+
+def test_consumer_protocol_regex_static_member_and_offsets(lines):
+    details = passed(lines, "consumer_protocol_features")  # KIP-848: the broker resolves the regex
+    assert details["regex_values"] == ["a", "b"] and len(details["regex_assignment"]) == 2
+    assert details["committed_a"] == 1  # commitSync under the member epoch
+    assert details["txn_committed_a"] == "1/eos"  # sendOffsetsToTransaction with the KIP-848 group's metadata
+    assert details["static_rejoined_assignment"] == details["regex_assignment"]

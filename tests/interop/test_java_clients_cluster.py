@@ -16,16 +16,25 @@ import uuid
 
 import pytest
 
-from tests.interop.java_scenarios import passed, run_scenarios
+from tests.interop.java_scenarios import passed, run_scenarios, run_together
 from tests.jvm import TOOL_JVM_OPTIONS, compiled_classes, java_command
 
 ERRORS = "org.apache.kafka.common.errors."
 
 
 @pytest.fixture(scope="module")
-def lines(cluster3):
-    return run_scenarios("ClientScenarios", cluster3.bootstrap_servers, "-", f"jcc-{uuid.uuid4().hex[:6]}",
-                         scenarios=["transactions", "exactly_once", "classic_cooperative_sticky"])
+def both(cluster3):
+    """ClientScenarios and AdminScenarios' reassignment side by side (before any broker is restarted)."""
+    return run_together(
+        lambda: run_scenarios("ClientScenarios", cluster3.bootstrap_servers, "-", f"jcc-{uuid.uuid4().hex[:6]}",
+                              scenarios=["transactions", "exactly_once", "classic_cooperative_sticky"]),
+        lambda: run_scenarios("AdminScenarios", cluster3.bootstrap_servers, "-", f"jac-{uuid.uuid4().hex[:6]}",
+                              scenarios=["reassignments", "cluster"]))
+
+
+@pytest.fixture(scope="module")
+def lines(both):
+    return both[0]
 
 
 def test_transactions_across_brokers(lines):
@@ -46,9 +55,8 @@ def test_cooperative_group_across_brokers(lines):
     assert details["first_revoked"][0] == details["second"]
 
 
-def test_reassignment_and_preferred_election_move_the_leader(cluster3):
-    admin = run_scenarios("AdminScenarios", cluster3.bootstrap_servers, "-", f"jac-{uuid.uuid4().hex[:6]}",
-                          scenarios=["reassignments", "cluster"])
+def test_reassignment_and_preferred_election_move_the_leader(both):
+    admin = both[1]
     details = passed(admin, "reassignments")
     assert len(details["target"]) == 3 and details["replicas_after"] == details["target"]
     # the reversed replica list makes the last replica preferred: the election moves leadership to it

@@ -11,7 +11,10 @@ v10 a timeout for remote storage (we have none), DescribeGroups v6 GROUP_ID_NOT_
 DescribeCluster v2 fenced brokers (never, with one broker). Of the APIs 4.0 adds or a 4.0 admin client calls, we
 serve those one broker can answer honestly (odradek/broker/handlers/partition_admin.py, AlterReplicaLogDirs, key 74
 as 4.0's ListClientMetricsResources v0, which 4.1 renames ListConfigResources), the ACL APIs (29-31) and the
-client quota APIs (48, 49); SCRAM, features, delegation tokens, KRaft quorum and share groups are not advertised yet.
+client quota APIs (48, 49) and the SCRAM credential APIs (50, 51); UpdateFeatures, delegation tokens, the KRaft
+quorum's APIs and share and streams groups are not advertised (Kafka 4.3's AdminClient ends those calls in
+UnsupportedVersionException at once: tests/interop/test_java_admin.py), nor any feature, so a 4.x client runs
+transactions v1.
 
 Ranges start at 0 (old librdkafka turns compression off unless Produce starts at 0; aiokafka fails when a minimum is
 above its own maximum). The answer carries no tagged fields, because Debian's kcat (librdkafka 2.0.2) mis-skips them.

@@ -84,9 +84,11 @@ def in_order(entries: list, wanted) -> list:
 
 def require_on(access, operation: AclOperation, resource) -> None:
     """Kafka's check of a config resource: the operation on the topic, or on the cluster for a broker or broker
-    logger resource (TOPIC_ or CLUSTER_AUTHORIZATION_FAILED)."""
+    logger resource (TOPIC_ or CLUSTER_AUTHORIZATION_FAILED, with the error's own text, as Kafka's ConfigHelper
+    answers: kafka-topics --describe then says "Topic authorization failed.")."""
     if resource.resource_type == TOPIC:
-        access.require(operation, ResourceType.TOPIC, resource.resource_name)
+        if not access.allows(operation, ResourceType.TOPIC, resource.resource_name):
+            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
     elif resource.resource_type in (BROKER, BROKER_LOGGER):
         access.require_cluster(operation)
 

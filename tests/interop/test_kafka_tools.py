@@ -6,8 +6,10 @@ partitions) are in test_kafka_tools_cluster.py, the secured listener's in test_k
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -332,44 +334,93 @@ def events(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def test_verifiable_producer_and_consumers_across_a_rebalance(broker, shell, tmp_path):
+def acked_offsets(log: Path, expected: int) -> set[tuple[int, int]]:
+    """(partition, offset) of every record a verifiable producer saw acknowledged; all `expected` of them."""
+    produced = events(log.read_text())
+    acked = {(e["partition"], e["offset"]) for e in produced if e["name"] == "producer_send_success"}
+    assert [e for e in produced if e["name"] == "tool_data"][0]["acked"] == len(acked) == expected
+    return acked
+
+
+def consumed_offsets(logs: list[Path]) -> set[tuple[int, int]]:
+    """(partition, offset) of every record verifiable consumers reported consuming (their runs of offsets)."""
+    runs = [p for log in logs for e in events(log.read_text()) if e["name"] == "records_consumed"
+            for p in e["partitions"]]
+    return {(run["partition"], offset) for run in runs for offset in range(run["minOffset"], run["maxOffset"] + 1)}
+
+
+def verifiable_consumer(bootstrap: str, topic: str, group: str, log: Path):
+    process = start_tool("kafka-verifiable-consumer", "--bootstrap-server", bootstrap, "--topic", topic,
+                         "--group-id", group, "--reset-policy", "earliest", "--session-timeout", 10000, log_path=log)
+    assert wait_until(lambda: "partitions_assigned" in log.read_text(), 90, 0.2), log.read_text()
+    return process
+
+
+def stop(*processes) -> None:
+    for process in processes:
+        if process is not None and process.poll() is None:
+            process.terminate()
+            process.wait(30)
+
+
+def test_verifiable_producer_and_consumers_across_a_rebalance(broker, tmp_path):
     """Kafka's system-test clients: every record the producer saw acknowledged is consumed by the group, while a
     second consumer joins and the partitions are shared out again."""
     bootstrap, topic, group = broker.bootstrap_servers, f"tools-verify-{uuid.uuid4().hex[:6]}", "verifiers"
     create_topic(bootstrap, topic, 4)
-    consumer_args = ("--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group, "--reset-policy",
-                     "earliest", "--session-timeout", 10000)
-    first = start_tool("kafka-verifiable-consumer", *consumer_args, log_path=tmp_path / "first.log")
-    second = None
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    first = verifiable_consumer(bootstrap, topic, group, logs[0])
+    producer = second = None
     try:
-        assert wait_until(lambda: "partitions_assigned" in (tmp_path / "first.log").read_text(), 90, 0.2)
         producer = start_tool("kafka-verifiable-producer", "--bootstrap-server", bootstrap, "--topic", topic,
                               "--max-messages", 1000, "--throughput", 500, "--acks", -1, "--repeating-keys", 50,
                               log_path=tmp_path / "producer.log")
-        assert wait_until(lambda: "records_consumed" in (tmp_path / "first.log").read_text(), 90, 0.2)
-        second = start_tool("kafka-verifiable-consumer", *consumer_args, log_path=tmp_path / "second.log")
-        assert wait_until(lambda: "partitions_assigned" in (tmp_path / "second.log").read_text(), 90, 0.2)
+        assert wait_until(lambda: "records_consumed" in logs[0].read_text(), 90, 0.2)
+        second = verifiable_consumer(bootstrap, topic, group, logs[1])
         assert producer.wait(120) == 0
-        produced = events((tmp_path / "producer.log").read_text())
-        acked = {(e["partition"], e["offset"]) for e in produced if e["name"] == "producer_send_success"}
-        assert [e for e in produced if e["name"] == "tool_data"][0]["acked"] == len(acked) == 1000
-
-        def consumed() -> set:
-            ranges = [p for log in ("first.log", "second.log") for e in events((tmp_path / log).read_text())
-                      if e["name"] == "records_consumed" for p in e["partitions"]]
-            return {(r["partition"], offset) for r in ranges for offset in range(r["minOffset"], r["maxOffset"] + 1)}
-        assert wait_until(lambda: acked <= consumed(), 90, 0.5), sorted(acked - consumed())[:10]
+        acked = acked_offsets(tmp_path / "producer.log", 1000)
+        assert wait_until(lambda: acked <= consumed_offsets(logs), 90, 0.5), sorted(acked - consumed_offsets(logs))
     finally:
-        for client in (first, second):
-            if client is not None:
-                client.terminate()
-                client.wait(30)
-    firsts, seconds = events((tmp_path / "first.log").read_text()), events((tmp_path / "second.log").read_text())
+        stop(producer, first, second)
+    firsts, seconds = events(logs[0].read_text()), events(logs[1].read_text())
     assert sum(e["name"] == "partitions_assigned" for e in firsts) >= 2  # the rebalance the second one caused
     second_share = [e["partitions"] for e in seconds if e["name"] == "partitions_assigned"]
     assert second_share and second_share[0]  # it was given partitions of its own
     assert all(e["success"] for e in firsts + seconds if e["name"] == "offsets_committed")
     assert caught_up(bootstrap, group, 4)
+
+
+@pytest.mark.skipif(not os.environ.get("INTEROP_SECONDS"), reason="a soak run: set INTEROP_SECONDS")
+def test_long_verifiable_clients_through_repeated_rebalances(broker, tmp_path):
+    """For INTEROP_SECONDS: the verifiable producer writes at 200 records/s while a second consumer joins and
+    leaves the group every ~10 s; every acknowledged record is consumed and the group ends caught up."""
+    seconds = float(os.environ["INTEROP_SECONDS"])
+    bootstrap, topic, group = broker.bootstrap_servers, f"tools-soak-{uuid.uuid4().hex[:6]}", "soak-verifiers"
+    create_topic(bootstrap, topic, 6)
+    count = int(seconds * 200)
+    logs = [tmp_path / "stable.log"]
+    stable = verifiable_consumer(bootstrap, topic, group, logs[0])
+    producer = joiner = None
+    try:
+        producer = start_tool("kafka-verifiable-producer", "--bootstrap-server", bootstrap, "--topic", topic,
+                              "--max-messages", count, "--throughput", 200, "--acks", -1, "--repeating-keys", 100,
+                              log_path=tmp_path / "producer.log")
+        deadline = time.monotonic() + seconds
+        while producer.poll() is None and time.monotonic() < deadline + 60:
+            if joiner is None:
+                logs.append(tmp_path / f"joiner-{len(logs)}.log")
+                joiner = verifiable_consumer(bootstrap, topic, group, logs[-1])
+            else:
+                stop(joiner)
+                joiner = None
+            time.sleep(10)
+        assert producer.wait(120) == 0
+        acked = acked_offsets(tmp_path / "producer.log", count)
+        assert wait_until(lambda: acked <= consumed_offsets(logs), 120, 1), len(acked - consumed_offsets(logs))
+    finally:
+        stop(producer, stable, joiner)
+    assert sum(e["name"] == "partitions_assigned" for e in events(logs[0].read_text())) >= 3
+    assert caught_up(bootstrap, group, 6)
 
 
 def test_console_producer_and_consumer_round_trip_keys_and_headers(broker, shell):

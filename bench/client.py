@@ -31,26 +31,27 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
                  configs: dict[str, str] | None = None) -> float:
     """Create the topic and wait until the broker has it, in its metadata and as the leader of every partition (a
     KRaft Kafka shows a new partition's leader in Metadata a moment before its replica manager leads it, and
-    answers a Produce that comes between with NOT_LEADER_OR_FOLLOWER, which the wire producer does not retry); the
-    seconds CreateTopics took."""
+    answers a Produce that comes between with NOT_LEADER_OR_FOLLOWER, which the wire producer does not retry, and
+    with a thousand partitions on a loaded machine that moment lasts seconds); the seconds until it was usable so,
+    CreateTopics and those waits."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     started = time.perf_counter()
     admin.create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
                         operation_timeout=60)[topic].result(120)
-    elapsed = time.perf_counter() - started
     deadline = time.monotonic() + 30
     while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < partitions:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{topic} does not show {partitions} partitions in metadata")
         time.sleep(0.05)
     waiting = [TopicPartition(topic, p) for p in range(partitions)]
+    deadline = time.monotonic() + 30 + partitions / 10
     while waiting:
         answers = admin.list_offsets({tp: OffsetSpec.latest() for tp in waiting}, request_timeout=30)
         waiting = [tp for tp, answer in answers.items() if not_led_yet(answer)]
         if waiting and time.monotonic() > deadline:
             raise RuntimeError(f"{topic}: {len(waiting)} partitions have no leader that answers ListOffsets")
         time.sleep(0.05 if waiting else 0)
-    return elapsed
+    return time.perf_counter() - started
 
 
 NOT_LED_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,

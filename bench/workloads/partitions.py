@@ -1,12 +1,13 @@
 """Many partitions (1,000 and 10,000 by default): how long creating them takes, how fast Metadata for all of them
 answers, the broker's RSS holding them, and produce into 1,000 of them.
 
-The partitions are created as topics of 1,000 (one CreateTopics each, timed together): Kafka's KRaft controller
-refuses a request that makes more than 10,000 metadata records at once, so one topic of 10,000 partitions cannot be
-created there. Metadata is timed through the client (`list_topics` of every topic, the median of several calls per
-round), so every broker pays the same client overhead; produce sends the throughput workload's 100-byte records
-round-robin over the first topic's partitions with one producer and acks=1, so each request carries many small
-batches, while the broker holds every partition. A Kafka is measured as started, not warmed up (bench/peers.py).
+The partitions are created as topics of 1,000 (one CreateTopics each, timed together until every partition has a leader
+that answers, bench.client.create_topic): Kafka's KRaft controller refuses a request that makes more than 10,000
+metadata records at once, so one topic of 10,000 partitions cannot be created there. Metadata is timed through the
+client (`list_topics` of every topic, the median of several calls per round), so every broker pays the same client
+overhead; produce sends the throughput workload's 100-byte records round-robin over the first topic's partitions with
+one producer and acks=1, so each request carries many small batches, while the broker holds every partition. A Kafka is
+measured as started, not warmed up (bench/peers.py).
 """
 
 from __future__ import annotations

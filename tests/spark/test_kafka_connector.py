@@ -113,14 +113,16 @@ def test_streaming_query_killed_mid_run_resumes_from_its_checkpoint_writing_each
     produce(broker, topic_name, [{"value": f"a{i}".encode(), "key": f"{i}".encode(), "partition": i % PARTITIONS}
                                  for i in range(300)])
     output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    child = subprocess.Popen([sys.executable, "-c", STREAM_SCRIPT, broker.bootstrap_servers, topic_name, str(output),
-                              str(checkpoint), spark_kafka_jars()], cwd=ROOT, start_new_session=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    log = tmp_path / "query.log"
+    with log.open("wb") as log_file:
+        child = subprocess.Popen([sys.executable, "-c", STREAM_SCRIPT, broker.bootstrap_servers, topic_name,
+                                  str(output), str(checkpoint), spark_kafka_jars()], cwd=ROOT, start_new_session=True,
+                                 stdout=log_file, stderr=subprocess.STDOUT,
+                                 env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 600
         while len(_batches(checkpoint, "commits")) < 2:  # two micro-batches done, then kill one in flight
-            assert child.poll() is None, child.stderr.read().decode()[-3000:]
+            assert child.poll() is None, log.read_text(errors="replace")[-3000:]
             assert time.monotonic() < deadline, "the query committed no two micro-batches"
             time.sleep(0.2)
         in_flight_until = time.monotonic() + 20
@@ -130,13 +132,12 @@ def test_streaming_query_killed_mid_run_resumes_from_its_checkpoint_writing_each
     finally:
         os.killpg(child.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers at once
         child.wait(30)
-        child.stderr.close()
     done = spark.read.json(str(output)).count()  # the file sink's log: only committed micro-batches count
     assert 0 < done < 300
     produce(broker, topic_name, [{"value": f"b{i}".encode(), "key": f"{i}".encode(), "partition": i % PARTITIONS}
                                  for i in range(60)])
     stream_to_json_files(spark, broker.bootstrap_servers, topic_name, str(output), str(checkpoint),
-                         available_now=True).awaitTermination(240)
+                         available_now=True).awaitTermination(600)
     values = [r.value for r in spark.read.json(str(output)).collect()]
     assert sorted(values) == sorted([f"a{i}" for i in range(300)] + [f"b{i}" for i in range(60)])
 

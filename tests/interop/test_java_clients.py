@@ -15,7 +15,8 @@ import pytest
 from tests.interop.java_scenarios import passed, run_scenarios
 
 SCENARIOS = ["idempotent_producer", "transactions", "exactly_once", "classic_range", "classic_cooperative_sticky",
-             "consumer_protocol", "static_membership", "seek_and_offsets", "codecs_and_limits", "consumer_protocol_features"]
+             "consumer_protocol", "static_membership", "seek_and_offsets", "codecs_and_limits",
+             "consumer_protocol_features"]
 
 
 @pytest.fixture(scope="module")

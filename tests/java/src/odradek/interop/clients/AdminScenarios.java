@@ -1,11 +1,12 @@
 /*
- * Kafka 4.3's AdminClient against Odradek, one JSON line per scenario (Scenarios.run): topics, partitions,
- * configs (incremental; 4.x's Admin has no legacy alterConfigs), ACLs, SCRAM credentials, client quotas, reassignments, leader elections, log
- * directories, deleteRecords and listOffsets, consumer groups and their offsets, the cluster and its features,
- * producers and transactions (describe, list, fence, abort), config resources; and "unsupported": every admin
- * method whose API Odradek does not serve, each of which must end in UnsupportedVersionException within the
- * client's timeout. The details carry what the broker answered (values, or the exception class a call ended in) and
- * the pytest side asserts what Kafka answers.
+ * Kafka 4.3's AdminClient against Odradek, one JSON line per scenario (Scenarios.runAll, side by side): topics and
+ * their refusals, partitions, configs (incremental; 4.x's Admin has no legacy alterConfigs), ACLs, SCRAM
+ * credentials, client quotas, reassignments, leader elections, log directories, deleteRecords and listOffsets,
+ * consumer groups (classic and KIP-848) and their offsets, the cluster and its features, producers and transactions
+ * (describe, list, fence, abort, force-terminate), config resources, edges where Kafka refuses; and "unsupported":
+ * every admin method whose API Odradek does not serve, each of which must end in UnsupportedVersionException within
+ * the client's timeout. The details carry what the broker answered (values, or the exception class a call ended
+ * in) and the pytest side asserts what Kafka answers.
  *
  * Usage: AdminScenarios <bootstrap> <client properties file | -> <topic prefix> <scenario,...>
  */
@@ -13,8 +14,6 @@ package odradek.interop.clients;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -501,7 +500,8 @@ public final class AdminScenarios {
         TopicPartition p1 = new TopicPartition(topic, 1);
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Scenarios.with(base,
                 ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"), new StringDeserializer(), new StringDeserializer())) {
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"), new StringDeserializer(),
+                new StringDeserializer())) {
             consumer.subscribe(List.of(topic));
             long deadline = System.currentTimeMillis() + 60000;
             while (consumer.assignment().size() < 2 && System.currentTimeMillis() < deadline) {
@@ -647,7 +647,8 @@ public final class AdminScenarios {
         calls.put("describeShareGroups", x -> admin.describeShareGroups(List.of(prefix + "-share")).all().get());
         calls.put("describeStreamsGroups", x -> admin.describeStreamsGroups(List.of(prefix + "-streams")).all().get());
         calls.put("addRaftVoter", x -> admin.addRaftVoter(1, org.apache.kafka.common.Uuid.randomUuid(),
-                Set.of(new org.apache.kafka.clients.admin.RaftVoterEndpoint("CONTROLLER", "127.0.0.1", 1))).all().get());
+                Set.of(new org.apache.kafka.clients.admin.RaftVoterEndpoint("CONTROLLER", "127.0.0.1", 1)))
+                .all().get());
         Map<String, Object> thrown = new LinkedHashMap<>();
         Map<String, Object> seconds = new LinkedHashMap<>();
         for (Map.Entry<String, Scenarios.Body> call : calls.entrySet()) {

@@ -1,10 +1,11 @@
 /*
- * Kafka 4.3's producer and consumer against one broker or cluster, one JSON line per scenario (Scenarios.run):
- * the idempotent producer, transactions (commit, abort, read_committed, the transaction version the client runs),
- * exactly-once read-process-write with sendOffsetsToTransaction, the classic group protocol with the range and
- * cooperative-sticky assignors, KIP-848's consumer protocol, static membership, seeks, offsetsForTimes and
- * committed offsets, every codec and acks setting, the size limits; and acks_all_through_restart, which produces with acks=all until stdin says stop (the test
- * stops and restarts a broker meanwhile) and then reads back every acknowledged record.
+ * Kafka 4.3's producer and consumer against one broker or cluster, one JSON line per scenario (Scenarios.runAll,
+ * side by side): the idempotent producer, transactions (commit, abort, read_committed, the transaction version the
+ * client runs), exactly-once read-process-write with sendOffsetsToTransaction, the classic group protocol with the
+ * range and cooperative-sticky assignors, KIP-848's consumer protocol (and its regex subscription, static member and
+ * offsets), static membership, seeks, offsetsForTimes and committed offsets, every codec and acks setting, the size
+ * limits; and acks_all_through_restart, which produces with acks=all until stdin says stop (the test stops and
+ * restarts a broker meanwhile) and then reads back every acknowledged record.
  *
  * Usage: ClientScenarios <bootstrap> <client properties file | -> <topic prefix> <scenario,...>
  */
@@ -17,8 +18,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.Collections;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -260,11 +259,13 @@ public final class ClientScenarios {
     }
 
     private static Set<String> assignment(KafkaConsumer<?, ?> consumer) {
-        return consumer.assignment().stream().map(TopicPartition::toString).collect(Collectors.toCollection(TreeSet::new));
+        return consumer.assignment().stream().map(TopicPartition::toString)
+                .collect(Collectors.toCollection(TreeSet::new));
     }
 
     /** Poll every consumer in turn until `done` holds (or the wait ends); true if it held. */
-    private static boolean pollUntil(List<KafkaConsumer<String, String>> consumers, java.util.function.BooleanSupplier done) {
+    private static boolean pollUntil(List<KafkaConsumer<String, String>> consumers,
+                                     java.util.function.BooleanSupplier done) {
         long deadline = System.currentTimeMillis() + WAIT.toMillis();
         while (System.currentTimeMillis() < deadline) {
             for (KafkaConsumer<String, String> consumer : consumers) {
@@ -332,7 +333,8 @@ public final class ClientScenarios {
             int stayingRebalances = stayingMoves.assigned.size();
             try (KafkaConsumer<String, String> restarted = consumer(b.toArray())) {
                 restarted.subscribe(List.of(topic));
-                details.put("rejoined", pollUntil(List.of(staying, restarted), () -> restarted.assignment().size() == 2));
+                details.put("rejoined", pollUntil(List.of(staying, restarted),
+                        () -> restarted.assignment().size() == 2));
                 details.put("same_assignment", assignment(restarted).equals(before));
                 for (int i = 0; i < 10; i++) {  // a while longer, in which a rebalance would reach the staying member
                     staying.poll(Duration.ofMillis(100));
@@ -367,7 +369,8 @@ public final class ClientScenarios {
             details.put("offset_for_time", times.get(partition).offset());
             details.put("offset_for_time_timestamp", times.get(partition).timestamp() - start);
             details.put("offset_for_future", String.valueOf(
-                    consumer.offsetsForTimes(Map.of(partition, System.currentTimeMillis() + 3_600_000)).get(partition)));
+                    consumer.offsetsForTimes(Map.of(partition, System.currentTimeMillis() + 3_600_000))
+                            .get(partition)));
             details.put("beginning", consumer.beginningOffsets(List.of(partition)).get(partition));
             details.put("end", consumer.endOffsets(List.of(partition)).get(partition));
             consumer.commitSync(Map.of(partition, new OffsetAndMetadata(42, "checkpoint")));
@@ -443,7 +446,8 @@ public final class ClientScenarios {
         }
     }
 
-    /** Every codec the Java client compresses with, each under one of acks 0, 1 and all, headers; a record over message.max.bytes. */
+    /** Every codec the Java client compresses with, each under one of acks 0, 1 and all, headers; a record over
+     * message.max.bytes. */
     private void codecsAndLimits(Map<String, Object> details) throws Exception {
         String topic = topic("codecs", 1, Map.of());
         TopicPartition partition = new TopicPartition(topic, 0);
@@ -532,7 +536,8 @@ public final class ClientScenarios {
                 new TopicPartition(topic, 2));
         List<String> read = readAll(partitions, "read_uncommitted", acknowledged.size());
         Set<String> readSet = new HashSet<>(read);
-        List<String> lost = acknowledged.stream().filter(v -> !readSet.contains(v)).limit(20).collect(Collectors.toList());
+        List<String> lost = acknowledged.stream().filter(v -> !readSet.contains(v)).limit(20)
+                .collect(Collectors.toList());
         details.put("sent", sent);
         details.put("acknowledged", acknowledged.size());
         details.put("read", read.size());

@@ -129,6 +129,7 @@ def compiled_classes() -> Path:
             subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(output), "-cp", classpath(),
                             *map(str, sources)], check=True, capture_output=True, text=True)
             stamp.touch()
+            os.utime(stamp, (newest, newest))  # a source edited while javac ran is newer, so compiled next time
     return output
 
 

@@ -108,6 +108,17 @@ def test_configs_of_topics_and_brokers(broker, shell):
     shell.run(*configs, "--alter", *one_broker, "--add-config", "log.cleaner.backoff.ms=20000")
     shell.run(*configs, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
               "log.retention.ms=7200000")
+    try:
+        check_broker_configs(shell, configs, topic, one_broker)
+    finally:  # the module's other topics keep the broker's defaults
+        shell.run(*configs, "--alter", "--entity-type", "brokers", "--entity-default", "--delete-config",
+                  "log.retention.ms")
+        shell.run(*configs, "--alter", *one_broker, "--delete-config", "log.cleaner.backoff.ms")
+    assert "retention.ms=604800000 " in shell.run(*configs, "--describe", *topic, "--all").stdout
+
+
+def check_broker_configs(shell: ToolShell, configs: tuple, topic: tuple, one_broker: tuple) -> None:
+    """What kafka-configs shows once broker 1 has log.cleaner.backoff.ms and the cluster default log.retention.ms."""
     own = shell.run(*configs, "--describe", *one_broker).stdout
     assert "log.cleaner.backoff.ms=20000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms=20000" \
            in own

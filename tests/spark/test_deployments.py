@@ -20,7 +20,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from odradek.spark.generators import produce_orders
-from tests.jvm import ROOT
 
 from .helpers import create_topic, produce
 
@@ -69,10 +68,10 @@ def test_format_odradek_works_in_a_new_session_without_a_register_call(broker, t
         command, environment = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]"], _environment()
     else:
         command, environment = [sys.executable], _venv_not_activated(tmp_path)
-    # from the checkout's root: Spark's lookup lists sys.path's modules, where an editable install's pyspark_odradek
-    # is only from there (setuptools maps it with a meta path finder); a wheel's is in site-packages
+    # from a directory of the user's, not the checkout: Spark's lookup lists sys.path's modules, where make's editable
+    # install (editable_mode=compat) puts the checkout and a wheel puts pyspark_odradek in site-packages
     run = subprocess.run([*command, str(script), broker.bootstrap_servers, topic_name], capture_output=True,
-                         text=True, timeout=800, env=environment, cwd=ROOT)
+                         text=True, timeout=800, env=environment, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.splitlines()[-1]) == [f"v{i}" for i in range(6)]
 

@@ -50,6 +50,10 @@ BROKER_IDS = "/brokers/ids"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
+# Kafka's controller writes the finalized features here (FeatureZNode, version 2, status 1 = enabled); Odradek
+# finalizes none, as its ApiVersions says
+FEATURE = "/feature"
+FEATURE_ZNODE = b'{"features":{},"version":2,"status":1}'
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"  # ephemeral [id] children: brokers stopping cleanly
 # The persistent paths Kafka's brokers create at start (KafkaZkClient.createTopLevelPaths); the next steps (topics,
 # partition state, config changes, deletion) write under them.
@@ -246,6 +250,8 @@ class ZooKeeperMembership:
                                       security=self.security)
         for path in PERSISTENT_PATHS:
             self._client.ensure_path(path)
+        with contextlib.suppress(NodeExistsError):
+            self._client.create(FEATURE, FEATURE_ZNODE)
         cluster_id = self._cluster_id()
         self._client.add_listener(self._on_session_state)
         return cluster_id

@@ -183,9 +183,10 @@ class KafkaServer:
         self.zookeeper = zookeeper
         self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="kafka-reference-")
         self.data_dir = Path(data_dir or self._tmp.name)
-        self.settings = {**self.TEST_SETTINGS, **(settings or {})}
-        if nodes > 1:
-            self.settings.setdefault("offsets.topic.replication.factor", nodes)
+        replicated = {key: nodes for key in ("offsets.topic.replication.factor",
+                                             "transaction.state.log.replication.factor",
+                                             "share.coordinator.state.topic.replication.factor")} if nodes > 1 else {}
+        self.settings = {**self.TEST_SETTINGS, **replicated, **(settings or {})}
         self.heap = heap
         self.jvm_options = [*self.JVM_OPTIONS, *jvm_options]
         self.node_ids = list(range(1, nodes + 1))

@@ -2,8 +2,8 @@
 pyspark 4.3 through spark.jars), against a real `odradek serve`: what a Spark user who keeps Spark's connector
 sees. Batch reads with offset bounds, keys and headers (the same rows format("odradek") reads), batch writes of
 key, value, partition and headers (read back by another client), a streaming query killed with SIGKILL mid-run in
-its own process and resumed from its checkpoint, each record once in its file sink, and kafka.group.id with
-startingOffsetsByTimestamp."""
+its own process and resumed from its checkpoint, each record once in its file sink, kafka.group.id with
+startingOffsetsByTimestamp, and a SASL_SSL listener with ACLs."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from tests.interop.conftest import secured_broker  # noqa: F401 (a fixture: SASL_SSL with ACLs)
 from tests.jvm import ROOT, spark_kafka_jars
+from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
 
 from .helpers import create_topic, produce, read, stream_to_json_files
 
@@ -153,3 +155,43 @@ def test_kafka_group_id_and_starting_offsets_by_timestamp(spark, broker, topic_n
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     [committed] = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]).values()
     assert committed.result(30).topic_partitions == []  # Spark's source reads with the group, never commits
+
+
+def test_over_sasl_ssl_alice_reads_and_writes_what_her_acls_allow(spark, secured_broker, topic_name):
+    """A secured cluster (SASL_SSL, SCRAM-SHA-512, ACLs enforced): Spark's connector logs in as alice with the
+    kafka.-prefixed Java client properties, is refused the topic until admin grants her ACLs on it, then writes and
+    reads it back."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, NewTopic, ResourcePatternType
+    from confluent_kafka.admin import ResourceType
+
+    from tests.interop.conftest import SCRAM_USERS
+
+    admin = AdminClient({"bootstrap.servers": secured_broker.bootstrap_servers, "security.protocol": "SASL_SSL",
+                         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
+                         "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(60)
+    alice = {f"kafka.{key}": value for key, value in secured_broker.client_properties("alice").items()}
+    rows = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(5)], "key string, value string")
+
+    def write():
+        writer = rows.write.format("kafka").option("kafka.bootstrap.servers", secured_broker.bootstrap_servers)
+        for key, value in {**alice, "topic": topic_name}.items():
+            writer = writer.option(key, value)
+        writer.mode("append").save()
+
+    with pytest.raises(Exception, match="TopicAuthorizationException"):
+        write()
+    grants = [AclBinding(kind, name, ResourcePatternType.LITERAL if kind == ResourceType.TOPIC
+                         else ResourcePatternType.PREFIXED, "User:alice", "*", operation, AclPermissionType.ALLOW)
+              for kind, name, operations in [(ResourceType.TOPIC, topic_name, (AclOperation.WRITE, AclOperation.READ,
+                                                                               AclOperation.DESCRIBE)),
+                                             (ResourceType.GROUP, "spark-kafka-", (AclOperation.READ,))]
+              for operation in operations]
+    for done in admin.create_acls(grants).values():
+        done.result(30)
+    write()
+    reader = spark.read.format("kafka").option("kafka.bootstrap.servers", secured_broker.bootstrap_servers)
+    for key, value in {**alice, "subscribe": topic_name}.items():
+        reader = reader.option(key, value)
+    assert sorted((r.key.decode(), r.value.decode()) for r in reader.load().collect()) == \
+        [(f"k{i}", f"v{i}") for i in range(5)]

@@ -19,7 +19,8 @@ from odradek.errors import ErrorCode, KafkaError
 class StandInBroker:
     def __init__(self):
         self.config = {"transaction.state.log.num.partitions": 4, "transaction.max.timeout.ms": 900_000,
-                       "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000}
+                       "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
+                       "transaction.state.log.segment.bytes": 104_857_600}
         self.metadata = types.SimpleNamespace(topics={})
         self.controller = None  # a single node: __transaction_state's min.insync.replicas is 1
         self.membership = types.SimpleNamespace(in_session=True)

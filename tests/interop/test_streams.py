@@ -6,7 +6,8 @@ must be exactly what that input gives (computed here), and so must the store the
 queries from. Two instances run with num.standby.replicas=1. group.protocol=streams (KIP-1071) is not served:
 the 4.3 client's StreamsGroupHeartbeat is not in Odradek's ApiVersions, so the application fails with Kafka's own
 error, as against a broker without the streams protocol, and the classic protocol is what works.
-Long versions (many kills) run with INTEROP_SECONDS set."""
+Over SASL_SSL the application runs as a user holding only its prefixed ACLs. Long versions (many kills) run with
+INTEROP_SECONDS set."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import wait_until
+from tests.interop.conftest import secured_broker  # noqa: F401 (a fixture: SASL_SSL with ACLs)
 from tests.jvm import start_java_program
+from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
 
 APP = "odradek.interop.streams.OrdersApp"
 CUSTOMERS, REGIONS, WINDOW_MS = 24, 4, 10_000
@@ -57,15 +60,18 @@ class StreamsRun:
     """One application's topics on a cluster, its instances (OrdersApp JVMs, each log in the test's tmp_path) and
     what it wrote."""
 
-    def __init__(self, bootstrap: str, tmp_path: Path):
+    def __init__(self, bootstrap: str, tmp_path: Path, client: dict | None = None, java: dict | None = None):
+        """client: librdkafka settings of the test's own clients beside bootstrap.servers (a secured listener's);
+        java: the application's Java client properties beside its Streams settings."""
         self.bootstrap, self.tmp_path = bootstrap, tmp_path
+        self.client = {"bootstrap.servers": bootstrap, **(client or {})}
         self.prefix = f"orders-{uuid.uuid4().hex[:8]}"
         self.settings = {"bootstrap.servers": bootstrap, "application.id": self.prefix, "commit.interval.ms": 200,
                          "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
-                         "consumer.max.poll.interval.ms": 60_000}
+                         "consumer.max.poll.interval.ms": 60_000, **(java or {})}
         self.instances: dict[str, object] = {}
         self.started = 0
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient(self.client)
         futures = admin.create_topics([NewTopic(f"{self.prefix}-{name}", 3) for name in ("orders", "customers")])
         for future in futures.values():
             future.result(60)
@@ -110,7 +116,7 @@ class StreamsRun:
         return "\n".join(out)
 
     def produce_customers(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
+        producer = Producer({**self.client, "enable.idempotence": True})
         for customer, region in customers().items():
             producer.produce(f"{self.prefix}-customers", region, customer, timestamp=BASE_TS - 1000)
         assert producer.flush(60) == 0
@@ -119,7 +125,7 @@ class StreamsRun:
         """Produce `records` in a thread (acks=all, idempotent), pausing `pause` s every `pause_every` records, so
         that the application is mid-run while it is; join the returned thread."""
         def run():
-            producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+            producer = Producer({**self.client, "enable.idempotence": True, "linger.ms": 5})
             for n, (key, value, ts) in enumerate(records, 1):
                 producer.produce(f"{self.prefix}-orders", value, key, timestamp=ts)
                 if pause_every and n % pause_every == 0:
@@ -137,7 +143,7 @@ class StreamsRun:
 
     def outputs(self) -> dict[str, dict[str, str]]:
         """The last value per key of every output topic, read read_committed up to its last stable offset."""
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "unused", "enable.auto.commit": False,
+        consumer = Consumer({**self.client, "group.id": "unused", "enable.auto.commit": False,
                              "isolation.level": "read_committed", "enable.partition.eof": True})
         try:
             result = {}
@@ -272,3 +278,35 @@ def test_long_streams_eos_many_kills(streams_run, cluster3):
     assert not producing.failures, producing.failures
     got = run.wait_for(want, 600)
     assert got == want, summary(got, want) + "\n" + run.tails()
+
+
+def test_streams_eos_over_sasl_ssl_with_only_its_prefixed_acls(secured_broker, tmp_path):
+    """Over SASL_SSL as alice, who holds only the ACLs Kafka's Streams security guide names for an application
+    (every resource by the application.id prefix: its topics, its consumer group, its transactional ids): the
+    exactly_once_v2 application creates its internal topics and writes exactly what the input gives."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    from tests.interop.conftest import SCRAM_USERS
+
+    admin = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
+             "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)}
+    run = StreamsRun(secured_broker.bootstrap_servers, tmp_path, client=admin,
+                     java=secured_broker.client_properties("alice"))
+    grants = [AclBinding(kind, run.prefix, ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ALL,
+                         AclPermissionType.ALLOW)
+              for kind in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]
+    acls = AdminClient(run.client)
+    for done in acls.create_acls(grants).values():
+        done.result(30)
+    try:
+        records = orders(300)
+        run.produce_customers()
+        run.start("a")
+        producing = run.produce_orders(records)
+        producing.join(120)
+        assert not producing.failures, producing.failures
+        want = expected(records)
+        got = run.wait_for(want, 180)
+        assert got == want, summary(got, want) + "\n" + run.tails()
+    finally:
+        run.stop()

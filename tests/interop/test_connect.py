@@ -3,6 +3,7 @@ its config, offset and status topics compacted (replication factor -1, the broke
 FileStream source and sink connectors, created through the workers' REST API, carry a file through a topic to
 another file (the source exactly-once, KIP-618); two workers in one group share the tasks, and when the one running the source task is killed -9 the
 survivor takes its tasks over and finishes the file, from the source offsets the dead one committed.
+A worker on three brokers gets its internal topics replicated, and one over SASL_SSL runs with only prefixed ACLs.
 Worker logs are in the test's tmp_path and their tail in assertion messages."""
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from odradek.embedded import _free_port, wait_until
+from tests.interop.conftest import secured_broker  # noqa: F401 (a fixture: SASL_SSL with ACLs)
 from tests.jvm import start_tool
+from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
 
 JVM = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 
@@ -247,3 +250,56 @@ def topic_values(bootstrap: str, topic: str) -> list[str]:
     finally:
         consumer.close()
     return values
+
+
+def round_trip(worker: ConnectWorker, topic: str, directory: Path, count: int) -> None:
+    """FileStream source and sink through `topic`: the sink file gets the source file's `count` lines, in order."""
+    source, sink = directory / f"{topic}.in", directory / f"{topic}.out"
+    lines = [f"line {i:04d}" for i in range(count)]
+    source.write_text("".join(f"{line}\n" for line in lines))
+    file_connectors(worker, topic, source, sink)
+    assert wait_until(lambda: len(lines_of(sink)) >= count, 150, 1), worker.tail()
+    assert lines_of(sink) == lines
+
+
+def test_connect_on_three_brokers_replicates_its_internal_topics(cluster3, tmp_path):
+    """On three brokers a worker's internal topics, made with replication factor -1, get the cluster's default of 3
+    and min.insync.replicas 2, and the file round trip holds."""
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    worker = ConnectWorker(cluster3.bootstrap_servers, group, tmp_path, "rf3").start()
+    try:
+        worker.wait_ready()
+        topics = AdminClient({"bootstrap.servers": cluster3.bootstrap_servers}).list_topics(timeout=30).topics
+        for kind in ("configs", "offsets", "status"):
+            assert {len(p.replicas) for p in topics[f"{group}-{kind}"].partitions.values()} == {3}, kind
+        round_trip(worker, f"{group}-data", tmp_path, 300)
+    finally:
+        worker.stop()
+
+
+def test_connect_over_sasl_ssl_as_a_user_with_prefixed_acls(secured_broker, tmp_path):
+    """A worker over SASL_SSL as alice, whose only ACLs are on the `connect-` prefix (topics, groups, transactional
+    ids: the worker's group and internal topics, the connectors' topic and the sink's group): it starts and carries
+    the file through."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    from tests.interop.conftest import SCRAM_USERS
+
+    admin = AdminClient({"bootstrap.servers": secured_broker.bootstrap_servers, "security.protocol": "SASL_SSL",
+                         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
+                         "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)})
+    grants = [AclBinding(kind, "connect-", ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ALL,
+                         AclPermissionType.ALLOW)
+              for kind in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]
+    for done in admin.create_acls(grants).values():
+        done.result(30)
+    alice = secured_broker.client_properties("alice")
+    settings = {**alice, **{f"{client}.{key}": value for client in ("producer", "consumer", "admin")
+                            for key, value in alice.items()}}
+    group = f"connect-{uuid.uuid4().hex[:8]}"
+    worker = ConnectWorker(secured_broker.bootstrap_servers, group, tmp_path, "sasl", settings).start()
+    try:
+        worker.wait_ready()
+        round_trip(worker, f"{group}-data", tmp_path, 300)
+    finally:
+        worker.stop()

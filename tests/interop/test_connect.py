@@ -1,8 +1,9 @@
 """Kafka Connect 4.3.1's distributed worker (connect-distributed) against one Odradek broker: the worker creates
 its config, offset and status topics compacted (replication factor -1, the broker's default) and checks them; the
 FileStream source and sink connectors, created through the workers' REST API, carry a file through a topic to
-another file (the source exactly-once, KIP-618); two workers in one group share the tasks, and when the one running the source task is killed -9 the
-survivor takes its tasks over and finishes the file, from the source offsets the dead one committed.
+another file (the source exactly-once, KIP-618); two workers in one group share the tasks, and when the one running
+the source task is killed -9 the survivor takes its tasks over and finishes the file, from the source offsets the
+dead one committed.
 A worker on three brokers gets its internal topics replicated, and one over SASL_SSL runs with only prefixed ACLs.
 Worker logs are in the test's tmp_path and their tail in assertion messages."""
 
@@ -178,7 +179,8 @@ def test_connect_file_round_trip_and_rebalance_when_a_worker_is_killed(broker, w
     assert wait_until(moved, 120, 1), "tasks did not move to the survivor\n" + tails(workers)
     assert wait_until(lambda: lines[-1] in lines_of(sink), 150, 1), f"{len(lines_of(sink))} lines\n" + tails(workers)
     got = lines_of(sink)
-    assert set(got) == set(lines), f"missing {sorted(set(lines) - set(got))[:5]}, extra {sorted(set(got) - set(lines))[:5]}"
+    assert set(got) == set(lines), \
+        f"missing {sorted(set(lines) - set(got))[:5]}, extra {sorted(set(got) - set(lines))[:5]}"
     assert list(dict.fromkeys(got)) == lines  # first occurrences in the file's order
     assert topic_values(broker.bootstrap_servers, topic_name) == lines
 

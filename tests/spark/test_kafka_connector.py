@@ -3,7 +3,7 @@ pyspark 4.3 through spark.jars), against a real `odradek serve`: what a Spark us
 sees. Batch reads with offset bounds, keys and headers (the same rows format("odradek") reads), batch writes of
 key, value, partition and headers (read back by another client), a streaming query killed with SIGKILL mid-run in
 its own process and resumed from its checkpoint, each record once in its file sink, kafka.group.id with
-startingOffsetsByTimestamp, and a SASL_SSL listener with ACLs."""
+startingOffsetsByTimestamp, a SASL_SSL listener with ACLs and three brokers with replication factor 3."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.interop.conftest import secured_broker  # noqa: F401 (a fixture: SASL_SSL with ACLs)
+from tests.interop.conftest import cluster3, secured_broker  # noqa: F401 (fixtures: RF 3, SASL_SSL with ACLs)
 from tests.jvm import ROOT, spark_kafka_jars
 from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
 
@@ -161,7 +161,7 @@ def test_over_sasl_ssl_alice_reads_and_writes_what_her_acls_allow(spark, secured
     """A secured cluster (SASL_SSL, SCRAM-SHA-512, ACLs enforced): Spark's connector logs in as alice with the
     kafka.-prefixed Java client properties, is refused the topic until admin grants her ACLs on it, then writes and
     reads it back."""
-    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, NewTopic, ResourcePatternType
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
     from confluent_kafka.admin import ResourceType
 
     from tests.interop.conftest import SCRAM_USERS
@@ -195,3 +195,19 @@ def test_over_sasl_ssl_alice_reads_and_writes_what_her_acls_allow(spark, secured
         reader = reader.option(key, value)
     assert sorted((r.key.decode(), r.value.decode()) for r in reader.load().collect()) == \
         [(f"k{i}", f"v{i}") for i in range(5)]
+
+
+def test_three_brokers_with_replication_factor_3(spark, cluster3, topic_name):
+    """On three brokers (RF 3, min.insync.replicas 2) Spark's connector writes with its producer's acks=all and
+    reads back from each partition's leader, and format("odradek") reads the same rows."""
+    admin = AdminClient({"bootstrap.servers": cluster3.bootstrap_servers})
+    admin.create_topics([NewTopic(topic_name, PARTITIONS, 3)])[topic_name].result(60)
+    rows = [(f"k{i}", f"v{i}", i % PARTITIONS) for i in range(30)]
+    (spark.createDataFrame(rows, "key string, value string, partition int").write.format("kafka")
+     .option("kafka.bootstrap.servers", cluster3.bootstrap_servers).option("kafka.acks", "all")
+     .option("topic", topic_name).mode("append").save())
+    written = sorted((p, k.encode(), v.encode()) for k, v, p in rows)
+    assert sorted((r.partition, r.key, r.value) for r in _kafka(spark, cluster3, subscribe=topic_name).collect()) \
+        == written
+    assert sorted((r.partition, r.key, r.value) for r in read(spark, cluster3, subscribe=topic_name).collect()) \
+        == written

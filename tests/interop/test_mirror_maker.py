@@ -2,8 +2,8 @@
 brokers as the clusters "source" and "target": a topic is copied to "source.<topic>" with its partitions and the
 configs set on it, and the checkpoints translate a consumer group's committed offsets, which MM2 writes into the
 target's group (sync.group.offsets.enabled), so that a consumer switched to the target resumes where it was on the
-source, neither skipping a record nor starting over. The MM2 log is in the test's tmp_path, its tail in assertion
-messages."""
+source, neither skipping a record nor starting over. MM2 also copies from three brokers (RF 3) to a cluster it
+reaches over SASL_SSL. The MM2 log is in the test's tmp_path, its tail in assertion messages."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from odradek.embedded import BrokerProcess, wait_until
+from tests.interop.conftest import SCRAM_USERS, cluster3, secured_broker  # noqa: F401 (fixtures)
 from tests.jvm import start_tool
+from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
 
 JVM = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 RECORDS, CONSUMED_ON_SOURCE = 1000, 600
@@ -30,7 +32,7 @@ def target(tmp_path_factory):
     process.stop()
 
 
-def mm2_properties(source: str, target: str, topic: str, group: str) -> str:
+def mm2_properties(source: str, target: str, topic: str, group: str, **extra) -> str:
     settings = {
         "clusters": "source, target", "source.bootstrap.servers": source, "target.bootstrap.servers": target,
         "source->target.enabled": "true", "target->source.enabled": "false",
@@ -41,7 +43,7 @@ def mm2_properties(source: str, target: str, topic: str, group: str) -> str:
         "emit.checkpoints.interval.seconds": 1, "sync.group.offsets.enabled": "true",
         "sync.group.offsets.interval.seconds": 1, "refresh.topics.interval.seconds": 2,
         "refresh.groups.interval.seconds": 2, "sync.topic.configs.interval.seconds": 2, "offset.lag.max": 0,
-        "emit.heartbeats.interval.seconds": 1, "plugin.discovery": "service_load",
+        "emit.heartbeats.interval.seconds": 1, "plugin.discovery": "service_load", **extra,
     }
     return "".join(f"{key} = {value}\n" for key, value in settings.items())
 
@@ -155,3 +157,43 @@ def test_mirror_maker_copies_topic_configs_and_translates_group_offsets(broker, 
     rest = consume(target.bootstrap_servers, group, remote, RECORDS - CONSUMED_ON_SOURCE)
     assert sorted(read_on_source) == [f"value-{i:04d}" for i in range(CONSUMED_ON_SOURCE)]
     assert sorted(rest) == [f"value-{i:04d}" for i in range(CONSUMED_ON_SOURCE, RECORDS)]
+
+
+def test_mirror_maker_from_three_brokers_to_a_sasl_ssl_cluster(cluster3, secured_broker, tmp_path, topic_name):
+    """From three brokers (the topic with replication factor 3) to a cluster MM2 logs in to over SASL_SSL with
+    SCRAM: the copy has the partitions and every record."""
+    target = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
+              "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)}
+    source_admin = AdminClient({"bootstrap.servers": cluster3.bootstrap_servers})
+    source_admin.create_topics([NewTopic(topic_name, 2, 3)])[topic_name].result(60)
+    produce(cluster3.bootstrap_servers, topic_name, range(200))
+    java = {f"target.{key}": value for key, value in secured_broker.client_properties("admin").items()}
+    config = tmp_path / "mm2.properties"
+    config.write_text(mm2_properties(cluster3.bootstrap_servers, secured_broker.bootstrap_servers, topic_name,
+                                     f"group-{topic_name}", **java))
+    log = tmp_path / "mm2.log"
+    mm2 = start_tool("connect-mirror-maker", config, log_path=log, jvm_options=JVM)
+    remote = f"source.{topic_name}"
+    target_admin = AdminClient({"bootstrap.servers": secured_broker.bootstrap_servers, **target})
+
+    def copied() -> bool:
+        if mm2.poll() is not None or remote not in target_admin.list_topics(timeout=10).topics:
+            return mm2.poll() is not None
+        consumer = Consumer({"bootstrap.servers": secured_broker.bootstrap_servers, "group.id": "unused", **target})
+        try:
+            return sum(consumer.get_watermark_offsets(TopicPartition(remote, p), timeout=10)[1]
+                       for p in range(2)) == 200
+        finally:
+            consumer.close()
+
+    try:
+        assert wait_until(copied, 180, 1) and mm2.poll() is None, \
+            "not copied\n" + "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        assert len(target_admin.list_topics(timeout=10).topics[remote].partitions) == 2
+    finally:
+        mm2.terminate()
+        try:
+            mm2.wait(30)
+        except Exception:
+            mm2.kill()
+            mm2.wait()

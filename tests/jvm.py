@@ -1,9 +1,10 @@
 """The Java world for the tests: Apache Kafka's jars fetched by `make java-jars` (tests/java/*/pom.xml into
 build/java/), run as Kafka's own scripts run them.
 
-- `kafka_tool("kafka-topics", ...)` runs one of Kafka's command-line tools (the class its bin/kafka-*.sh script
-  execs) and returns the finished process; `java_program(...)` compiles the Java sources of tests/java/src once per
-  change and runs one of them with Kafka's clients, Streams and Connect on the classpath.
+- `start_tool("connect-distributed", ...)` starts one of Kafka's command-line tools (TOOLS: the class its
+  bin/kafka-*.sh script execs, with kafka-run-class.sh's heap); `java_program(...)` compiles the Java sources of
+  tests/java/src once per change and runs one of them with Kafka's clients, tools, Streams and Connect on the
+  classpath (tests/interop/kafka_tools.py's ToolShell runs many tools in one such JVM).
 - `KafkaServer` is Apache Kafka itself as a reference broker on free loopback ports: 4.3 in KRaft combined mode
   (storage formatted first; one node or several as one quorum) or 3.9 in ZooKeeper mode on a given ZooKeeper. It is
   ready when it logs its start, keeps its log on failure and runs in a capped heap, so that it fits beside our own
@@ -91,13 +92,6 @@ def java_command(main_class: str, args: Sequence[str] = (), *, version: str = KA
                  ) -> list[str]:
     return ["java", *jvm_options, *_logging_options(version), "-cp", classpath(version, *extra_classpath),
             main_class, *map(str, args)]
-
-
-def kafka_tool(name: str, *args: object, timeout: float = 120, input: str | None = None,
-               check: bool = False, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run Kafka's tool `name` (e.g. "kafka-topics") to the end; stdout and stderr as text."""
-    return subprocess.run(java_command(TOOLS[name], [str(arg) for arg in args]), capture_output=True, text=True,
-                          timeout=timeout, input=input, check=check, env={**os.environ, **(env or {})})
 
 
 def start_tool(name: str, *args: object, log_path: str | os.PathLike | None = None,

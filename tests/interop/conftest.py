@@ -50,6 +50,12 @@ class SecuredBroker:
                                     f'username="{user}" password="{SCRAM_USERS[user]}";',
                 "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca)}
 
+    def librdkafka_config(self, user: str) -> dict[str, str]:
+        """`user`'s settings for a confluent-kafka client of the SASL_SSL listener (bootstrap.servers included)."""
+        return {"bootstrap.servers": self.bootstrap_servers, "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": SCRAM_USERS[user],
+                "ssl.ca.location": str(self.ca)}
+
     def properties_file(self, directory: Path, user: str) -> Path:
         """client_properties(user) as the --command-config file Kafka's tools take."""
         path = directory / f"{user}.properties"

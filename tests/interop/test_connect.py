@@ -285,11 +285,7 @@ def test_connect_over_sasl_ssl_as_a_user_with_prefixed_acls(secured_broker, tmp_
     the file through."""
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-    from tests.interop.conftest import SCRAM_USERS
-
-    admin = AdminClient({"bootstrap.servers": secured_broker.bootstrap_servers, "security.protocol": "SASL_SSL",
-                         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
-                         "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)})
+    admin = AdminClient(secured_broker.librdkafka_config("admin"))
     grants = [AclBinding(kind, "connect-", ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ALL,
                          AclPermissionType.ALLOW)
               for kind in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]

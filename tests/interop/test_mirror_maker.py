@@ -7,6 +7,7 @@ reaches over SASL_SSL. The MM2 log is in the test's tmp_path, its tail in assert
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from odradek.embedded import BrokerProcess, wait_until
-from tests.interop.conftest import SCRAM_USERS, cluster3, secured_broker  # noqa: F401 (fixtures)
+from tests.interop.conftest import cluster3, secured_broker  # noqa: F401 (fixtures)
 from tests.jvm import start_tool
 from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
 
@@ -30,6 +31,16 @@ def target(tmp_path_factory):
     process.start()
     yield process
     process.stop()
+
+
+def stop(mm2) -> None:
+    """End the MM2 JVM: SIGTERM, SIGKILL if it has not ended within 30 s."""
+    mm2.terminate()
+    try:
+        mm2.wait(30)
+    except subprocess.TimeoutExpired:
+        mm2.kill()
+        mm2.wait()
 
 
 def mm2_properties(source: str, target: str, topic: str, group: str, **extra) -> str:
@@ -147,12 +158,7 @@ def test_mirror_maker_copies_topic_configs_and_translates_group_offsets(broker, 
         produce(broker.bootstrap_servers, topic_name, range(CONSUMED_ON_SOURCE, RECORDS))
         assert wait_until(lambda: copied(RECORDS), 120, 1) and mm2.poll() is None, "not copied\n" + tail()
     finally:
-        mm2.terminate()
-        try:
-            mm2.wait(30)
-        except Exception:
-            mm2.kill()
-            mm2.wait()
+        stop(mm2)
 
     rest = consume(target.bootstrap_servers, group, remote, RECORDS - CONSUMED_ON_SOURCE)
     assert sorted(read_on_source) == [f"value-{i:04d}" for i in range(CONSUMED_ON_SOURCE)]
@@ -162,8 +168,7 @@ def test_mirror_maker_copies_topic_configs_and_translates_group_offsets(broker, 
 def test_mirror_maker_from_three_brokers_to_a_sasl_ssl_cluster(cluster3, secured_broker, tmp_path, topic_name):
     """From three brokers (the topic with replication factor 3) to a cluster MM2 logs in to over SASL_SSL with
     SCRAM: the copy has the partitions and every record."""
-    target = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
-              "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)}
+    target = secured_broker.librdkafka_config("admin")
     source_admin = AdminClient({"bootstrap.servers": cluster3.bootstrap_servers})
     source_admin.create_topics([NewTopic(topic_name, 2, 3)])[topic_name].result(60)
     produce(cluster3.bootstrap_servers, topic_name, range(200))
@@ -174,12 +179,12 @@ def test_mirror_maker_from_three_brokers_to_a_sasl_ssl_cluster(cluster3, secured
     log = tmp_path / "mm2.log"
     mm2 = start_tool("connect-mirror-maker", config, log_path=log, jvm_options=JVM)
     remote = f"source.{topic_name}"
-    target_admin = AdminClient({"bootstrap.servers": secured_broker.bootstrap_servers, **target})
+    target_admin = AdminClient(target)
 
     def copied() -> bool:
         if mm2.poll() is not None or remote not in target_admin.list_topics(timeout=10).topics:
             return mm2.poll() is not None
-        consumer = Consumer({"bootstrap.servers": secured_broker.bootstrap_servers, "group.id": "unused", **target})
+        consumer = Consumer({**target, "group.id": "unused"})
         try:
             return sum(consumer.get_watermark_offsets(TopicPartition(remote, p), timeout=10)[1]
                        for p in range(2)) == 200
@@ -191,9 +196,4 @@ def test_mirror_maker_from_three_brokers_to_a_sasl_ssl_cluster(cluster3, secured
             "not copied\n" + "\n".join(log.read_text(errors="replace").splitlines()[-30:])
         assert len(target_admin.list_topics(timeout=10).topics[remote].partitions) == 2
     finally:
-        mm2.terminate()
-        try:
-            mm2.wait(30)
-        except Exception:
-            mm2.kill()
-            mm2.wait()
+        stop(mm2)

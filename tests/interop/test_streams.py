@@ -286,11 +286,7 @@ def test_streams_eos_over_sasl_ssl_with_only_its_prefixed_acls(secured_broker, t
     exactly_once_v2 application creates its internal topics and writes exactly what the input gives."""
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-    from tests.interop.conftest import SCRAM_USERS
-
-    admin = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
-             "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)}
-    run = StreamsRun(secured_broker.bootstrap_servers, tmp_path, client=admin,
+    run = StreamsRun(secured_broker.bootstrap_servers, tmp_path, client=secured_broker.librdkafka_config("admin"),
                      java=secured_broker.client_properties("alice"))
     grants = [AclBinding(kind, run.prefix, ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ALL,
                          AclPermissionType.ALLOW)

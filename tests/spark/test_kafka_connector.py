@@ -164,11 +164,7 @@ def test_over_sasl_ssl_alice_reads_and_writes_what_her_acls_allow(spark, secured
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
     from confluent_kafka.admin import ResourceType
 
-    from tests.interop.conftest import SCRAM_USERS
-
-    admin = AdminClient({"bootstrap.servers": secured_broker.bootstrap_servers, "security.protocol": "SASL_SSL",
-                         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
-                         "sasl.password": SCRAM_USERS["admin"], "ssl.ca.location": str(secured_broker.ca)})
+    admin = AdminClient(secured_broker.librdkafka_config("admin"))
     admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(60)
     alice = {f"kafka.{key}": value for key, value in secured_broker.client_properties("alice").items()}
     rows = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(5)], "key string, value string")

@@ -14,7 +14,7 @@ $(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c odradek/records/_c
 		odradek/broker/_frame_buffer.c odradek/protocol/_codec.c odradek/storage/_offset_map.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark,console]' --config-settings editable_mode=compat
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,spark,console,registry,iceberg]' --config-settings editable_mode=compat
 	touch $@
 
 # kcat, ZooKeeper for the cluster tests (Debian's package: the server jars in /usr/share/java; the tests start

@@ -171,6 +171,43 @@ def _throttled_replicas(items: list[str]) -> str | None:
     return "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
 
 
+ICEBERG_MODES = ("disabled", "key_value")  # odradek.iceberg.mode (docs/iceberg.md)
+ICEBERG_COLUMNS = ("key", "value", "headers", "timestamp", "partition", "offset")  # a key_value table's columns
+_ICEBERG_FIELD = re.compile(r"(year|month|day|hour|identity)\((\w+)\)|(bucket|truncate)\((\d+),\s*(\w+)\)")
+
+
+def parse_iceberg_partition_spec(text: str) -> list[tuple[str, int | None, str]]:
+    """odradek.iceberg.partition.spec: comma-separated Iceberg transforms of a key_value table's columns, as
+    `hour(timestamp)`, `identity(partition)`, `bucket(16, key)` or `truncate(1000, offset)`; empty: unpartitioned.
+    Each field as (transform, width or None, column); ValueError naming what is wrong."""
+    fields = []
+    for item in filter(None, (part.strip() for part in re.split(r",(?![^(]*\))", text))):  # commas outside ()
+        match = _ICEBERG_FIELD.fullmatch(item)
+        if match is None:
+            raise ValueError(f"{item!r} is not a transform: expected year|month|day|hour|identity(column) "
+                             f"or bucket|truncate(width, column)")
+        transform, column = (match[1], match[2]) if match[1] else (match[3], match[5])
+        width = int(match[4]) if match[4] else None
+        if column not in ICEBERG_COLUMNS:
+            raise ValueError(f"no column {column!r}: the columns are {', '.join(ICEBERG_COLUMNS)}")
+        if transform in ("year", "month", "day", "hour") and column != "timestamp":
+            raise ValueError(f"{transform}() applies to timestamp only")
+        if column == "headers":
+            raise ValueError("headers is a list: it cannot partition a table")
+        if width is not None and width < 1:
+            raise ValueError(f"the width of {transform}() must be at least 1")
+        fields.append((transform, width, column))
+    return fields
+
+
+def _iceberg_partition_spec(text: str) -> str | None:
+    try:
+        parse_iceberg_partition_spec(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _tiered_storage(enabled: bool) -> str | None:
     return ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log "
             "storage.") if enabled else None
@@ -227,6 +264,11 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
                   ("log.cleaner.min.compaction.lag.ms",), minimum=0),
         ConfigKey("min.insync.replicas", _T.INT, 1, "Replicas that must acknowledge an acks=all write",
                   ("min.insync.replicas",), minimum=1),
+        ConfigKey("odradek.iceberg.mode", _T.STRING, "disabled", "Write the topic into an Iceberg table: disabled "
+                  "or key_value (docs/iceberg.md)", choices=ICEBERG_MODES),
+        ConfigKey("odradek.iceberg.partition.spec", _T.STRING, "hour(timestamp)", "Partitioning of the topic's "
+                  "Iceberg table, as Iceberg transforms: hour(timestamp), identity(partition), ... (empty: none)",
+                  check=_iceberg_partition_spec),
         ConfigKey("preallocate", _T.BOOLEAN, False, "Preallocate segment files", ("log.preallocate",)),
         ConfigKey("remote.log.copy.disable", _T.BOOLEAN, False, "Stop copying a tiered topic's segments"),
         ConfigKey("remote.log.delete.on.disable", _T.BOOLEAN, False, "Delete remote data when tiering is turned off"),
@@ -355,6 +397,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("metrics.port", _T.INT, 0, "Port of the Prometheus /metrics endpoint (0: off)", minimum=0),
         ConfigKey("console.port", _T.INT, 0, "Port of the web console on 127.0.0.1, served beside the broker (0: "
                   "off; docs/console.md)", minimum=0),
+        ConfigKey("iceberg.catalog.uri", _T.STRING, "", "Catalog of the topics' Iceberg tables: a SQLAlchemy URI "
+                  "of a SQL catalog, or http(s)://... of a REST catalog (empty: SQLite in <log dir>/iceberg/; "
+                  "docs/iceberg.md)"),
+        ConfigKey("iceberg.warehouse", _T.STRING, "", "Where the tables' files go (empty: <log dir>/iceberg/warehouse)"),
+        ConfigKey("iceberg.namespace", _T.STRING, "odradek", "Namespace of the topics' tables: <namespace>.<topic>"),
+        ConfigKey("iceberg.commit.interval.ms", _T.LONG, 60000, "How often a topic's new records are committed to "
+                  "its Iceberg table", minimum=1),
         ConfigKey("log.retention.check.interval.ms", _T.LONG, 300000, "How often retention runs", minimum=1),
         ConfigKey("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, "How often flush.ms is checked"),
         ConfigKey("log.flush.offset.checkpoint.interval.ms", _T.INT, 60000, "How often recovery points are saved"),

@@ -274,15 +274,17 @@ class ProducerClient(_Client):
 class TransactionalClient(_Client):
     """Transactions of 5 values each, committed or aborted at random (seeded): a committed one's values must be
     read, an aborted one's never by read_committed consumers. A transaction whose end still failed after retries is
-    indeterminate (`info`); then the producer aborts if librdkafka says it must, else starts over (a new producer
-    with the same transactional id, fencing the old).
+    indeterminate (`info`); then a failed abort is aborted again if librdkafka says it must, and after a failed
+    commit the client starts over (a new producer with the same transactional id, whose InitProducerId completes or
+    aborts whatever the coordinator holds, fencing the old).
 
-    An abort waits for its records' delivery first. librdkafka sends EndTxn(abort) even when every
-    AddPartitionsToTxn of the transaction was refused, and they are, CONCURRENT_TRANSACTIONS, while the previous
-    commit's markers wait for a partition's leader (a broker stopping between the delivery of that commit's
-    records and its markers); the coordinator, still PrepareCommit, answers the abort INVALID_TXN_STATE, as Kafka's
-    does, and librdkafka makes it fatal (librdkafka #4849; docs/chaos.md). Delivered records mean registered
-    partitions, so the abort ends an Ongoing transaction."""
+    librdkafka sends EndTxn(abort) even when every AddPartitionsToTxn of the transaction was refused, and they are,
+    CONCURRENT_TRANSACTIONS, while the previous commit's markers wait for a partition's leader (a broker stopping
+    between the delivery of that commit's records and its markers); the coordinator, still PrepareCommit, answers the
+    abort INVALID_TXN_STATE, as Kafka's does, and librdkafka makes it fatal (librdkafka #4849; docs/chaos.md). So an
+    abort waits for its records' delivery first (delivered records mean registered partitions, so the abort ends an
+    Ongoing transaction), and a commit that failed, its records undelivered or its EndTxn perhaps prepared, is never
+    followed by an abort."""
 
     def __init__(self, name, history, stop, bootstrap: str, topic: str, partitions: int, seed: int):
         super().__init__(name, history, stop)
@@ -319,7 +321,8 @@ class TransactionalClient(_Client):
                 self.history.add(self.name, "txn", "info", values=values, error=error.name())
                 if error.fatal():
                     self.fatal_errors.append(error.str())
-                producer = self._abort(producer) if producer and error.txn_requires_abort() else None
+                abortable = producer is not None and not commit and error.txn_requires_abort()
+                producer = self._abort(producer) if abortable else None
                 self.stop.wait(0.5)
             self.stop.wait(0.05)
 

@@ -75,7 +75,7 @@ def _context(listener: Listener, props: Mapping[str, Any], protocol: int, *, key
     location, inline_key = setting("ssl.keystore.location"), setting("ssl.keystore.key")
     try:
         if inline_key:
-            _load_inline_cert_chain(context, inline_key, setting("ssl.keystore.certificate.chain", ""), password)
+            load_inline_cert_chain(context, inline_key, setting("ssl.keystore.certificate.chain", ""), password)
         elif location:
             context.load_cert_chain(location, password=password)
         elif keystore_required:
@@ -90,7 +90,7 @@ def _context(listener: Listener, props: Mapping[str, Any], protocol: int, *, key
     return context
 
 
-def _load_inline_cert_chain(context: ssl.SSLContext, key: str, chain: str, password: str | None) -> None:
+def load_inline_cert_chain(context: ssl.SSLContext, key: str, chain: str, password: str | None) -> None:
     """ssl.keystore.key / ssl.keystore.certificate.chain: ssl loads keys only from files, so through a private
     temporary file removed at once."""
     descriptor, path = tempfile.mkstemp(suffix=".pem")

@@ -1,0 +1,150 @@
+"""A topic's Iceberg table: its catalog, its schema and partition spec, records to Arrow rows, and the Kafka offsets
+each snapshot covers. Plain code over pyiceberg and pyarrow, no threads and no broker: the writer
+(odradek/iceberg/writer.py) and `odradek iceberg describe` both build on it.
+
+The offsets a table holds are in its snapshots' summaries, so the table itself says where writing resumes: each
+commit carries `odradek.offsets`, a JSON object of every partition ever written to the next offset to write
+({"0": 1200, "1": 998}), the previous commit's map with the partitions this one wrote updated. A snapshot made by
+someone else (a compaction, an expiry) may lack it: the nearest ancestor that has it counts (docs/iceberg.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform,
+                                  TruncateTransform, YearTransform)
+from pyiceberg.types import (BinaryType, IntegerType, ListType, LongType, NestedField, StringType, StructType,
+                             TimestamptzType)
+
+from odradek.config import parse_iceberg_partition_spec
+from odradek.records.arrow import RecordColumns
+from odradek.records.batch import BatchHeader, decode_batch, is_abort_marker
+from odradek.storage.transaction_index import AbortedTransaction
+
+OFFSETS_PROPERTY = "odradek.offsets"  # snapshot summary: {"<partition>": next offset} as JSON
+TOPIC_PROPERTY = "odradek.topic"  # table property: the topic the table is written from
+
+KEY_VALUE_SCHEMA = Schema(
+    NestedField(1, "key", BinaryType(), required=False),
+    NestedField(2, "value", BinaryType(), required=False),
+    NestedField(3, "headers", ListType(7, StructType(
+        NestedField(8, "key", StringType(), required=False),
+        NestedField(9, "value", BinaryType(), required=False)), element_required=False), required=False),
+    NestedField(4, "timestamp", TimestamptzType(), required=True),
+    NestedField(5, "partition", IntegerType(), required=True),
+    NestedField(6, "offset", LongType(), required=True),
+)
+KEY_VALUE_ARROW = KEY_VALUE_SCHEMA.as_arrow()
+
+_TRANSFORMS = {"year": YearTransform, "month": MonthTransform, "day": DayTransform, "hour": HourTransform,
+               "identity": IdentityTransform}
+_MAX_TIMESTAMP_MS = 2**63 // 1000 - 1  # Iceberg's timestamps are microseconds in an int64
+
+
+def open_catalog(config: Mapping[str, Any], log_dir: Path) -> Catalog:
+    """The catalog of iceberg.catalog.uri (a REST catalog for http(s)://, else a SQL catalog: SQLite in
+    <log dir>/iceberg/catalog.db by default) with iceberg.warehouse (default <log dir>/iceberg/warehouse)."""
+    uri = config["iceberg.catalog.uri"]
+    warehouse = config["iceberg.warehouse"] or str(log_dir / "iceberg" / "warehouse")
+    if "://" not in warehouse:
+        Path(warehouse).mkdir(parents=True, exist_ok=True)
+        warehouse = Path(warehouse).resolve().as_uri()
+    if uri.startswith(("http://", "https://")):
+        from pyiceberg.catalog.rest import RestCatalog
+
+        return RestCatalog("odradek", uri=uri, warehouse=warehouse)
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    if not uri:
+        (log_dir / "iceberg").mkdir(parents=True, exist_ok=True)
+        uri = f"sqlite:///{log_dir / 'iceberg' / 'catalog.db'}"
+    return SqlCatalog("odradek", uri=uri, warehouse=warehouse)
+
+
+def partition_spec(text: str) -> PartitionSpec:
+    """odradek.iceberg.partition.spec (checked by odradek.config) as an Iceberg partition spec."""
+    fields = []
+    for number, (transform, width, column) in enumerate(parse_iceberg_partition_spec(text)):
+        source = KEY_VALUE_SCHEMA.find_field(column)
+        if transform == "bucket":
+            made, name = BucketTransform(width), f"{column}_bucket_{width}"
+        elif transform == "truncate":
+            made, name = TruncateTransform(width), f"{column}_trunc_{width}"
+        else:
+            made, name = _TRANSFORMS[transform](), column if transform == "identity" else f"{column}_{transform}"
+        fields.append(PartitionField(source.field_id, 1000 + number, made, name))
+    return PartitionSpec(*fields)
+
+
+def load_or_create(catalog: Catalog, namespace: str, topic: str, spec_text: str) -> Table:
+    """The table `<namespace>.<topic>`, created (with its namespace) on first use with the topic's spec."""
+    identifier = (namespace, topic)
+    try:
+        return catalog.load_table(identifier)
+    except NoSuchTableError:
+        pass
+    try:
+        catalog.create_namespace(namespace)
+    except NamespaceAlreadyExistsError:
+        pass
+    try:
+        return catalog.create_table(identifier, KEY_VALUE_SCHEMA, partition_spec=partition_spec(spec_text),
+                                    properties={TOPIC_PROPERTY: topic})
+    except TableAlreadyExistsError:  # another broker made it meanwhile
+        return catalog.load_table(identifier)
+
+
+def committed_offsets(table: Table) -> dict[int, int]:
+    """{partition: next offset to write} of the table's current snapshot (or its nearest ancestor that says)."""
+    snapshot = table.current_snapshot()
+    while snapshot is not None:
+        recorded = snapshot.summary.additional_properties.get(OFFSETS_PROPERTY) if snapshot.summary else None
+        if recorded is not None:
+            return {int(partition): int(offset) for partition, offset in json.loads(recorded).items()}
+        snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
+    return {}
+
+
+def offsets_summary(offsets: Mapping[int, int]) -> dict[str, str]:
+    return {OFFSETS_PROPERTY: json.dumps({str(partition): offset for partition, offset in sorted(offsets.items())})}
+
+
+def delivered(batches: Sequence[tuple[BatchHeader, memoryview]],
+              aborted_transactions: Sequence[AbortedTransaction]) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """The batches a read_committed consumer sees: no control batches, none of an aborted transaction (each listed
+    by its producer and first offset; it ends at that producer's abort marker)."""
+    aborted = sorted(aborted_transactions, key=lambda entry: entry.first_offset)
+    aborting: set[int] = set()
+    for header, batch in batches:
+        if header.producer_id >= 0:
+            while aborted and aborted[0].first_offset <= header.last_offset:
+                aborting.add(aborted.pop(0).producer_id)
+            if header.is_control and is_abort_marker(decode_batch(batch)[1]):
+                aborting.discard(header.producer_id)
+            elif header.is_transactional and header.producer_id in aborting:
+                continue
+        if not header.is_control:
+            yield header, batch
+
+
+def key_value_rows(columns: RecordColumns, partition: int) -> pa.Table:
+    """One partition's records (odradek.records.arrow columns, headers included) as rows of the key_value table."""
+    count = len(columns.offsets)
+    micros = np.clip(columns.timestamps, -_MAX_TIMESTAMP_MS, _MAX_TIMESTAMP_MS) * 1000
+    return pa.Table.from_arrays([
+        columns.keys, columns.values, columns.headers.cast(KEY_VALUE_ARROW.field("headers").type),
+        pa.array(micros, pa.timestamp("us", tz="UTC")),
+        pa.array(np.full(count, partition, np.int32)),
+        pa.array(columns.offsets, pa.int64()),
+    ], schema=KEY_VALUE_ARROW)

@@ -4,9 +4,9 @@
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
 With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
 The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
-dump-log, mirror, users, reassign and elect-leaders, console), each adding its parsers here (`console.port` also
-serves the web console beside the broker); Spark's pipeline commands join only when odradek.spark.pipelines imports
-(pyspark is optional).
+dump-log, mirror, users, reassign and elect-leaders, console, iceberg), each adding its parsers here (`console.port`
+also serves the web console beside the broker); Spark's pipeline commands join only when odradek.spark.pipelines
+imports (pyspark is optional).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 import confluent_kafka
 
 from odradek import __version__
-from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, mirror, perf, produce, reassign,
-                         topics, users, zk)
+from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, iceberg, mirror, perf, produce,
+                         reassign, topics, users, zk)
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
 from odradek.cli.extras import missing_extra_line
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
     for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users,
-                   reassign, console):
+                   reassign, console, iceberg):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser

@@ -1,0 +1,76 @@
+"""Serving the schema registry: uvicorn on a socket bound here (127.0.0.1 by default; port 0 picks a free one and
+the bound port is known before serving), in the foreground (`odradek schema-registry`) or in a daemon thread beside
+a broker (`odradek serve --set schema.registry.port=...`), as the console is served (odradek.console.server).
+`start()` also starts the store: `_schemas` is created if missing and read to its end before the URL is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import socket
+import threading
+from collections.abc import Mapping
+
+import uvicorn
+
+from odradek.registry.app import create_app
+from odradek.registry.service import Registry
+from odradek.registry.store import DEFAULT_GROUP, DEFAULT_TOPIC, KafkaStore
+
+log = logging.getLogger("odradek.registry")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8081  # Confluent Schema Registry's
+
+
+@dataclasses.dataclass
+class SchemaRegistrySettings:
+    bootstrap_servers: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    client_config: Mapping[str, str] = dataclasses.field(default_factory=dict)  # security.protocol, sasl.*, ssl.*
+    topic: str = DEFAULT_TOPIC
+    group_id: str = DEFAULT_GROUP  # the registries of one cluster that share `topic` and its writes
+    timeout: float = 30.0
+
+
+class SchemaRegistry:
+    """`start()` binds, catches up with the topic and returns the URL, `serve()` blocks, `start_thread()` serves in
+    a daemon thread."""
+
+    def __init__(self, settings: SchemaRegistrySettings):
+        self.settings = settings
+        self.store = KafkaStore(settings.bootstrap_servers, settings.client_config, topic=settings.topic,
+                                group_id=settings.group_id, timeout=settings.timeout)
+        app = create_app(Registry(self.store), cluster_id=lambda: self.store.cluster_id)
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+        self._socket: socket.socket | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        family = socket.AF_INET6 if ":" in self.settings.host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((self.settings.host, self.settings.port))
+        self.store.start()
+        self._socket.listen(128)
+        port = self._socket.getsockname()[1]
+        host = f"[{self.settings.host}]" if family == socket.AF_INET6 else self.settings.host
+        self.url = f"http://{host}:{port}"
+        return self.url
+
+    def serve(self) -> None:
+        """Serve until stop() (or Ctrl-C in the foreground)."""
+        try:
+            self._server.run(sockets=[self._socket])
+        finally:
+            self.store.stop()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+
+    def start_thread(self) -> str:
+        url = self.start()
+        threading.Thread(target=self.serve, name="odradek-schema-registry", daemon=True).start()
+        log.info("schema registry on %s", url)
+        return url

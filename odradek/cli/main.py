@@ -24,7 +24,7 @@ import confluent_kafka
 
 from odradek import __version__
 from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, iceberg, mirror, perf, produce,
-                         reassign, topics, users, zk)
+                         reassign, schema_registry, topics, users, zk)
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
 from odradek.cli.extras import missing_extra_line
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
     for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users,
-                   reassign, console, iceberg):
+                   reassign, console, schema_registry, iceberg):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser

@@ -7,22 +7,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+from pyiceberg.exceptions import NoSuchTableError
 
 from odradek.embedded import BrokerProcess
+from odradek.iceberg.table import committed_offsets
 
-pytest.importorskip("pyiceberg")
-from pyiceberg.exceptions import NoSuchTableError  # noqa: E402
-
-from odradek.iceberg.table import committed_offsets, open_catalog  # noqa: E402
-
-CATALOG_DEFAULTS = {"iceberg.catalog.uri": "", "iceberg.warehouse": ""}
+from .conftest import admin, create_topic, end_offsets, produce, rows, table_of, wait_committed
 
 
 @pytest.fixture(scope="module")
@@ -34,56 +29,6 @@ def broker(tmp_path_factory):
     process.start()
     yield process
     process.stop()
-
-
-def admin(broker) -> AdminClient:
-    return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-
-
-def create_topic(broker, name: str, partitions: int = 1, **configs: str) -> None:
-    client = admin(broker)
-    client.create_topics([NewTopic(name, partitions, 1, config=configs)])[name].result(10)
-
-
-def produce(broker, topic: str, records, **settings) -> None:
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5, **settings})
-    for partition, key, value, headers in records:
-        producer.produce(topic, value, key, partition=partition, headers=headers)
-    assert producer.flush(10) == 0
-
-
-def end_offsets(broker, topic: str, partitions: int) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "ends"})
-    try:
-        return {index: consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)[1]
-                for index in range(partitions)}
-    finally:
-        consumer.close()
-
-
-def table_of(data_dir: Path, topic: str):
-    return open_catalog(CATALOG_DEFAULTS, data_dir).load_table(("odradek", topic))
-
-
-def wait_committed(data_dir: Path, topic: str, wanted: dict[int, int], timeout: float = 20.0):
-    """The table once its last commit covers `wanted` ({partition: next offset}), or a failure saying where it is."""
-    deadline, seen = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        try:
-            table = table_of(data_dir, topic)
-            seen = committed_offsets(table)
-            if all(seen.get(index, 0) >= offset for index, offset in wanted.items()):
-                return table
-        except NoSuchTableError:
-            pass
-        time.sleep(0.05)
-    pytest.fail(f"{topic}: the table covers {seen}, not {wanted}")
-
-
-def rows(table) -> list[dict]:
-    return sorted(table.scan().to_arrow().to_pylist(), key=lambda row: (row["partition"], row["offset"]))
 
 
 def test_key_value_topic_has_every_record_once(broker, topic_name):

@@ -432,6 +432,21 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("group.max.size", _T.INT, INT_MAX, "Members a group may have", minimum=1),
         ConfigKey("group.consumer.heartbeat.interval.ms", _T.INT, 5000, "KIP-848 heartbeat interval"),
         ConfigKey("group.consumer.session.timeout.ms", _T.INT, 45000, "KIP-848 session timeout"),
+        ConfigKey("group.share.heartbeat.interval.ms", _T.INT, 5000, "Share group heartbeat interval (KIP-932)",
+                  minimum=1),
+        ConfigKey("group.share.session.timeout.ms", _T.INT, 45000, "Share group session timeout", minimum=1),
+        ConfigKey("group.share.record.lock.duration.ms", _T.INT, 30000, "How long a share consumer holds an "
+                  "acquired record", minimum=1000, maximum=3600000),
+        ConfigKey("group.share.delivery.count.limit", _T.INT, 5, "Deliveries of a record to a share group before "
+                  "it is archived", minimum=2, maximum=10),
+        ConfigKey("group.share.partition.max.record.locks", _T.INT, 2000, "Records of a share-partition in flight",
+                  minimum=100, maximum=10000),
+        ConfigKey("share.coordinator.state.topic.num.partitions", _T.INT, 50, "Partitions of __share_group_state",
+                  minimum=1),
+        ConfigKey("share.coordinator.state.topic.replication.factor", _T.SHORT, 3, "Replication factor of "
+                  "__share_group_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
+        ConfigKey("share.coordinator.state.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of "
+                  "__share_group_state", minimum=1),
         ConfigKey("transaction.state.log.num.partitions", _T.INT, 50, "Partitions of __transaction_state"),
         ConfigKey("transaction.state.log.segment.bytes", _T.INT, 104857600, "segment.bytes of __transaction_state",
                   minimum=1),
@@ -617,7 +632,6 @@ _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
     "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
 })
 

@@ -10,4 +10,5 @@ from .offsets import *  # noqa: F401,F403
 from .partition_admin import *  # noqa: F401,F403
 from .produce import *  # noqa: F401,F403
 from .quotas import *  # noqa: F401,F403
+from .share import *  # noqa: F401,F403
 from .transactions import *  # noqa: F401,F403

@@ -1,8 +1,9 @@
 """The APIs this broker serves and the version range it advertises for each.
 
-The ranges are a compatibility decision, not a transcription: every minimum is 0 because aiokafka gives up when
-a broker's minimum is above its own maximum and librdkafka before 2.8 turns compression off unless Produce starts
-at 0; every maximum is Kafka 4.0's, so the table as a whole is one release (the reasons are in
+The ranges are a compatibility decision, not a transcription: every minimum but the share APIs' is 0 because
+aiokafka gives up when a broker's minimum is above its own maximum and librdkafka before 2.8 turns compression off
+unless Produce starts at 0; every maximum is Kafka 4.0's (but for the share-group APIs, at Kafka 4.2+'s v1, the
+first version 4.x clients send), so the table as a whole is one release (the reasons are in
 odradek/broker/handlers/api_versions.py). The schemas in `apis` may define later versions than we advertise; those
 are usable by `encode_request`/`decode_response` only.
 """
@@ -110,6 +111,10 @@ _ADVERTISED = [
     (m.ConsumerGroupDescribeRequest, m.ConsumerGroupDescribeResponse, 0, 1),
     (m.ListConfigResourcesRequest, m.ListConfigResourcesResponse, 0, 0),
     (m.DescribeTopicPartitionsRequest, m.DescribeTopicPartitionsResponse, 0, 0),
+    (m.ShareGroupHeartbeatRequest, m.ShareGroupHeartbeatResponse, 1, 1),
+    (m.ShareGroupDescribeRequest, m.ShareGroupDescribeResponse, 1, 1),
+    (m.ShareFetchRequest, m.ShareFetchResponse, 1, 2),
+    (m.ShareAcknowledgeRequest, m.ShareAcknowledgeResponse, 1, 2),
 ]
 
 API_BY_KEY: dict[int, Api] = {a.key: a for a in (Api(*row) for row in _ADVERTISED)}

@@ -1,0 +1,267 @@
+"""The share-group coordinator of one node: the asyncio edge around share_group.py and share_partition.py.
+
+It owns what the plain code must not: the share groups by id, the share-partitions by (group, topic id, partition)
+and the share sessions by (group, member) (ShareFetch's session epochs, Kafka's ShareSessionCache), one timer set to
+the next deadline (a member's session, a record's lock), the waiters of ShareFetch long polls (woken by an append
+to a fetched partition or by records coming back), and __share_group_state (share_state.py). Every change of a
+share-partition's state (an acquisition, which counts a delivery, an acknowledgement, a release) is written there as
+a snapshot before the request that made it is answered, so an acknowledged record is never delivered again after a
+restart or kill -9, and a delivery is counted against the limit even when the broker dies with the record acquired.
+A share-partition is read back from the state topic the first time it is used after a start; one never seen starts
+at the log end (share.auto.offset.reset latest, Kafka's default).
+
+A share group's id is in the same namespace as the other groups: a heartbeat for the id of a classic or consumer
+group is refused with GROUP_ID_NOT_FOUND, as Kafka refuses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+
+from odradek.clock import now_ms
+from odradek.coordinator.assignors import TopicInfo
+from odradek.coordinator.share_group import ShareGroup, ShareHeartbeatResult
+from odradek.coordinator.share_partition import SharePartition
+from odradek.coordinator.share_state import (SHARE_STATE_TOPIC, SNAPSHOT_TYPE, parse_record, snapshot_record,
+                                             state_partition_for, tombstone)
+from odradek.errors import ErrorCode, KafkaError
+from odradek.records.batch import Record, decode_batch, encode_batch, validate_batches
+
+Key = tuple[str, uuid.UUID, int]
+
+
+@dataclasses.dataclass
+class ShareSession:
+    epoch: int  # the epoch the next request must carry
+    partitions: set[tuple[uuid.UUID, int]]
+
+
+class ShareCoordinator:
+    def __init__(self, broker):
+        self.broker = broker
+        config = broker.config
+        self.limits = dict(lock_duration_ms=config["group.share.record.lock.duration.ms"],
+                           delivery_limit=config["group.share.delivery.count.limit"],
+                           max_locks=config["group.share.partition.max.record.locks"])
+        self.session_timeout_ms = config["group.share.session.timeout.ms"]
+        self.heartbeat_interval_ms = config["group.share.heartbeat.interval.ms"]
+        self.groups: dict[str, ShareGroup] = {}
+        self.partitions: dict[Key, SharePartition] = {}
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._stored: dict[int, dict[Key, tuple[int, list]]] = {}  # state partition -> what it holds, once read
+        self._snapshot_epochs: dict[Key, int] = {}
+        self._created_ms: dict[Key, int] = {}
+        self._waiters: set[asyncio.Future] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def num_state_partitions(self) -> int:
+        topic = self.broker.metadata.topics.get(SHARE_STATE_TOPIC)
+        return len(topic.partitions) if topic is not None else \
+            self.broker.config["share.coordinator.state.topic.num.partitions"]
+
+    # ------------------------------------------------------------------------------------------ membership
+    def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int, rack_id: str | None,
+                  subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> ShareHeartbeatResult:
+        if not group_id:
+            raise KafkaError(ErrorCode.INVALID_GROUP_ID)
+        if group_id in self.broker.group_coordinator.groups:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_epoch != 0:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.groups[group_id] = ShareGroup(group_id, session_timeout_ms=self.session_timeout_ms,
+                                                       heartbeat_interval_ms=self.heartbeat_interval_ms,
+                                                       now_ms=now_ms())
+        result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, rack_id=rack_id,
+                                 subscribed_topic_names=subscribed_topic_names, topics=self.topic_catalogue(),
+                                 client_id=client_id, client_host=client_host, now_ms=now_ms())
+        if result.member_epoch < 0:
+            self._member_gone(group_id, member_id)
+        self._arm_timer()
+        return result
+
+    def topic_catalogue(self) -> dict[str, TopicInfo]:
+        return {name: TopicInfo(t.topic_id, len(t.partitions)) for name, t in self.broker.metadata.topics.items()
+                if not name.startswith("__")}
+
+    def _member_gone(self, group_id: str, member_id: str) -> None:
+        """Its session closes and every record it held comes back."""
+        self.sessions.pop((group_id, member_id), None)
+        for key, partition in self.partitions.items():
+            if key[0] == group_id and partition.release_member(member_id):
+                self.persist(key)
+        self._wake()
+
+    # -------------------------------------------------------------------------------------------- sessions
+    def session(self, group_id: str, member_id: str, epoch: int,
+                added: list[tuple[uuid.UUID, int]], forgotten: list[tuple[uuid.UUID, int]]) -> ShareSession | None:
+        """The session a ShareFetch/ShareAcknowledge at `epoch` runs in (None when it closes it): epoch 0 opens
+        one (replacing the member's), -1 closes it, any other must be the next of the session's."""
+        if not group_id or not member_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
+        key = (group_id, member_id)
+        if epoch == 0:
+            session = self.sessions[key] = ShareSession(1, set(added))
+            return session
+        session = self.sessions.get(key)
+        if session is None:
+            raise KafkaError(ErrorCode.SHARE_SESSION_NOT_FOUND, "The share session was not found.")
+        if epoch == -1:
+            del self.sessions[key]
+            return None
+        if epoch != session.epoch:
+            raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+                             f"The share session epoch {epoch} is not the expected {session.epoch}.")
+        session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+        session.partitions.update(added)
+        session.partitions.difference_update(forgotten)
+        return session
+
+    # -------------------------------------------------------------------------------------- share-partitions
+    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int, log_end: int) -> SharePartition:
+        key = (group_id, topic_id, index)
+        partition = self.partitions.get(key)
+        if partition is None:
+            stored = self._stored_states(state_partition_for(group_id, topic_id, index,
+                                                             self.num_state_partitions)).get(key)
+            if stored is None:
+                partition = SharePartition(log_end, **self.limits)
+                self._created_ms[key] = now_ms()
+            else:
+                partition = SharePartition.restored(stored[0], stored[1], **self.limits)
+            self.partitions[key] = partition
+        return partition
+
+    def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
+                    batches: list[tuple[int, int, list[int]]], log_end: int) -> None:
+        """Apply a partition's acknowledgement batches and persist them; INVALID_RECORD_STATE (and the batches
+        before the failing one applied) as Kafka answers a batch naming records this member does not hold."""
+        partition = self.share_partition(group_id, topic_id, index, log_end)
+        now = now_ms()
+        try:
+            for first, last, types in batches:
+                partition.acknowledge(member_id, first, last, types, now)
+        finally:
+            self.persist((group_id, topic_id, index))
+            self._wake()
+            self._arm_timer()
+
+    def acquired(self, key: Key) -> None:
+        """A fetch acquired records of this share-partition: persist the delivery counts, arm the lock timer."""
+        self.persist(key)
+        self._arm_timer()
+
+    def persist(self, key: Key) -> None:
+        partition = self.partitions[key]
+        group_id, topic_id, index = key
+        self._snapshot_epochs[key] = epoch = self._snapshot_epochs.get(key, -1) + 1
+        now = now_ms()
+        record = snapshot_record(group_id, topic_id, index, start_offset=partition.start_offset,
+                                 batches=partition.state_batches(), snapshot_epoch=epoch,
+                                 create_ms=self._created_ms.setdefault(key, now), write_ms=now)
+        self._write(key, [record])
+
+    def delete_state(self, key: Key) -> None:
+        self.partitions.pop(key, None)
+        self._write(key, [tombstone(*key)])
+
+    def ensure_state_topic(self) -> None:
+        self.broker.ensure_internal_topic(SHARE_STATE_TOPIC, self.broker.config[
+            "share.coordinator.state.topic.num.partitions"], {
+            "cleanup.policy": "compact", "compression.type": "producer",
+            "segment.bytes": str(self.broker.config["share.coordinator.state.topic.segment.bytes"])},
+            "share.coordinator.state.topic.replication.factor")
+
+    def _write(self, key: Key, records: list[tuple[bytes, bytes | None]]) -> None:
+        self.ensure_state_topic()
+        index = state_partition_for(*key, self.num_state_partitions)
+        now = now_ms()
+        data = encode_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)])
+        self.broker.partition(SHARE_STATE_TOPIC, index).append(data, validate_batches(data))
+        if records[-1][1] is None and index in self._stored:
+            self._stored[index].pop(key, None)
+
+    def _stored_states(self, index: int) -> dict[Key, tuple[int, list]]:
+        """The share-partition states partition `index` of the state topic holds, read once after a start."""
+        stored = self._stored.get(index)
+        if stored is not None:
+            return stored
+        stored = self._stored[index] = {}
+        if SHARE_STATE_TOPIC not in self.broker.metadata.topics:
+            return stored
+        for header, batch in self.broker.partition(SHARE_STATE_TOPIC, index).log.iter_batches():
+            if header.is_control:
+                continue
+            for record in decode_batch(batch)[1]:
+                if record.key is None:
+                    continue
+                parsed = parse_record(record.key, record.value)
+                if parsed is None:
+                    continue
+                if parsed.deleted:
+                    stored.pop(parsed.key, None)
+                elif parsed.kind == SNAPSHOT_TYPE:
+                    stored[parsed.key] = (parsed.start_offset, parsed.batches)
+                    self._snapshot_epochs[parsed.key] = parsed.snapshot_epoch
+                elif parsed.key in stored:  # a ShareUpdate over the snapshot before it
+                    start, batches = stored[parsed.key]
+                    merged = {o: (s, c) for f, la, s, c in batches for o in range(f, la + 1)}
+                    merged.update({o: (s, c) for f, la, s, c in parsed.batches for o in range(f, la + 1)})
+                    start = max(start, parsed.start_offset)
+                    stored[parsed.key] = (start, [(o, o, s, c) for o, (s, c) in sorted(merged.items())])
+        return stored
+
+    # ------------------------------------------------------------------------------------ waits and timers
+    async def wait_for_change(self, partitions, timeout_s: float) -> None:
+        """Until one of `partitions` (cluster Partitions) appends, records come back, or `timeout_s` passes."""
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+
+        def wake():
+            if not woken.done():
+                woken.set_result(None)
+
+        for partition in partitions:
+            partition.on_next_append(wake)
+        self._waiters.add(woken)
+        try:
+            await asyncio.wait_for(woken, max(0.0, timeout_s))
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(woken)
+            for partition in partitions:
+                partition.cancel_wait(wake)
+
+    def _wake(self) -> None:
+        for waiter in list(self._waiters):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _arm_timer(self) -> None:
+        deadlines = [m.session_deadline_ms for g in self.groups.values() for m in g.members.values()]
+        deadlines += [d for d in (p.next_lock_deadline() for p in self.partitions.values()) if d is not None]
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if deadlines:
+            delay = max(0.0, (min(deadlines) - now_ms()) / 1000)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        now = now_ms()
+        for group in self.groups.values():
+            for member_id in group.expired_members(now):
+                group.remove(member_id, now)
+                self._member_gone(group.group_id, member_id)
+        expired = [key for key, partition in self.partitions.items() if partition.expire_locks(now)]
+        for key in expired:
+            self.persist(key)
+        if expired:
+            self._wake()
+        self._arm_timer()

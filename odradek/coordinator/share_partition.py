@@ -1,0 +1,191 @@
+"""One share-partition (KIP-932): the in-flight window of a (share group, topic partition) and each record's state.
+
+Plain code with explicit `now_ms`, as Kafka's SharePartition without its I/O. The window runs from the start offset
+(every record before it is done: acknowledged or archived) to the end offset (the next record never fetched). A
+record in the window is AVAILABLE (to be delivered, again if its delivery count is above 0), ACQUIRED by one member
+until its lock expires, ACKNOWLEDGED or ARCHIVED; the ids are Kafka's RecordState ids, which the state topic stores.
+Acquiring a record counts a delivery. A record released (RELEASE, its lock expiring, its holder leaving) becomes
+AVAILABLE again, or ARCHIVED once its delivery count has reached the delivery limit; REJECT and GAP archive it,
+ACCEPT acknowledges it, RENEW extends its lock. The start offset moves past every record that is done, so the window
+holds at most `max_locks` records not yet done (group.share.partition.max.record.locks), as Kafka bounds it.
+
+`state_batches` is what is persisted (odradek/coordinator/share_state.py): runs of equal (state, delivery count),
+an acquired record stored as AVAILABLE with the count of its current delivery, as Kafka's persister writes it. A
+share-partition restored from them (`restored`) delivers every record that was not done again, and counts it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from odradek.errors import ErrorCode, KafkaError
+
+AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+_DONE = (ACKNOWLEDGED, ARCHIVED)
+
+
+@dataclasses.dataclass(slots=True)
+class InFlight:
+    state: int = AVAILABLE
+    delivery_count: int = 0
+    member: str | None = None
+    lock_deadline_ms: int = 0
+
+
+class SharePartition:
+    def __init__(self, start_offset: int, *, lock_duration_ms: int, delivery_limit: int, max_locks: int):
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.lock_duration_ms = lock_duration_ms
+        self.delivery_limit = delivery_limit
+        self.max_locks = max_locks
+        self.records: dict[int, InFlight] = {}  # every offset in [start_offset, end_offset)
+
+    @classmethod
+    def restored(cls, start_offset: int, batches: Iterable[tuple[int, int, int, int]], **limits) -> "SharePartition":
+        """From persisted (first, last, state, delivery count) runs; offsets past the start they leave out are
+        AVAILABLE, never delivered."""
+        partition = cls(start_offset, **limits)
+        for first, last, state, count in batches:
+            for offset in range(max(first, start_offset), last + 1):
+                partition.records[offset] = InFlight(AVAILABLE if state == ACQUIRED else state, count)
+        if partition.records:
+            partition.end_offset = max(partition.records) + 1
+            for offset in range(start_offset, partition.end_offset):
+                partition.records.setdefault(offset, InFlight())
+        partition._advance()
+        return partition
+
+    # ------------------------------------------------------------------------------------------ fetching
+    def next_fetch_offset(self) -> int | None:
+        """Where a fetch reads from: the first AVAILABLE record in the window, else the end offset; None when the
+        window is full of records not done."""
+        for offset in range(self.start_offset, self.end_offset):
+            if self.records[offset].state == AVAILABLE:
+                return offset
+        if self.end_offset - self.start_offset >= self.max_locks:
+            return None
+        return self.end_offset
+
+    def acquire(self, member: str, batches: Iterable[tuple[int, int]], max_records: int,
+                now_ms: int) -> list[tuple[int, int, int]]:
+        """Acquire for `member` up to `max_records` records of the log batches (first, last offset) a fetch read;
+        the acquired runs as (first, last, delivery count). Offsets between batches (compacted away) are archived
+        as the window passes them."""
+        acquired: list[tuple[int, int, int]] = []
+        taken = 0
+        deadline = now_ms + self.lock_duration_ms
+        for first, last in batches:
+            for offset in range(max(first, self.start_offset), last + 1):
+                if taken >= max_records:
+                    return acquired
+                record = self.records.get(offset)
+                if record is None:
+                    if offset < self.end_offset or self.end_offset - self.start_offset >= self.max_locks:
+                        continue
+                    for missing in range(self.end_offset, offset):
+                        self.records[missing] = InFlight(ARCHIVED)
+                    record = self.records[offset] = InFlight()
+                    self.end_offset = offset + 1
+                if record.state != AVAILABLE:
+                    continue
+                record.state, record.member, record.lock_deadline_ms = ACQUIRED, member, deadline
+                record.delivery_count += 1
+                taken += 1
+                if acquired and acquired[-1][1] == offset - 1 and acquired[-1][2] == record.delivery_count:
+                    acquired[-1] = (acquired[-1][0], offset, record.delivery_count)
+                else:
+                    acquired.append((offset, offset, record.delivery_count))
+        self._advance()
+        return acquired
+
+    # ------------------------------------------------------------------------------------ acknowledging
+    def acknowledge(self, member: str, first: int, last: int, types: list[int], now_ms: int) -> None:
+        """One acknowledgement batch: one type for the whole range, or one per offset. Every record must be
+        acquired by `member` (INVALID_RECORD_STATE otherwise, and nothing changes), as Kafka checks."""
+        if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "acknowledgement batch does not match its offsets")
+        if any(t not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for t in types):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown acknowledge type in {types}")
+        for offset in range(first, last + 1):
+            record = self.records.get(offset)
+            if record is None or record.state != ACQUIRED or record.member != member:
+                raise KafkaError(ErrorCode.INVALID_RECORD_STATE,
+                                 f"offset {offset} is not acquired by this member")
+        for offset in range(first, last + 1):
+            kind = types[0] if len(types) == 1 else types[offset - first]
+            record = self.records[offset]
+            if kind == RENEW:
+                record.lock_deadline_ms = now_ms + self.lock_duration_ms
+            elif kind == ACCEPT:
+                self._settle(record, ACKNOWLEDGED)
+            elif kind == RELEASE:
+                self._release(record)
+            else:  # REJECT, GAP
+                self._settle(record, ARCHIVED)
+        self._advance()
+
+    def release_member(self, member: str) -> bool:
+        """The member left or its session ended: its records come back (or are archived at the limit)."""
+        released = False
+        for record in self.records.values():
+            if record.state == ACQUIRED and record.member == member:
+                self._release(record)
+                released = True
+        self._advance()
+        return released
+
+    def expire_locks(self, now_ms: int) -> bool:
+        """Release every record whose lock has run out; whether any was."""
+        expired = False
+        for record in self.records.values():
+            if record.state == ACQUIRED and record.lock_deadline_ms <= now_ms:
+                self._release(record)
+                expired = True
+        self._advance()
+        return expired
+
+    def move_start(self, offset: int) -> None:
+        """A new start offset (AlterShareGroupOffsets, or the log start moving past the window): the records
+        before it leave the window, done."""
+        if offset >= self.end_offset:
+            self.records.clear()
+            self.start_offset = self.end_offset = offset
+            return
+        for gone in range(self.start_offset, offset):
+            del self.records[gone]
+        self.start_offset = max(self.start_offset, offset)
+
+    # -------------------------------------------------------------------------------------------- views
+    def state_batches(self) -> list[tuple[int, int, int, int]]:
+        """(first, last, state, delivery count) runs covering the window, ACQUIRED written as AVAILABLE."""
+        runs: list[list[int]] = []
+        for offset in range(self.start_offset, self.end_offset):
+            record = self.records[offset]
+            state = AVAILABLE if record.state == ACQUIRED else record.state
+            if runs and runs[-1][2] == state and runs[-1][3] == record.delivery_count:
+                runs[-1][1] = offset
+            else:
+                runs.append([offset, offset, state, record.delivery_count])
+        return [tuple(run) for run in runs]
+
+    def acquired_count(self) -> int:
+        return sum(1 for record in self.records.values() if record.state == ACQUIRED)
+
+    def next_lock_deadline(self) -> int | None:
+        return min((r.lock_deadline_ms for r in self.records.values() if r.state == ACQUIRED), default=None)
+
+    # ---------------------------------------------------------------------------------------- internals
+    def _release(self, record: InFlight) -> None:
+        self._settle(record, ARCHIVED if record.delivery_count >= self.delivery_limit else AVAILABLE)
+
+    @staticmethod
+    def _settle(record: InFlight, state: int) -> None:
+        record.state, record.member, record.lock_deadline_ms = state, None, 0
+
+    def _advance(self) -> None:
+        while self.start_offset < self.end_offset and self.records[self.start_offset].state in _DONE:
+            del self.records[self.start_offset]
+            self.start_offset += 1

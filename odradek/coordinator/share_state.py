@@ -1,0 +1,127 @@
+"""The internal topic __share_group_state: where each share-partition's state is kept, in Kafka's record format.
+
+Kafka's share coordinator keys a share-partition as "group:topicId:partition" and places it in partition
+abs(hashCode) % share.coordinator.state.topic.num.partitions of __share_group_state (odradek/coordinator/
+offsets_topic.py's Java hash); the topic is compacted, so the latest record of a key is its state. Records are
+Kafka 4's coordinator records: the key is an int16 record type (0: ShareSnapshot) and the ShareSnapshotKey body
+(GroupId string, TopicId uuid, Partition int32); the value an int16 version (0) and the flexible ShareSnapshotValue
+(SnapshotEpoch, StateEpoch, LeaderEpoch int32, StartOffset int64, tagged DeliveryCompleteCount, CreateTimestamp and
+WriteTimestamp int64, StateBatches of FirstOffset/LastOffset int64, DeliveryState int8 0/2/4, DeliveryCount int16).
+A null value is the tombstone of a share-partition whose group's offsets were deleted. Kafka also writes
+ShareUpdate records (type 1, deltas between snapshots); we write a whole snapshot at every change, which any
+reader of Kafka's format reads as Kafka's own snapshots, and we read ShareUpdate records by applying their batches.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+import uuid
+from typing import NamedTuple
+
+from odradek.coordinator.offsets_topic import partition_for
+from odradek.protocol.codec import decoder, encoder, run_decoder
+from odradek.protocol.schema import INT8, INT16, INT32, INT64, STRING, UUID, array, field, message, struct as struct_
+
+SHARE_STATE_TOPIC = "__share_group_state"
+SNAPSHOT_TYPE, UPDATE_TYPE = 0, 1
+
+_INT16 = struct.Struct(">h")
+
+_StateBatch = struct_("StateBatch", [
+    field("first_offset", INT64, "0+"),
+    field("last_offset", INT64, "0+"),
+    field("delivery_state", INT8, "0+"),
+    field("delivery_count", INT16, "0+"),
+])
+
+ShareStateKey = message(  # ShareSnapshotKey and ShareUpdateKey have the same fields
+    "ShareStateKey", valid_versions="0", flexible_versions="none",
+    fields=[
+        field("group_id", STRING, "0"),
+        field("topic_id", UUID, "0"),
+        field("partition", INT32, "0"),
+    ],
+)
+
+ShareSnapshotValue = message(
+    "ShareSnapshotValue", valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("snapshot_epoch", INT32, "0+"),
+        field("state_epoch", INT32, "0+"),
+        field("leader_epoch", INT32, "0+"),
+        field("start_offset", INT64, "0+"),
+        field("delivery_complete_count", INT32, "0+", tagged_versions="0+", tag=0, default=-1),
+        field("create_timestamp", INT64, "0+"),
+        field("write_timestamp", INT64, "0+"),
+        field("state_batches", array(_StateBatch), "0+"),
+    ],
+)
+
+ShareUpdateValue = message(
+    "ShareUpdateValue", valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("snapshot_epoch", INT32, "0+"),
+        field("leader_epoch", INT32, "0+"),
+        field("start_offset", INT64, "0+"),
+        field("delivery_complete_count", INT32, "0+", tagged_versions="0+", tag=0, default=-1),
+        field("state_batches", array(_StateBatch), "0+"),
+    ],
+)
+
+
+class ShareStateRecord(NamedTuple):
+    key: tuple[str, uuid.UUID, int]  # (group, topic id, partition)
+    kind: int  # SNAPSHOT_TYPE or UPDATE_TYPE
+    start_offset: int
+    batches: list[tuple[int, int, int, int]]  # (first, last, state, delivery count)
+    snapshot_epoch: int
+    deleted: bool
+
+
+def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
+    """Kafka's SharePartitionKey.asCoordinatorKey: the topic id in Kafka's base64 form."""
+    return f"{group_id}:{base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip('=')}:{partition}"
+
+
+def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int, partitions: int) -> int:
+    return partition_for(coordinator_key(group_id, topic_id, partition), partitions)
+
+
+def _encode(schema, record_type: int, obj) -> bytes:
+    out = [_INT16.pack(record_type)]
+    encoder(schema, 0)(obj, out)
+    return b"".join(out)
+
+
+def snapshot_record(group_id: str, topic_id: uuid.UUID, partition: int, *, start_offset: int,
+                    batches: list[tuple[int, int, int, int]], snapshot_epoch: int, create_ms: int,
+                    write_ms: int) -> tuple[bytes, bytes]:
+    key = _encode(ShareStateKey, SNAPSHOT_TYPE, ShareStateKey(group_id=group_id, topic_id=topic_id,
+                                                              partition=partition))
+    value = ShareSnapshotValue(
+        snapshot_epoch=snapshot_epoch, state_epoch=0, leader_epoch=-1, start_offset=start_offset,
+        create_timestamp=create_ms, write_timestamp=write_ms,
+        state_batches=[_StateBatch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
+                       for f, la, s, c in batches])
+    return key, _encode(ShareSnapshotValue, 0, value)
+
+
+def tombstone(group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[bytes, None]:
+    return _encode(ShareStateKey, SNAPSHOT_TYPE, ShareStateKey(group_id=group_id, topic_id=topic_id,
+                                                               partition=partition)), None
+
+
+def parse_record(key: bytes, value: bytes | None) -> ShareStateRecord | None:
+    """One __share_group_state record; None for a record type this broker does not know."""
+    (record_type,) = _INT16.unpack_from(key, 0)
+    if record_type not in (SNAPSHOT_TYPE, UPDATE_TYPE):
+        return None
+    k, _ = run_decoder(decoder(ShareStateKey, 0), memoryview(key), 2, "ShareStateKey")
+    ident = (k.group_id, k.topic_id, k.partition)
+    if value is None:
+        return ShareStateRecord(ident, record_type, -1, [], 0, True)
+    schema = ShareSnapshotValue if record_type == SNAPSHOT_TYPE else ShareUpdateValue
+    v, _ = run_decoder(decoder(schema, 0), memoryview(value), 2, schema.__name__)
+    batches = [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in v.state_batches]
+    return ShareStateRecord(ident, record_type, v.start_offset, batches, v.snapshot_epoch, False)

@@ -45,6 +45,7 @@ class SchemaRegistry:
         app = create_app(Registry(self.store), cluster_id=lambda: self.store.cluster_id)
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
         self._socket: socket.socket | None = None
+        self._thread: threading.Thread | None = None
         self.url = ""
 
     def start(self) -> str:
@@ -67,10 +68,14 @@ class SchemaRegistry:
             self.store.stop()
 
     def stop(self) -> None:
+        """Ends serve(); with start_thread, returns once its thread has ended (the store's reader closed)."""
         self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(30)
 
     def start_thread(self) -> str:
         url = self.start()
-        threading.Thread(target=self.serve, name="odradek-schema-registry", daemon=True).start()
+        self._thread = threading.Thread(target=self.serve, name="odradek-schema-registry", daemon=True)
+        self._thread.start()
         log.info("schema registry on %s", url)
         return url

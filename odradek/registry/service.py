@@ -99,6 +99,7 @@ class Registry:
         return found
 
     def get_version(self, subject: str, version, deleted: bool = False) -> Version:
+        _version_number(version)  # a bad version id is refused before the subject is looked up, as Confluent does
         with self.store.lock:
             if not self.state.live(subject, deleted=deleted):
                 raise subject_not_found(subject)

@@ -36,9 +36,13 @@ def test_every_api_versions_version_carries_the_same_table(broker):
     assert all(table == tables[0] for table in tables)
 
 
+SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}  # at Kafka 4.2+'s ranges (handlers/api_versions.py)
+
+
 def test_advertised_maxima_are_kafka_4_0(broker):
     kafka_4_0 = BROKER_API_VERSIONS[(4, 0)]
     advertised = _advertised(broker)
+    assert {key: advertised.pop(key) for key in SHARE_APIS if key in advertised} == SHARE_APIS
     assert {key: high for key, (_, high) in advertised.items()} == {key: kafka_4_0[key][1] for key in advertised}
     assert all(low == 0 for low, _ in advertised.values())
 

@@ -12,9 +12,13 @@ DescribeCluster v2 fenced brokers (never, with one broker). Of the APIs 4.0 adds
 serve those one broker can answer honestly (odradek/broker/handlers/partition_admin.py, AlterReplicaLogDirs, key 74
 as 4.0's ListClientMetricsResources v0, which 4.1 renames ListConfigResources), the ACL APIs (29-31) and the
 client quota APIs (48, 49) and the SCRAM credential APIs (50, 51); UpdateFeatures, delegation tokens, the KRaft
-quorum's APIs and share and streams groups are not advertised (Kafka 4.3's AdminClient ends those calls in
+quorum's APIs and streams groups are not advertised (Kafka 4.3's AdminClient ends those calls in
 UnsupportedVersionException at once: tests/interop/test_java_admin.py), nor any feature, so a 4.x client runs
-transactions v1.
+transactions v1. Share groups are the exception to the one release: ShareGroupHeartbeat, ShareGroupDescribe (v1),
+ShareFetch and ShareAcknowledge (v1-v2) are advertised as Kafka 4.2+ advertise them, on a single node
+(handlers/share.py), because 4.0's early-access v0 is what no current client sends; 4.3 clients and librdkafka 2.16
+need no feature level to use them (Kafka gates them by share.version, which needs the tagged feature fields this
+answer leaves out for old kcat).
 
 Ranges start at 0 (old librdkafka turns compression off unless Produce starts at 0; aiokafka fails when a minimum is
 above its own maximum). The answer carries no tagged fields, because Debian's kcat (librdkafka 2.0.2) mis-skips them.

@@ -19,6 +19,7 @@ from odradek.coordinator.classic import ClassicGroup, JoinResult, SyncResult
 from odradek.coordinator.consumer import ConsumerGroup
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+from odradek.coordinator.share_state import SHARE_STATE_TOPIC
 from odradek.coordinator.transaction_state import TRANSACTION_STATE_TOPIC
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -38,8 +39,9 @@ DELETE_GROUPS = api("DeleteGroups")
 CONSUMER_GROUP_HEARTBEAT = api("ConsumerGroupHeartbeat")
 CONSUMER_GROUP_DESCRIBE = api("ConsumerGroupDescribe")
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
-_AUTHORIZATION_CODES = (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+_AUTHORIZATION_CODES = (ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -60,18 +62,24 @@ def handlers(broker) -> dict:
         access = broker.access(connection)
 
         def locate(key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
-            """(code, message, (node, host, port)): the leader of the key's partition of __consumer_offsets or
-            __transaction_state, as Kafka (this broker itself on a single node)."""
+            """(code, message, (node, host, port)): the leader of the key's partition of __consumer_offsets,
+            __transaction_state or (key type 2, a share-partition) __share_group_state, as Kafka (this broker itself
+            on a single node)."""
             nowhere = (-1, "", -1)
-            if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+            share = getattr(broker, "share_coordinator", None)
+            if key_type not in (GROUP_KEY, TRANSACTION_KEY) and not (key_type == SHARE_KEY and share is not None):
                 return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", nowhere
             try:
-                access.require(AclOperation.DESCRIBE,
-                               ResourceType.GROUP if key_type == GROUP_KEY else ResourceType.TRANSACTIONAL_ID, key)
-                if key_type == GROUP_KEY:
+                if key_type == SHARE_KEY:  # "group:topicId:partition", asked by brokers: CLUSTER_ACTION
+                    access.require_cluster(AclOperation.CLUSTER_ACTION)
+                    share.ensure_state_topic()
+                    topic, count = SHARE_STATE_TOPIC, share.num_state_partitions
+                elif key_type == GROUP_KEY:
+                    access.require(AclOperation.DESCRIBE, ResourceType.GROUP, key)
                     coordinator().ensure_offsets_topic()
                     topic, count = OFFSETS_TOPIC, coordinator().num_partitions
                 else:
+                    access.require(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key)
                     broker.transaction_coordinator.ensure_topic()
                     topic, count = TRANSACTION_STATE_TOPIC, broker.transaction_coordinator.num_partitions
             except KafkaError as exc:
@@ -324,6 +332,14 @@ def handlers(broker) -> dict:
                 continue
             listed.append(Response.ListedGroup(group_id=group_id, protocol_type=protocol_type, group_state=state,
                                                group_type=kind))
+        share = getattr(broker, "share_coordinator", None)  # set by handlers/share.py, on a single node
+        for group_id, group in share.groups.items() if share is not None else ():
+            if not (every_group or access.allows(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
+                continue
+            if (states and group.state_name.lower() not in states) or (types and "share" not in types):
+                continue
+            listed.append(Response.ListedGroup(group_id=group_id, protocol_type="share", group_state=group.state_name,
+                                               group_type="share"))
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)
 
     def answer_delete_groups(connection, header, request):

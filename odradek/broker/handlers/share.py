@@ -1,0 +1,253 @@
+"""Share-group APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge.
+
+Wire translation around the ShareCoordinator (odradek/coordinator/share_coordinator.py), created here with the
+handlers. A ShareFetch first applies the acknowledgements it carries, then reads whole batches of each partition of
+its share session from the first record the share-partition can deliver, acquires up to max_records of them for the
+member and answers those batches with the acquired ranges and their delivery counts (the client drops the records
+outside them); with nothing to acquire it waits up to max_wait_ms for an append or for records to come back. The
+batches are read from the log below the high watermark (share.isolation.level read_uncommitted, Kafka's default);
+control batches are never acquired. With an authorizer, READ on the group and on each topic, DESCRIBE on the group
+to describe it.
+
+These APIs are served on a single node only: in a ZooKeeper cluster the share-partition's state partition may be
+led by another broker, which Kafka reaches through the share coordinator's inter-broker APIs (83-87), not
+implemented here; a cluster does not advertise them, and its clients fall back to other groups.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from odradek.clock import now_ms
+from odradek.coordinator.share_coordinator import ShareCoordinator
+from odradek.coordinator.share_group import ASSIGNOR_NAME
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import api
+from odradek.protocol.acl import AclOperation, ResourceType
+from odradek.records.batch import whole_batches
+
+SHARE_GROUP_HEARTBEAT = api("ShareGroupHeartbeat")
+SHARE_GROUP_DESCRIBE = api("ShareGroupDescribe")
+SHARE_FETCH = api("ShareFetch")
+SHARE_ACKNOWLEDGE = api("ShareAcknowledge")
+
+
+def _client_host(connection) -> str:
+    return "/" + connection.peer.rsplit(":", 1)[0]
+
+
+def handlers(broker) -> dict:
+    if broker.config["zookeeper.connect"]:
+        return {}
+    coordinator = broker.share_coordinator = ShareCoordinator(broker)
+    lock_ms = coordinator.limits["lock_duration_ms"]
+
+    # -------------------------------------------------------------------------------- ShareGroupHeartbeat
+    def answer_heartbeat(connection, header, request):
+        Response = SHARE_GROUP_HEARTBEAT.response
+        try:
+            access = broker.access(connection)
+            access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
+            for name in request.subscribed_topic_names or ():
+                access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+            result = coordinator.heartbeat(
+                request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
+                rack_id=request.rack_id, subscribed_topic_names=request.subscribed_topic_names,
+                client_id=header.client_id or "", client_host=_client_host(connection))
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message,
+                            member_id=request.member_id, member_epoch=-1, heartbeat_interval_ms=0)
+        assignment = None
+        if result.assignment is not None:
+            assignment = Response.Assignment(topic_partitions=[
+                Response.TopicPartitions(topic_id=topic_id, partitions=sorted(indexes))
+                for topic_id, indexes in sorted(result.assignment.items()) if indexes])
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, member_id=result.member_id,
+                        member_epoch=result.member_epoch, heartbeat_interval_ms=coordinator.heartbeat_interval_ms,
+                        assignment=assignment)
+
+    # --------------------------------------------------------------------------------- ShareGroupDescribe
+    def answer_describe(connection, header, request):
+        Response = SHARE_GROUP_DESCRIBE.response
+        access = broker.access(connection)
+        names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
+        described = []
+        for group_id in request.group_ids:
+            answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
+                                             assignor_name=ASSIGNOR_NAME, members=[])
+            try:
+                access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+                group = coordinator.groups.get(group_id)
+                if group is None:
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            except KafkaError as exc:
+                answer.error_code, answer.error_message = exc.code, exc.message
+                described.append(answer)
+                continue
+            answer.group_state, answer.group_epoch = group.state_name, group.group_epoch
+            answer.assignment_epoch = group.assignment_epoch
+            answer.authorized_operations = access.operations(ResourceType.GROUP, group_id,
+                                                             request.include_authorized_operations)
+            answer.members = [Response.Member(
+                member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
+                assignment=Response.Assignment(topic_partitions=[
+                    Response.TopicPartitions(topic_id=t, topic_name=names.get(t, ""), partitions=sorted(p))
+                    for t, p in sorted(m.assigned.items()) if p]))
+                for m in group.members.values()]
+            described.append(answer)
+        return Response(throttle_time_ms=0, groups=described)
+
+    # ---------------------------------------------------------------------------- acknowledgements (both)
+    def acknowledge(group_id: str, member_id: str, topics) -> dict[tuple[uuid.UUID, int], KafkaError | None]:
+        """Each partition's acknowledgement batches applied: (topic id, partition) -> the error, or None."""
+        results = {}
+        by_id = broker.metadata.topics_by_id
+        for topic in topics:
+            for p in topic.partitions:
+                if not p.acknowledgement_batches:
+                    continue
+                error = None
+                try:
+                    known = by_id.get(topic.topic_id)
+                    if known is None:
+                        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
+                    partition = broker.partition(known.name, p.partition_index)
+                    coordinator.acknowledge(group_id, member_id, topic.topic_id, p.partition_index,
+                                            [(b.first_offset, b.last_offset, list(b.acknowledge_types))
+                                             for b in p.acknowledgement_batches], partition.high_watermark)
+                except KafkaError as exc:
+                    error = exc
+                results[(topic.topic_id, p.partition_index)] = error
+        return results
+
+    def leader_of(Response, topic_name: str | None, index: int):
+        partition = broker.partitions.get((topic_name, index)) if topic_name else None
+        if partition is None:
+            return Response.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+        return Response.LeaderIdAndEpoch(leader_id=broker.node_id, leader_epoch=max(0, partition.leader_epoch))
+
+    # ---------------------------------------------------------------------------------------- ShareFetch
+    def acquire(group_id: str, member_id: str, keys, max_records: int, max_bytes: int) -> dict:
+        """(topic id, partition) -> (error or None, batch bytes, [(first, last, delivery count)])."""
+        by_id = broker.metadata.topics_by_id
+        out = {}
+        now = now_ms()
+        for topic_id, index in sorted(keys):
+            if max_records <= 0:
+                break
+            try:
+                known = by_id.get(topic_id)
+                if known is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
+                partition = broker.partition(known.name, index)
+                log = partition.log
+                high_watermark = partition.high_watermark
+                share = coordinator.share_partition(group_id, topic_id, index, high_watermark)
+                if share.start_offset < log.log_start_offset:
+                    share.move_start(log.log_start_offset)
+                offset = share.next_fetch_offset()
+                if offset is None or offset >= high_watermark:
+                    continue
+                region = log.read(offset, max_bytes, max_offset=high_watermark)
+                if region is None:
+                    continue
+                data = region.read_bytes()
+                batches = [(h.base_offset, h.last_offset) for h, _ in whole_batches(data)
+                           if not h.is_control and h.base_offset < high_watermark]
+                acquired = share.acquire(member_id, batches, max_records, now)
+                if acquired:
+                    coordinator.acquired((group_id, topic_id, index))
+                    out[(topic_id, index)] = (None, data, acquired)
+                    max_records -= sum(last - first + 1 for first, last, _ in acquired)
+            except KafkaError as exc:
+                out[(topic_id, index)] = (exc, b"", [])
+        return out
+
+    def fetch_response(header, acks, acquired, error: KafkaError | None = None):
+        Response = SHARE_FETCH.response
+        if error is not None:
+            return Response(throttle_time_ms=0, error_code=error.code, error_message=error.message,
+                            acquisition_lock_timeout_ms=lock_ms)
+        names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
+        by_topic: dict = {}
+        for key in sorted(set(acks) | set(acquired)):
+            topic_id, index = key
+            ack_error = acks.get(key)
+            fetch_error, data, ranges = acquired.get(key, (None, b"", []))
+            by_topic.setdefault(topic_id, []).append(Response.PartitionData(
+                partition_index=index,
+                error_code=fetch_error.code if fetch_error else ErrorCode.NONE,
+                error_message=fetch_error.message if fetch_error else None,
+                acknowledge_error_code=ack_error.code if ack_error else ErrorCode.NONE,
+                acknowledge_error_message=ack_error.message if ack_error else None,
+                current_leader=leader_of(Response, names.get(topic_id), index), records=data,
+                acquired_records=[Response.AcquiredRecords(first_offset=f, last_offset=la, delivery_count=c)
+                                  for f, la, c in ranges]))
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
+                        responses=[Response.ShareFetchableTopicResponse(topic_id=t, partitions=parts)
+                                   for t, parts in by_topic.items()])
+
+    def answer_share_fetch(connection, header, request):
+        group_id, member_id = request.group_id or "", request.member_id or ""
+        added = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+        forgotten = [(t.topic_id, i) for t in request.forgotten_topics_data for i in t.partitions]
+        try:
+            access = broker.access(connection)
+            access.require(AclOperation.READ, ResourceType.GROUP, group_id)
+            names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
+            for topic_id, _ in added:
+                if topic_id in names:
+                    access.require(AclOperation.READ, ResourceType.TOPIC, names[topic_id])
+            session = coordinator.session(group_id, member_id, request.share_session_epoch, added, forgotten)
+        except KafkaError as exc:
+            return fetch_response(header, {}, {}, exc)
+        acks = acknowledge(group_id, member_id, request.topics)
+        if session is None:
+            return fetch_response(header, acks, {})
+        max_records = request.max_records if request.max_records > 0 else 500
+        max_bytes = max(1, min(request.max_bytes, 64 << 20))
+        acquired = acquire(group_id, member_id, session.partitions, max_records, max_bytes)
+        if any(ranges for _, _, ranges in acquired.values()) or request.max_wait_ms <= 0 or broker.stopping:
+            return fetch_response(header, acks, acquired)
+        return long_poll(header, request, session, acks, max_records, max_bytes, group_id, member_id)
+
+    async def long_poll(header, request, session, acks, max_records, max_bytes, group_id, member_id):
+        deadline = time.monotonic() + request.max_wait_ms / 1000
+        while True:
+            by_id = broker.metadata.topics_by_id
+            watched = [broker.partitions[(by_id[t].name, i)] for t, i in session.partitions
+                       if t in by_id and (by_id[t].name, i) in broker.partitions]
+            await coordinator.wait_for_change(watched, deadline - time.monotonic())
+            acquired = acquire(group_id, member_id, session.partitions, max_records, max_bytes)
+            if (any(ranges for _, _, ranges in acquired.values()) or broker.stopping
+                    or time.monotonic() >= deadline):
+                return fetch_response(header, acks, acquired)
+
+    # ---------------------------------------------------------------------------------- ShareAcknowledge
+    def answer_share_acknowledge(connection, header, request):
+        Response = SHARE_ACKNOWLEDGE.response
+        group_id, member_id = request.group_id or "", request.member_id or ""
+        try:
+            broker.access(connection).require(AclOperation.READ, ResourceType.GROUP, group_id)
+            if request.share_session_epoch == 0:
+                raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session.")
+            coordinator.session(group_id, member_id, request.share_session_epoch, [], [])
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message,
+                            acquisition_lock_timeout_ms=lock_ms)
+        acks = acknowledge(group_id, member_id, request.topics)
+        names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
+        by_topic: dict = {}
+        for (topic_id, index), error in sorted(acks.items()):
+            by_topic.setdefault(topic_id, []).append(Response.PartitionData(
+                partition_index=index, error_code=error.code if error else ErrorCode.NONE,
+                error_message=error.message if error else None,
+                current_leader=leader_of(Response, names.get(topic_id), index)))
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
+                        responses=[Response.ShareAcknowledgeTopicResponse(topic_id=t, partitions=parts)
+                                   for t, parts in by_topic.items()])
+
+    return {SHARE_GROUP_HEARTBEAT.key: answer_heartbeat, SHARE_GROUP_DESCRIBE.key: answer_describe,
+            SHARE_FETCH.key: answer_share_fetch, SHARE_ACKNOWLEDGE.key: answer_share_acknowledge}

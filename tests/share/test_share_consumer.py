@@ -1,0 +1,259 @@
+"""Share groups with librdkafka's ShareConsumer (confluent-kafka 2.16) against a real broker process: implicit and
+explicit acknowledgement, release and reject, delivery counts and the delivery limit, three consumers sharing one
+partition, a consumer killed with SIGKILL (its records come back when their locks expire) and the broker killed
+with SIGKILL mid-run (no accepted record is delivered again, none is lost)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from odradek.embedded import BrokerProcess
+from odradek.protocol.connection import Connection
+
+LOCK_MS = 2000
+SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.share.record.lock.duration.ms": LOCK_MS,
+            "group.share.delivery.count.limit": 3, "group.share.heartbeat.interval.ms": 500,
+            "group.share.session.timeout.ms": 6000}
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory):
+    process = BrokerProcess(tmp_path_factory.mktemp("share") / "data", settings=SETTINGS)
+    process.start()
+    yield process
+    process.stop()
+
+
+def make_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+
+def consumer(bootstrap: str, group: str, topic: str, **config) -> ShareConsumer:
+    share = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **config})
+    share.subscribe([topic])
+    return share
+
+
+def start_reading(bootstrap: str, topic: str, consumers: list[ShareConsumer], explicit: bool = False) -> None:
+    """A new share-partition starts at the log end (share.auto.offset.reset latest): write probes until the first
+    consumer gets one, so the records the test writes next are all in its window. Probes are accepted."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        producer.produce(topic, b"probe")
+        producer.flush(10)
+        for share in consumers:
+            messages = [m for m in share.poll(0.3) if m.error() is None]
+            if explicit:
+                for m in messages:
+                    share.acknowledge(m)
+            if messages:
+                if explicit:
+                    share.commit_sync(10)
+                return
+    raise AssertionError("no share consumer got a record")
+
+
+def explicit(bootstrap: str, group: str, topic: str) -> ShareConsumer:
+    return consumer(bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for value in values:
+        producer.produce(topic, value)
+    assert producer.flush(30) == 0
+
+
+def poll_until(share: ShareConsumer, done, timeout: float = 30.0) -> list:
+    got = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not done(got):
+        got += [m for m in share.poll(0.3) if m.error() is None and m.value() != b"probe"]
+    return got
+
+
+def test_implicit_acknowledgement_delivers_each_record_once(share_broker, topic_name):
+    bootstrap = share_broker.bootstrap_servers
+    make_topic(bootstrap, topic_name)
+    share = consumer(bootstrap, "implicit-" + topic_name, topic_name)
+    try:
+        start_reading(bootstrap, topic_name, [share])
+        values = [b"r%d" % i for i in range(200)]
+        produce(bootstrap, topic_name, values)
+        got = poll_until(share, lambda got: len(got) >= 200)
+        assert sorted(m.value() for m in got) == sorted(values)
+        assert {m.delivery_count() for m in got} == {1}
+        assert poll_until(share, lambda got: False, timeout=LOCK_MS / 1000 + 1.5) == []  # none comes back
+    finally:
+        share.close()
+
+
+def test_release_redelivers_reject_does_not_and_the_limit_archives(share_broker, topic_name):
+    bootstrap = share_broker.bootstrap_servers
+    make_topic(bootstrap, topic_name)
+    share = explicit(bootstrap, "explicit-" + topic_name, topic_name)
+    try:
+        start_reading(bootstrap, topic_name, [share], explicit=True)
+        produce(bootstrap, topic_name, [b"accept", b"reject", b"release-once", b"poison"])
+        deliveries: dict[bytes, list[int]] = {}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(deliveries.get(b"poison", [])) < 3:
+            for m in share.poll(0.3):
+                if m.error() is not None or m.value() == b"probe":
+                    if m.error() is None:
+                        share.acknowledge(m)
+                    continue
+                deliveries.setdefault(m.value(), []).append(m.delivery_count())
+                if m.value() == b"poison" or (m.value() == b"release-once" and m.delivery_count() == 1):
+                    share.acknowledge(m, AcknowledgeType.RELEASE)
+                elif m.value() == b"reject":
+                    share.acknowledge(m, AcknowledgeType.REJECT)
+                else:
+                    share.acknowledge(m)
+            share.commit_sync(10)
+        assert deliveries == {b"accept": [1], b"reject": [1], b"release-once": [1, 2], b"poison": [1, 2, 3]}
+        assert poll_until(share, lambda got: False, timeout=1.5) == []  # archived after its third delivery
+    finally:
+        share.close()
+
+
+def test_three_consumers_on_one_partition_accept_disjoint_parts(share_broker, topic_name):
+    bootstrap = share_broker.bootstrap_servers
+    make_topic(bootstrap, topic_name)
+    group = "three-" + topic_name
+    shares = [consumer(bootstrap, group, topic_name, **{"max.poll.records": 50}) for _ in range(3)]
+    try:
+        start_reading(bootstrap, topic_name, shares)
+        values = [b"r%d" % i for i in range(900)]
+        produce(bootstrap, topic_name, values)
+        got: list[list[bytes]] = [[], [], []]
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and sum(map(len, got)) < 900:
+            for i, share in enumerate(shares):
+                got[i] += [m.value() for m in share.poll(0.2) if m.error() is None and m.value() != b"probe"]
+        assert sorted(v for part in got for v in part) == sorted(values)  # each exactly once
+        assert all(got), [len(part) for part in got]  # all three had a share
+    finally:
+        for share in shares:
+            share.close()
+
+
+KILLED_CONSUMER = """
+import sys, time
+from confluent_kafka import ShareConsumer
+share = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                       "share.acknowledgement.mode": "explicit"})
+share.subscribe([sys.argv[3]])
+while True:
+    messages = [m for m in share.poll(0.5) if m.error() is None]
+    if messages:
+        print(len(messages), flush=True)  # holds them, never acknowledges: killed next
+        time.sleep(60)
+"""
+
+
+def test_records_of_a_consumer_killed_with_sigkill_come_back_after_their_lock(share_broker, topic_name):
+    bootstrap = share_broker.bootstrap_servers
+    make_topic(bootstrap, topic_name)
+    group = "killed-" + topic_name
+    share = consumer(bootstrap, group, topic_name)
+    try:
+        start_reading(bootstrap, topic_name, [share])
+        share.close()
+        victim = subprocess.Popen([sys.executable, "-c", KILLED_CONSUMER, bootstrap, group, topic_name],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            values = [b"r%d" % i for i in range(50)]
+            produce(bootstrap, topic_name, values)
+            assert int(victim.stdout.readline()) > 0
+        finally:
+            victim.kill()
+            victim.wait()
+        share = consumer(bootstrap, group, topic_name)
+        got = poll_until(share, lambda got: len(got) >= 50)
+        assert sorted(m.value() for m in got) == sorted(values)
+        assert max(m.delivery_count() for m in got) == 2  # the killed consumer's delivery counted
+    finally:
+        share.close()
+
+
+def test_share_group_is_listed_and_described_with_its_members(share_broker, topic_name):
+    """librdkafka's list_consumer_groups shows only consumer protocol groups; ListGroups v5 and
+    ShareGroupDescribe as Kafka's admin client sends them."""
+    bootstrap = share_broker.bootstrap_servers
+    make_topic(bootstrap, topic_name, partitions=2)
+    group = "listed-" + topic_name
+    shares = [consumer(bootstrap, group, topic_name) for _ in range(3)]
+    try:
+        start_reading(bootstrap, topic_name, shares)
+        host, port = bootstrap.rsplit(":", 1)
+        connection = Connection((host, int(port)), 10, "test", {"ListGroups": (5, 5), "ShareGroupDescribe": (1, 1)})
+        try:
+            listed = connection.call("ListGroups", types_filter=["share"])
+            assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups
+                    if g.group_id == group] == [(group, "share", "share")]
+            deadline = time.monotonic() + 20
+            while True:  # the members' epochs reach the group's at their next heartbeat
+                described = connection.call("ShareGroupDescribe", group_ids=[group]).groups[0]
+                if described.group_state == "Stable" or time.monotonic() > deadline:
+                    break
+                for share in shares:
+                    share.poll(0.1)
+        finally:
+            connection.close()
+        assert described.error_code == 0 and described.group_state == "Stable"
+        assert len(described.members) == 3
+        assigned = [p for m in described.members for tp in m.assignment.topic_partitions for p in tp.partitions]
+        assert sorted(assigned) == [0, 0, 1]  # three members over two partitions: one is shared
+    finally:
+        for share in shares:
+            share.close()
+
+
+def test_broker_killed_mid_run_loses_no_record_and_redelivers_no_accepted_one(tmp_path, topic_name):
+    broker = BrokerProcess(tmp_path / "data", settings=SETTINGS)
+    broker.start()
+    share = None
+    try:
+        bootstrap = broker.bootstrap_servers
+        make_topic(bootstrap, topic_name)
+        share = consumer(bootstrap, "crash-" + topic_name, topic_name,
+                         **{"share.acknowledgement.mode": "explicit", "max.poll.records": 20})
+        start_reading(bootstrap, topic_name, [share], explicit=True)
+        values = [b"r%d" % i for i in range(400)]
+        produce(bootstrap, topic_name, values)
+        accepted: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(accepted) < 150:
+            messages = [m for m in share.poll(0.3) if m.error() is None]
+            for m in messages:
+                share.acknowledge(m)
+            if messages and all(error is None for error in share.commit_sync(10).values()):
+                accepted += [m.value() for m in messages if m.value() != b"probe"]
+        before_kill = list(accepted)
+        broker.kill()
+        broker.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(set(accepted)) < 400:
+            messages = [m for m in share.poll(0.3) if m.error() is None]
+            for m in messages:
+                share.acknowledge(m)
+            if messages:
+                results = share.commit_sync(10)
+                if all(error is None for error in results.values()):
+                    accepted += [m.value() for m in messages if m.value() != b"probe"]
+        assert 150 <= len(before_kill) < 400
+        assert poll_until(share, lambda got: False, timeout=LOCK_MS / 1000 + 1) == []
+        assert sorted(accepted) == sorted(values)  # every record accepted, none twice
+    finally:
+        if share is not None:
+            share.close()
+        broker.stop()

@@ -14,9 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from odradek.client import Admin
-from odradek.client.options import add_bootstrap
+from odradek.client.options import add_bootstrap, add_command_config, properties_file
 from odradek.client.properties import librdkafka_settings
-from odradek.config import parse_properties
 
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells and Kafka's own (JVM) tools report Ctrl-C
 
@@ -28,9 +27,7 @@ class UsageError(ValueError):
 def add_client_options(parser: argparse.ArgumentParser) -> None:
     """--bootstrap-server and --command-config: what every command that talks to brokers takes."""
     add_bootstrap(parser)
-    parser.add_argument("--command-config", type=Path, metavar="FILE",
-                        help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
-                             "sasl.username/password, ssl.*) for a secured listener")
+    add_command_config(parser)
 
 
 def add_admin_options(parser: argparse.ArgumentParser) -> None:
@@ -38,11 +35,6 @@ def add_admin_options(parser: argparse.ArgumentParser) -> None:
     add_client_options(parser)
     parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                         help="how long to wait for the cluster's answers (default 15)")
-
-
-def properties_file(path: Path | None) -> dict[str, str]:
-    """The settings of a Java properties file (none without one)."""
-    return parse_properties(path.read_text(encoding="utf-8")) if path else {}
 
 
 def add_client_properties(parser: argparse.ArgumentParser, role: str) -> None:

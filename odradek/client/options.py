@@ -1,6 +1,7 @@
-"""The command-line arguments every program that is a client of a broker reads the same way: --bootstrap-server
-(the CLI's commands and the Spark pipelines' take it alike) and a time given as epoch milliseconds or ISO-8601 (the
-CLI's --from-time and --to-datetime, the console's message browser and offset reset).
+"""The command-line arguments every program that is a client of a broker reads the same way: --bootstrap-server and
+--command-config (the CLI's commands and the Spark pipelines' take them alike; properties_file reads the file) and a
+time given as epoch milliseconds or ISO-8601 (the CLI's --from-time and --to-datetime, the console's message browser
+and offset reset).
 
 They sit with the client rather than the CLI so that the layers below the CLI (odradek.spark, odradek.console) read
 them without importing it.
@@ -11,6 +12,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+from pathlib import Path
+
+from odradek.config import parse_properties
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -23,6 +27,18 @@ def add_bootstrap(parser: argparse.ArgumentParser, *hidden_aliases: str) -> None
                         help=f"broker to connect to (default $ODRADEK_BOOTSTRAP_SERVER or {DEFAULT_BOOTSTRAP})")
     if hidden_aliases:
         parser.add_argument(*hidden_aliases, dest="bootstrap_server", help=argparse.SUPPRESS)
+
+
+def add_command_config(parser: argparse.ArgumentParser) -> None:
+    """--command-config FILE: Kafka client properties, as Kafka's tools take them."""
+    parser.add_argument("--command-config", type=Path, metavar="FILE",
+                        help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
+                             "sasl.username/password, ssl.*) for a secured listener")
+
+
+def properties_file(path: Path | None) -> dict[str, str]:
+    """The settings of a Java properties file (none without one)."""
+    return parse_properties(path.read_text(encoding="utf-8")) if path else {}
 
 
 def timestamp_ms(text: str) -> int:

@@ -87,6 +87,7 @@ class GroupInfo:
     assignor: str
     members: list[tuple[str, str, str]]  # (member id, client id, host)
     offsets: list[GroupOffset]
+    coordinator: int = -1  # the coordinator broker's id (-1: not known)
 
 
 class Admin:
@@ -279,7 +280,8 @@ class Admin:
                                owner.get((topic, index), "")) for topic, index in keys]
         members = [(m.member_id, m.client_id, m.host) for m in described.members]
         state = described.state.name if described.state else "UNKNOWN"
-        return GroupInfo(group_id, state, described.partition_assignor or "", members, offsets)
+        coordinator = described.coordinator.id if described.coordinator is not None else -1
+        return GroupInfo(group_id, state, described.partition_assignor or "", members, offsets, coordinator)
 
     def group_member_counts(self, group_ids: Iterable[str]) -> dict[str, int]:
         """How many active members each group has, from one DescribeGroups per coordinator."""

@@ -1,0 +1,626 @@
+"""Confluent REST Proxy's v3 API (its OpenAPI document, api/v3/openapi.yaml of confluentinc/kafka-rest, is the
+reference): the cluster, brokers and their configs, topics (create, delete, partition count, configs), partitions,
+consumer groups with their consumers and lag, ACLs, and records produced one at a time or streamed.
+
+Every resource has its `kind` (KafkaTopic, KafkaTopicList, ...), `metadata.self` (its URL under the request's
+base URL) and `metadata.resource_name` (crn:///kafka=<cluster id>/topic=<name>...), and relationships as
+{"related": URL}. Requests take application/json (415 otherwise); a missing resource is 404 with error_code 404.
+
+Records (POST .../topics/{topic}/records): a body of one JSON object is answered with that record's result and
+the HTTP status of its error_code; a body of several objects, or one sent chunked (a stream), is answered 200 with
+one result per record, one JSON object a line, in the order they came, each sent as soon as the broker has it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import collections
+import datetime
+import json
+from collections.abc import AsyncIterator
+
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ConfigResource,
+                                   ResourcePatternType, ResourceType)
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from odradek.client import ClientError, murmur2_partitioner
+from odradek.restproxy.app import Proxy, body_of, json_body, too_large
+from odradek.restproxy.errors import BAD_REQUEST, NOT_FOUND, UNSUPPORTED_MEDIA_TYPE, RestError, of_client_error
+from odradek.restproxy.formats import b64decode, encode_v3, field, media_type, parse_json
+
+def not_found(what: str) -> RestError:
+    return RestError(404, NOT_FOUND, f"{what} not found")
+
+
+def require_json(request: Request) -> None:
+    if media_type(request.headers.get("content-type")) != "application/json":
+        raise RestError(415, UNSUPPORTED_MEDIA_TYPE, "HTTP 415 Unsupported Media Type")
+
+
+def answer(content, status: int = 200) -> Response:
+    return JSONResponse(content, status)
+
+
+def iso(timestamp_ms: int | None) -> str | None:
+    if timestamp_ms is None:
+        return None
+    moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(text) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        raise RestError(400, BAD_REQUEST, f"timestamp {text!r} is not an ISO 8601 date-time") from None
+
+
+def enum_of(kind, text, name: str, default: str):
+    """The confluent-kafka enum member named `text` (`default` when absent); 400 for another name."""
+    text = default if text is None else str(text).upper()
+    try:
+        return kind[text]
+    except KeyError:
+        raise RestError(400, BAD_REQUEST, f"{name} {text!r} is not one of "
+                                          f"{', '.join(member.name for member in kind)}") from None
+
+
+class Links:
+    """URLs and resource names under one cluster, for one request's base URL."""
+
+    def __init__(self, request: Request, cluster_id: str):
+        self.cluster_id = cluster_id
+        self.base = f"{str(request.base_url).rstrip('/')}/v3/clusters/{cluster_id}"
+        self.crn_base = f"crn:///kafka={cluster_id}"
+
+    def url(self, *parts) -> str:
+        return "/".join([self.base, *(str(part) for part in parts)])
+
+    def related(self, *parts) -> dict:
+        return {"related": self.url(*parts)}
+
+    def resource(self, kind: str, parts: tuple, crn: str | None = None, **fields) -> dict:
+        metadata = {"self": self.url(*parts)}
+        if crn is not None:
+            metadata["resource_name"] = f"{self.crn_base}{crn}"
+        return {"kind": kind, "metadata": metadata, "cluster_id": self.cluster_id, **fields}
+
+    def listing(self, kind: str, parts: tuple, data: list) -> dict:
+        return {"kind": kind, "metadata": {"self": self.url(*parts), "next": None}, "data": data}
+
+
+def routes(proxy: Proxy) -> list[Route]:
+    async def context(request: Request):
+        """(clients, links) of the request, 404 unless its cluster_id is the cluster's."""
+        clients = await proxy.clients(request)
+        cluster_id = await proxy.cluster_id(clients)
+        asked = request.path_params.get("cluster_id")
+        if asked is not None and asked != cluster_id:
+            raise not_found(f"Cluster {asked}")
+        return clients, Links(request, cluster_id)
+
+    # ---------------------------------------------------------------------------------- cluster, brokers
+    def cluster_json(links: Links, controller: int) -> dict:
+        data = links.resource("KafkaCluster", (), "", acls=links.related("acls"),
+                              brokers=links.related("brokers"), broker_configs=links.related("broker-configs"),
+                              consumer_groups=links.related("consumer-groups"), topics=links.related("topics"),
+                              partition_reassignments=links.related("topics", "-", "partitions", "-",
+                                                                    "reassignment"))
+        if controller >= 0:
+            data["controller"] = links.related("brokers", controller)
+        return data
+
+    async def clusters(request: Request) -> Response:
+        clients, links = await context(request)
+        cluster = await proxy.call(clients.admin.describe_cluster)
+        return answer({"kind": "KafkaClusterList", "metadata": {"self": links.base.rsplit("/", 1)[0], "next": None},
+                       "data": [cluster_json(links, cluster.controller_id)]})
+
+    async def cluster(request: Request) -> Response:
+        clients, links = await context(request)
+        info = await proxy.call(clients.admin.describe_cluster)
+        return answer(cluster_json(links, info.controller_id))
+
+    def broker_json(links: Links, broker) -> dict:
+        return links.resource("KafkaBroker", ("brokers", broker.node_id), f"/broker={broker.node_id}",
+                              broker_id=broker.node_id, host=broker.host, port=broker.port, rack=broker.rack,
+                              configs=links.related("brokers", broker.node_id, "configs"),
+                              partition_replicas=links.related("brokers", broker.node_id, "partition-replicas"))
+
+    async def brokers(request: Request) -> Response:
+        clients, links = await context(request)
+        info = await proxy.call(clients.admin.describe_cluster)
+        return answer(links.listing("KafkaBrokerList", ("brokers",), [broker_json(links, b) for b in info.brokers]))
+
+    async def one_broker(request: Request, clients):
+        broker_id = request.path_params["broker_id"]
+        info = await proxy.call(clients.admin.describe_cluster)
+        for broker in info.brokers:
+            if broker.node_id == broker_id:
+                return broker
+        raise not_found(f"Broker {broker_id}")
+
+    async def broker(request: Request) -> Response:
+        clients, links = await context(request)
+        return answer(broker_json(links, await one_broker(request, clients)))
+
+    # ---------------------------------------------------------------------------------------- configs
+    def config_json(links: Links, kind: str, owner: tuple, crn: str, entry, **fields) -> dict:
+        source = "UNKNOWN" if entry.source == "UNKNOWN_CONFIG" else entry.source
+        return links.resource(kind, (*owner, "configs", entry.name), f"{crn}/config={entry.name}", **fields,
+                              name=entry.name, value=None if entry.sensitive else entry.value,
+                              is_default=entry.source == "DEFAULT_CONFIG", is_read_only=entry.read_only,
+                              is_sensitive=entry.sensitive, source=source, synonyms=[])
+
+    async def broker_configs(request: Request) -> Response:
+        clients, links = await context(request)
+        broker = await one_broker(request, clients)
+        entries = await proxy.call(clients.admin.config_values, ConfigResource.Type.BROKER, str(broker.node_id))
+        owner = ("brokers", broker.node_id)
+        return answer(links.listing("KafkaBrokerConfigList", (*owner, "configs"), [
+            config_json(links, "KafkaBrokerConfig", owner, f"/broker={broker.node_id}", entry,
+                        broker_id=broker.node_id) for entry in entries]))
+
+    async def topic_entries(request: Request, clients) -> list:
+        name = request.path_params["topic"]
+        await proxy.call(clients.partition_count, name)  # 40401 if it does not exist
+        return await proxy.call(clients.admin.topic_config_values, name)
+
+    def topic_config_json(links: Links, name: str, entry) -> dict:
+        return config_json(links, "KafkaTopicConfig", ("topics", name), f"/topic={name}", entry, topic_name=name)
+
+    async def topic_configs(request: Request) -> Response:
+        clients, links = await context(request)
+        name = request.path_params["topic"]
+        entries = await topic_entries(request, clients)
+        return answer(links.listing("KafkaTopicConfigList", ("topics", name, "configs"),
+                                    [topic_config_json(links, name, entry) for entry in entries]))
+
+    async def topic_config(request: Request) -> Response:
+        clients, links = await context(request)
+        name, key = request.path_params["topic"], request.path_params["name"]
+        for entry in await topic_entries(request, clients):
+            if entry.name == key:
+                return answer(topic_config_json(links, name, entry))
+        raise not_found(f"Config {key}")
+
+    async def set_topic_config(request: Request) -> Response:
+        require_json(request)
+        body = await json_body(request, proxy)
+        value = field(body, "value", str)
+        clients, _ = await context(request)
+        name = request.path_params["topic"]
+        await proxy.call(clients.partition_count, name)
+        await proxy.call(clients.admin.alter_topic_configs, name, {request.path_params["name"]: value or ""})
+        return Response(status_code=204)
+
+    async def reset_topic_config(request: Request) -> Response:
+        clients, _ = await context(request)
+        name = request.path_params["topic"]
+        await proxy.call(clients.partition_count, name)
+        await proxy.call(clients.admin.alter_topic_configs, name, {}, [request.path_params["name"]])
+        return Response(status_code=204)
+
+    async def alter_topic_configs(request: Request) -> Response:
+        require_json(request)
+        body = await json_body(request, proxy)
+        changes = field(body, "data", list, required=True)
+        set_configs, delete_configs = {}, []
+        for change in changes:
+            key = field(change, "name", str, required=True)
+            operation = str(field(change, "operation", str, default="SET")).upper()
+            if operation == "DELETE":
+                delete_configs.append(key)
+            elif operation == "SET":
+                set_configs[key] = field(change, "value", str, default="")
+            else:
+                raise RestError(400, BAD_REQUEST, f"operation {operation!r} is not SET or DELETE")
+        clients, _ = await context(request)
+        name = request.path_params["topic"]
+        await proxy.call(clients.partition_count, name)
+        if not field(body, "validate_only", bool, default=False):
+            await proxy.call(clients.admin.alter_topic_configs, name, set_configs, delete_configs)
+        return Response(status_code=204)
+
+    # ----------------------------------------------------------------------------------------- topics
+    def topic_json(links: Links, name: str, layouts: list) -> dict:
+        return links.resource("KafkaTopic", ("topics", name), f"/topic={name}", topic_name=name,
+                              is_internal=name.startswith("__"),
+                              replication_factor=len(layouts[0].replicas) if layouts else 0,
+                              partitions_count=len(layouts), partitions=links.related("topics", name, "partitions"),
+                              configs=links.related("topics", name, "configs"),
+                              partition_reassignments=links.related("topics", name, "partitions", "-",
+                                                                    "reassignment"))
+
+    async def layouts_of(clients, name: str) -> list:
+        layouts = (await proxy.call(clients.admin.topic_layouts, True)).get(name)
+        if layouts is None:
+            raise not_found(f"Topic {name}")
+        return layouts
+
+    async def topics(request: Request) -> Response:
+        clients, links = await context(request)
+        layouts = await proxy.call(clients.admin.topic_layouts, True)
+        return answer(links.listing("KafkaTopicList", ("topics",),
+                                    [topic_json(links, name, parts) for name, parts in layouts.items()]))
+
+    async def topic(request: Request) -> Response:
+        clients, links = await context(request)
+        name = request.path_params["topic"]
+        return answer(topic_json(links, name, await layouts_of(clients, name)))
+
+    async def create_topic(request: Request) -> Response:
+        require_json(request)
+        body = await json_body(request, proxy)
+        name = field(body, "topic_name", str, required=True)
+        partitions = field(body, "partitions_count", int, default=-1)
+        replication = field(body, "replication_factor", int, default=-1)
+        configs = {}
+        for entry in field(body, "configs", list, default=[]):
+            configs[field(entry, "name", str, required=True)] = field(entry, "value", str, default="")
+        clients, links = await context(request)
+        if field(body, "validate_only", bool, default=False):
+            layouts = []
+        else:
+            await proxy.call(clients.admin.create_topic, name, partitions, replication, configs)
+            layouts = await layouts_of(clients, name)
+        data = topic_json(links, name, layouts)
+        if not layouts:
+            data.update(partitions_count=max(partitions, 0), replication_factor=max(replication, 0))
+        return answer(data, 201)
+
+    async def delete_topic(request: Request) -> Response:
+        clients, _ = await context(request)
+        name = request.path_params["topic"]
+        await proxy.call(clients.partition_count, name)
+        await proxy.call(clients.admin.delete_topic, name)
+        clients.forget(name)
+        return Response(status_code=204)
+
+    async def update_topic(request: Request) -> Response:
+        require_json(request)
+        body = await json_body(request, proxy)
+        count = field(body, "partitions_count", int, required=True)
+        clients, links = await context(request)
+        name = request.path_params["topic"]
+        await layouts_of(clients, name)
+        await proxy.call(clients.admin.add_partitions, name, count)
+        clients.forget(name)
+        return answer(topic_json(links, name, await layouts_of(clients, name)))
+
+    # ------------------------------------------------------------------------------------- partitions
+    def partition_json(links: Links, name: str, layout) -> dict:
+        parts = ("topics", name, "partitions", layout.partition)
+        data = links.resource("KafkaPartition", parts, f"/topic={name}/partition={layout.partition}",
+                              topic_name=name, partition_id=layout.partition,
+                              replicas=links.related(*parts, "replicas"),
+                              reassignment=links.related(*parts, "reassignment"))
+        if layout.leader >= 0:
+            data["leader"] = links.related(*parts, "replicas", layout.leader)
+        return data
+
+    async def partitions(request: Request) -> Response:
+        clients, links = await context(request)
+        name = request.path_params["topic"]
+        layouts = await layouts_of(clients, name)
+        return answer(links.listing("KafkaPartitionList", ("topics", name, "partitions"),
+                                    [partition_json(links, name, layout) for layout in layouts]))
+
+    async def partition(request: Request) -> Response:
+        clients, links = await context(request)
+        name, index = request.path_params["topic"], request.path_params["partition_id"]
+        layouts = await layouts_of(clients, name)
+        if not 0 <= index < len(layouts):
+            raise not_found(f"Partition {name}-{index}")
+        return answer(partition_json(links, name, layouts[index]))
+
+    # -------------------------------------------------------------------------------- consumer groups
+    def group_json(links: Links, info) -> dict:
+        parts = ("consumer-groups", info.group_id)
+        data = links.resource("KafkaConsumerGroup", parts, f"/consumer-group={info.group_id}",
+                              consumer_group_id=info.group_id, is_simple=not info.members and not info.assignor,
+                              partition_assignor=info.assignor, state=info.state.replace("REBALANCING", "REBALANCE"),
+                              type="CLASSIC", is_mixed_consumer_group=False,
+                              consumers=links.related(*parts, "consumers"),
+                              lag_summary=links.related(*parts, "lag-summary"))
+        if info.coordinator >= 0:
+            data["coordinator"] = links.related("brokers", info.coordinator)
+        return data
+
+    async def described(request: Request, clients):
+        group_id = request.path_params["group"]
+        listed = dict(await proxy.call(clients.admin.list_groups))
+        if group_id not in listed:
+            raise not_found(f"Consumer group {group_id}")
+        return await proxy.call(clients.admin.describe_group, group_id)
+
+    async def groups(request: Request) -> Response:
+        clients, links = await context(request)
+        found = []
+        for group_id, _ in await proxy.call(clients.admin.list_groups):
+            found.append(group_json(links, await proxy.call(clients.admin.describe_group, group_id)))
+        return answer(links.listing("KafkaConsumerGroupList", ("consumer-groups",), found))
+
+    async def group(request: Request) -> Response:
+        clients, links = await context(request)
+        return answer(group_json(links, await described(request, clients)))
+
+    async def consumers(request: Request) -> Response:
+        clients, links = await context(request)
+        info = await described(request, clients)
+        parts = ("consumer-groups", info.group_id, "consumers")
+        return answer(links.listing("KafkaConsumerList", parts, [
+            links.resource("KafkaConsumer", (*parts, member), f"/consumer-group={info.group_id}/consumer={member}",
+                           consumer_group_id=info.group_id, consumer_id=member, instance_id=None,
+                           client_id=client_id, assignments=links.related(*parts, member, "assignments"))
+            for member, client_id, _ in info.members]))
+
+    def lag_json(links: Links, info, offset) -> dict:
+        clients_of = {member: client_id for member, client_id, _ in info.members}
+        return links.resource("KafkaConsumerLag", ("consumer-groups", info.group_id, "lags", offset.topic,
+                                                   "partitions", offset.partition),
+                              f"/consumer-group={info.group_id}/lag={offset.topic}/partition={offset.partition}",
+                              consumer_group_id=info.group_id, topic_name=offset.topic,
+                              partition_id=offset.partition, current_offset=_or(offset.committed, -1),
+                              log_end_offset=_or(offset.latest_offset, -1), lag=_or(offset.lag, 0),
+                              consumer_id=offset.member, instance_id=None,
+                              client_id=clients_of.get(offset.member, ""))
+
+    async def lags(request: Request) -> Response:
+        clients, links = await context(request)
+        info = await described(request, clients)
+        return answer(links.listing("KafkaConsumerLagList", ("consumer-groups", info.group_id, "lags"),
+                                    [lag_json(links, info, offset) for offset in info.offsets]))
+
+    async def lag_summary(request: Request) -> Response:
+        clients, links = await context(request)
+        info = await described(request, clients)
+        worst = max(info.offsets, key=lambda offset: _or(offset.lag, 0), default=None)
+        clients_of = {member: client_id for member, client_id, _ in info.members}
+        parts = ("consumer-groups", info.group_id)
+        data = links.resource("KafkaConsumerGroupLagSummary", (*parts, "lag-summary"),
+                              f"/consumer-group={info.group_id}/lag-summary", consumer_group_id=info.group_id,
+                              max_lag=_or(worst and worst.lag, 0),
+                              total_lag=sum(_or(offset.lag, 0) for offset in info.offsets),
+                              max_lag_consumer_id=worst.member if worst else "", max_lag_instance_id=None,
+                              max_lag_client_id=clients_of.get(worst.member, "") if worst else "",
+                              max_lag_topic_name=worst.topic if worst else "",
+                              max_lag_partition_id=worst.partition if worst else 0)
+        if worst is not None:
+            data["max_lag_consumer"] = links.related(*parts, "consumers", worst.member or "-")
+            data["max_lag_partition"] = links.related("topics", worst.topic, "partitions", worst.partition)
+        return answer(data)
+
+    # ------------------------------------------------------------------------------------------- ACLs
+    def acl_json(links: Links, binding) -> dict:
+        return {"kind": "KafkaAcl", "metadata": {"self": links.url("acls") + "?" + "&".join(
+            f"{key}={value}" for key, value in [("resource_type", binding.restype.name),
+                                                ("resource_name", binding.name),
+                                                ("pattern_type", binding.resource_pattern_type.name),
+                                                ("principal", binding.principal), ("host", binding.host),
+                                                ("operation", binding.operation.name),
+                                                ("permission", binding.permission_type.name)])},
+                "cluster_id": links.cluster_id, "resource_type": binding.restype.name,
+                "resource_name": binding.name, "pattern_type": binding.resource_pattern_type.name,
+                "principal": binding.principal, "host": binding.host, "operation": binding.operation.name,
+                "permission": binding.permission_type.name}
+
+    def acl_filter(request: Request) -> AclBindingFilter:
+        params = request.query_params
+        return AclBindingFilter(enum_of(ResourceType, params.get("resource_type"), "resource_type", "ANY"),
+                                params.get("resource_name"),
+                                enum_of(ResourcePatternType, params.get("pattern_type"), "pattern_type", "ANY"),
+                                params.get("principal"), params.get("host"),
+                                enum_of(AclOperation, params.get("operation"), "operation", "ANY"),
+                                enum_of(AclPermissionType, params.get("permission"), "permission", "ANY"))
+
+    async def acls(request: Request) -> Response:
+        clients, links = await context(request)
+        found = await proxy.call(clients.admin.describe_acls, acl_filter(request))
+        return answer(links.listing("KafkaAclList", ("acls",), [acl_json(links, binding) for binding in found]))
+
+    async def create_acl(request: Request) -> Response:
+        require_json(request)
+        body = await json_body(request, proxy)
+        try:
+            binding = AclBinding(enum_of(ResourceType, field(body, "resource_type", str, True), "resource_type", ""),
+                                 field(body, "resource_name", str, True),
+                                 enum_of(ResourcePatternType, field(body, "pattern_type", str, True),
+                                         "pattern_type", ""),
+                                 field(body, "principal", str, True), field(body, "host", str, True),
+                                 enum_of(AclOperation, field(body, "operation", str, True), "operation", ""),
+                                 enum_of(AclPermissionType, field(body, "permission", str, True), "permission", ""))
+        except ValueError as exc:  # ANY, UNKNOWN or MATCH where a binding needs a definite value
+            raise RestError(400, BAD_REQUEST, str(exc)) from None
+        clients, _ = await context(request)
+        await proxy.call(clients.admin.create_acls, [binding])
+        return Response(status_code=201)
+
+    async def delete_acls(request: Request) -> Response:
+        clients, links = await context(request)
+        try:
+            asked = acl_filter(request)
+        except ValueError as exc:
+            raise RestError(400, BAD_REQUEST, str(exc)) from None
+        deleted = await proxy.call(clients.admin.delete_acls, [asked])
+        return answer({"data": [acl_json(links, binding) for binding in deleted]})
+
+    # ---------------------------------------------------------------------------------------- records
+    async def produce(request: Request) -> Response:
+        require_json(request)
+        clients, links = await context(request)
+        name = request.path_params["topic"]
+        try:
+            count = await proxy.call(clients.partition_count, name)
+        except RestError as exc:
+            raise not_found(f"Topic {name}") if exc.status == 404 else exc
+        producing = RecordStream(proxy, clients, links, name, count)
+        if request.headers.get("content-length") is not None:
+            body = await body_of(request, proxy.settings.max_request_bytes)
+            objects = split_objects(body)
+            if len(objects) == 1:
+                result = await producing.finish(producing.send(objects[0]))
+                return answer(result, _status_of(result["error_code"]))
+            return DuplexResponse(producing.results(_chunks_of(body)), media_type="application/json")
+        return DuplexResponse(producing.results(request.stream()), media_type="application/json")
+
+    return [
+        Route("/v3/clusters", clusters, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}", cluster, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/brokers", brokers, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/brokers/{broker_id:int}", broker, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/brokers/{broker_id:int}/configs", broker_configs, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics", topics, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics", create_topic, methods=["POST"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}", topic, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}", delete_topic, methods=["DELETE"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}", update_topic, methods=["PATCH"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs", topic_configs, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs:alter", alter_topic_configs, methods=["POST"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs/{name}", topic_config, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs/{name}", set_topic_config, methods=["PUT"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs/{name}", reset_topic_config, methods=["DELETE"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions", partitions, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions/{partition_id:int}", partition, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/records", produce, methods=["POST"]),
+        Route("/v3/clusters/{cluster_id}/consumer-groups", groups, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/consumer-groups/{group}", group, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/consumer-groups/{group}/consumers", consumers, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/consumer-groups/{group}/lags", lags, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/consumer-groups/{group}/lag-summary", lag_summary, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/acls", acls, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/acls", create_acl, methods=["POST"]),
+        Route("/v3/clusters/{cluster_id}/acls", delete_acls, methods=["DELETE"]),
+    ]
+
+
+class DuplexResponse(StreamingResponse):
+    """A streamed answer sent while the request's body is still read: Starlette's own, under ASGI before 2.4, reads
+    receive() for a disconnect meanwhile and would take the body's chunks from the request."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await self.stream_response(send)
+        except OSError:
+            raise ClientDisconnect() from None
+
+
+class RecordStream:
+    """Records of one produce request sent as they are parsed, their results given back in order."""
+
+    def __init__(self, proxy: Proxy, clients, links: Links, topic: str, partitions: int):
+        self.proxy, self.clients, self.links, self.topic, self.partitions = proxy, clients, links, topic, partitions
+
+    def send(self, record) -> asyncio.Future | dict:
+        """The record queued (a future of its result), or the error result of a record that cannot be sent."""
+        try:
+            if not isinstance(record, dict):
+                raise RestError(400, BAD_REQUEST, "A record must be a JSON object")
+            partition = field(record, "partition_id", int)
+            if partition is not None and not 0 <= partition < self.partitions:
+                raise RestError(404, NOT_FOUND, f"Partition {self.topic}-{partition} not found")
+            key, key_type = encode_v3(record.get("key"), "key")
+            value, value_type = encode_v3(record.get("value"), "value")
+            headers = []
+            for header in field(record, "headers", list, default=[]):
+                raw = field(header, "value", str)
+                headers.append((field(header, "name", str, required=True),
+                                None if raw is None else b64decode(raw, "header value")))
+            timestamp = parse_time(record.get("timestamp"))
+            future = self.clients.producer.send(self.topic, value, key, headers=headers, timestamp_ms=timestamp,
+                                                partition=murmur2_partitioner(key, self.partitions)
+                                                if partition is None else partition)
+        except RestError as exc:
+            return exc.body()
+        except ClientError as exc:
+            return of_client_error(exc).body()
+        sizes = (key_type, len(key or b"")), (value_type, len(value or b""))
+        return asyncio.ensure_future(self._result(asyncio.wrap_future(future), sizes))
+
+    async def _result(self, delivery, sizes) -> dict:
+        try:
+            delivered = await delivery
+        except ClientError as exc:
+            return of_client_error(exc).body()
+        (key_type, key_size), (value_type, value_size) = sizes
+        return {"error_code": 200, "cluster_id": self.links.cluster_id, "topic_name": self.topic,
+                "partition_id": delivered.partition, "offset": delivered.offset,
+                "timestamp": iso(delivered.timestamp_ms),
+                "key": {"type": key_type, "size": key_size} if key_type else None,
+                "value": {"type": value_type, "size": value_size} if value_type else None}
+
+    @staticmethod
+    async def finish(sent) -> dict:
+        return await sent if isinstance(sent, asyncio.Future) else sent
+
+    async def results(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """One result line per JSON object of the stream, sent in order as each is known."""
+        decoder = json.JSONDecoder()
+        text = codecs.getincrementaldecoder("utf-8")("replace")
+        buffer = ""
+        pending: collections.deque = collections.deque()
+        limit = self.proxy.settings.max_request_bytes
+        async for chunk in chunks:
+            buffer += text.decode(chunk)
+            while True:
+                buffer = buffer.lstrip()
+                if not buffer:
+                    break
+                try:
+                    record, end = decoder.raw_decode(buffer)
+                except json.JSONDecodeError:
+                    break
+                buffer = buffer[end:]
+                pending.append(self.send(record))
+            while pending and (not isinstance(pending[0], asyncio.Future) or pending[0].done()):
+                yield _line(await self.finish(pending.popleft()))
+            if len(buffer) > limit:
+                pending.append(too_large(limit).body())
+                buffer = ""
+                break
+        buffer = (buffer + text.decode(b"", final=True)).strip()
+        if buffer:
+            pending.append(RestError(400, BAD_REQUEST, "Malformed JSON at the end of the stream").body())
+        while pending:
+            yield _line(await self.finish(pending.popleft()))
+
+
+def split_objects(body: bytes) -> list:
+    """The JSON values of a body of one or more of them, whitespace between (400 if it is not)."""
+    text = body.decode("utf-8", "replace")
+    decoder, found, index = json.JSONDecoder(), [], 0
+    while True:
+        while index < len(text) and text[index].isspace():
+            index += 1
+        if index >= len(text):
+            break
+        try:
+            value, index = decoder.raw_decode(text, index)
+        except json.JSONDecodeError:
+            parse_json(text[index:].encode())  # raises 400 with the parser's reason
+        found.append(value)
+    if not found:
+        raise RestError(400, BAD_REQUEST, "Malformed JSON: the body is empty")
+    return found
+
+
+async def _chunks_of(body: bytes) -> AsyncIterator[bytes]:
+    yield body
+
+
+def _line(result: dict) -> bytes:
+    return json.dumps(result, separators=(",", ":")).encode() + b"\n"
+
+
+def _status_of(error_code: int) -> int:
+    return error_code if error_code < 1000 else error_code // 100
+
+
+def _or(value, default):
+    return default if value is None else value
+

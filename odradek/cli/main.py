@@ -4,9 +4,9 @@
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
 With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
 The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
-dump-log, mirror, users, reassign and elect-leaders, console, iceberg), each adding its parsers here (`console.port`
-also serves the web console beside the broker); Spark's pipeline commands join only when odradek.spark.pipelines
-imports (pyspark is optional).
+dump-log, mirror, users, reassign and elect-leaders, console, iceberg, rest-proxy), each adding its parsers here
+(`console.port` and `rest.proxy.port` also serve the web console and the REST proxy beside the broker); Spark's
+pipeline commands join only when odradek.spark.pipelines imports (pyspark is optional).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import confluent_kafka
 
 from odradek import __version__
 from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, iceberg, mirror, perf, produce,
-                         reassign, schema_registry, topics, users, zk)
+                         reassign, rest_proxy, schema_registry, topics, users, zk)
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
 from odradek.cli.extras import missing_extra_line
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
     for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users,
-                   reassign, console, schema_registry, iceberg):
+                   reassign, console, schema_registry, iceberg, rest_proxy):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser
@@ -147,10 +147,14 @@ async def _serve(broker) -> int:
         loop.add_signal_handler(sig, stop.set)
     host, port = await broker.start()
     console_url = _start_console(broker, host, port) if broker.config["console.port"] else None
+    proxy_port = broker.config["rest.proxy.port"]
+    proxy_url = _start_rest_proxy(host, port, proxy_port) if proxy_port else None
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
           f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
     if console_url is not None:
         print(f"odradek: console on {console_url}", flush=True)
+    if proxy_url is not None:
+        print(f"odradek: rest proxy on {proxy_url}", flush=True)
     await stop.wait()
     await broker.stop()
     return 0
@@ -165,6 +169,14 @@ def _start_console(broker, host: str, port: int) -> str:
     settings = ConsoleSettings(f"{local}:{port}", port=broker.config["console.port"],
                                zookeeper=broker.config["zookeeper.connect"] or None, metrics_urls=metrics)
     return Console(settings).start_thread()
+
+
+def _start_rest_proxy(host: str, port: int, proxy_port: int) -> str:
+    """The REST proxy beside the broker, on 127.0.0.1:rest.proxy.port, reaching it through its own listener."""
+    from odradek.restproxy import ProxySettings, RestProxy
+
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return RestProxy(ProxySettings(f"{local}:{port}"), port=proxy_port).start_thread()
 
 
 def _use_uvloop() -> None:

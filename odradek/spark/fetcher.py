@@ -1,14 +1,15 @@
 """A task's read of one offset range: Fetch requests straight to the partition's leader, answers decoded to Arrow.
 
 confluent-kafka hands a consumer one Python object per message, and turning those into columns cost more than the
-rest of a Spark read together. So a task speaks Kafka itself with odradek.protocol's codec over one plain TCP
-connection: ApiVersions to agree on versions (Fetch 4-12, ListOffsets 2-7, Metadata 1-12: every Kafka from 2.4 to
-4.x serves them, and so does Odradek), Metadata to find the leader, ListOffsets for the data-loss checks, then one
-Fetch after another, the next already sent while the previous answer is decoded by odradek.records.arrow into one
-Arrow batch. What reaches Spark is what Kafka's consumer would deliver: control batches (transaction markers) never,
-aborted transactions not under kafka.isolation.level=read_committed (the default is read_uncommitted, the Java
-consumer's and so Spark's own Kafka source's), offsets compacted away skipped. A moved leader or a dropped connection
-is retried until kafkaConsumer.pollTimeoutMs passes without progress.
+rest of a Spark read together. So a task speaks Kafka itself with odradek.protocol's codec over one connection,
+secured as the kafka.* options say (TLS, SASL PLAIN or SCRAM: odradek.security.client; a refused login fails the
+task at once with the broker's message): ApiVersions to agree on versions (Fetch 4-12, ListOffsets 2-7, Metadata
+1-12: every Kafka from 2.4 to 4.x serves them, and so does Odradek), Metadata to find the leader, ListOffsets for the
+data-loss checks, then one Fetch after another, the next already sent while the previous answer is decoded by
+odradek.records.arrow into one Arrow batch. What reaches Spark is what Kafka's consumer would deliver: control
+batches (transaction markers) never, aborted transactions not under kafka.isolation.level=read_committed (the
+default is read_uncommitted, the Java consumer's and so Spark's own Kafka source's), offsets compacted away skipped.
+A moved leader or a dropped connection is retried until kafkaConsumer.pollTimeoutMs passes without progress.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import pyarrow as pa
 
 from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
-from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
+from odradek.protocol.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.arrow import HEADERS_TYPE, RecordColumns, batches_to_columns
 from odradek.records.batch import decode_batch, is_abort_marker, whole_batches
+from odradek.security.client import client_security
 from odradek.spark.kafka_io import BrokerUnavailableError, DataLossError, OffsetRange, TopicNotFoundError
 
 RECORD_FIELDS = [
@@ -75,6 +77,7 @@ class PartitionReader:
         self.bootstrap = client_config["bootstrap.servers"]
         self.addresses = [server_address(server) for server in self.bootstrap.split(",") if server.strip()]
         self.client_id = client_config.get("client.id", "odradek-spark-source")
+        self.security = client_security(client_config)
         committed = client_config.get("isolation.level", "read_uncommitted").strip().lower() == "read_committed"
         self.isolation_level = READ_COMMITTED if committed else READ_UNCOMMITTED
         self.poll_timeout_s = poll_timeout_s
@@ -249,9 +252,11 @@ class PartitionReader:
 
     def _connect(self, address: tuple[str, int]) -> Connection:
         try:
-            return Connection(address, self._attempt_timeout(), self.client_id, VERSIONS)
+            return Connection(address, self._attempt_timeout(), self.client_id, VERSIONS, self.security)
         except UnsupportedApi as exc:
             raise BrokerUnavailableError(f"{exc}, which the odradek source reads with") from None
+        except AuthenticationFailed as exc:
+            raise BrokerUnavailableError(f"kafka.bootstrap.servers={self.bootstrap}: could not log in: {exc}") from None
 
     def _leader_address(self, connection: Connection) -> tuple[str, int]:
         request = api("Metadata").request

@@ -1,6 +1,7 @@
 """Small, realistic event generators for the pipelines: orders, page views, customer-profile changes.
 
-Each writes JSON events with confluent-kafka and returns what a correct pipeline must produce from them (a count,
+Each writes JSON events with confluent-kafka (`config`: settings beside bootstrap.servers, such as a secured
+cluster's, in librdkafka's names) and returns what a correct pipeline must produce from them (a count,
 the views per page and minute, the latest profile per customer), so the CLI can demo a pipeline and the tests can
 check one against a known answer. Seeded, so a run is repeatable.
 """
@@ -24,9 +25,8 @@ MINUTE_MS = 60_000
 class EventWriter:
     """A producer that keeps going when its queue is full and fails if anything was not acknowledged."""
 
-    def __init__(self, bootstrap_servers: str):
-        self._producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5, "acks": "all",
-                                   "log.connection.close": False})
+    def __init__(self, client_config: dict[str, str]):
+        self._producer = Producer({"linger.ms": 5, "acks": "all", "log.connection.close": False, **client_config})
         self._failures: list[str] = []
 
     def send(self, topic: str, key: str | None, value: dict | None, timestamp_ms: int | None = None) -> None:
@@ -49,11 +49,13 @@ class EventWriter:
             self._failures.append(error.str())
 
 
-def produce_orders(bootstrap_servers: str, topic: str, count: int, *, partitions: int = 4, seed: int = 0) -> int:
+def produce_orders(bootstrap_servers: str, topic: str, count: int, *, partitions: int = 4, seed: int = 0,
+                   config: dict[str, str] | None = None) -> int:
     """Order events keyed by customer; returns how many were written."""
-    ensure_topic({"bootstrap.servers": bootstrap_servers}, topic, partitions)
+    client_config = {**(config or {}), "bootstrap.servers": bootstrap_servers}
+    ensure_topic(client_config, topic, partitions)
     rng = random.Random(seed)
-    writer = EventWriter(bootstrap_servers)
+    writer = EventWriter(client_config)
     now_ms = int(time.time() * 1000)
     for number in range(count):
         customer = f"customer-{rng.randrange(1000):04d}"
@@ -66,13 +68,14 @@ def produce_orders(bootstrap_servers: str, topic: str, count: int, *, partitions
 
 
 def produce_page_views(bootstrap_servers: str, topic: str, count: int, *, start_ms: int, minutes: int,
-                       partitions: int = 2, seed: int = 0) -> Counter:
+                       partitions: int = 2, seed: int = 0, config: dict[str, str] | None = None) -> Counter:
     """Page views spread over `minutes` minutes from start_ms, in time order as a site would send them, each
     record's timestamp being the view's time. Returns the views per (page, minute start in ms).
     """
-    ensure_topic({"bootstrap.servers": bootstrap_servers}, topic, partitions)
+    client_config = {**(config or {}), "bootstrap.servers": bootstrap_servers}
+    ensure_topic(client_config, topic, partitions)
     rng = random.Random(seed)
-    writer = EventWriter(bootstrap_servers)
+    writer = EventWriter(client_config)
     expected: Counter = Counter()
     for at in sorted(start_ms + rng.randrange(minutes * MINUTE_MS) for _ in range(count)):
         page = rng.choices(PAGES, weights=range(len(PAGES), 0, -1))[0]
@@ -85,14 +88,16 @@ def produce_page_views(bootstrap_servers: str, topic: str, count: int, *, start_
 
 
 def produce_profile_changes(bootstrap_servers: str, topic: str, customers: int, changes: int, *,
-                            delete_share: float = 0.1, partitions: int = 2, seed: int = 0) -> dict[str, dict]:
+                            delete_share: float = 0.1, partitions: int = 2, seed: int = 0,
+                            config: dict[str, str] | None = None) -> dict[str, dict]:
     """Customer-profile upserts and deletes (tombstones) on a compacted topic keyed by customer.
 
     Returns the latest profile of every customer that still exists: what a changelog snapshot must hold.
     """
-    ensure_topic({"bootstrap.servers": bootstrap_servers}, topic, partitions, {"cleanup.policy": "compact"})
+    client_config = {**(config or {}), "bootstrap.servers": bootstrap_servers}
+    ensure_topic(client_config, topic, partitions, {"cleanup.policy": "compact"})
     rng = random.Random(seed)
-    writer = EventWriter(bootstrap_servers)
+    writer = EventWriter(client_config)
     state: dict[str, dict] = {}
     for version in range(changes):
         customer = f"customer-{rng.randrange(customers):04d}"

@@ -13,6 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from odradek.client.properties import librdkafka_settings
+from odradek.security.client import client_security
+
 EARLIEST = -2  # Spark's and Kafka's sentinels inside JSON offsets
 LATEST = -1
 
@@ -64,7 +67,7 @@ class OffsetSpec:
 
 @dataclass(frozen=True)
 class SourceOptions:
-    client_config: dict[str, str]
+    client_config: dict[str, str] = field(repr=False)  # librdkafka's names; holds passwords, so never shown
     subscription: Subscription
     starting: OffsetSpec
     ending: OffsetSpec | None  # None for streaming reads
@@ -78,7 +81,7 @@ class SourceOptions:
 
 @dataclass(frozen=True)
 class SinkOptions:
-    client_config: dict[str, str]
+    client_config: dict[str, str] = field(repr=False)
     topic: str | None
 
 
@@ -93,8 +96,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     else:
         ending = _ending_spec(opts)
     client_config = _client_config(opts, REJECTED_SOURCE_SETTINGS, "source")
-    if client_config.get("security.protocol", "plaintext").strip().lower() != "plaintext":
-        raise OptionError("kafka.security.protocol: the odradek source's tasks read over plaintext connections only")
+    try:
+        client_security(client_config)  # what the read tasks' own connections need, checked before any task runs
+    except ValueError as exc:
+        raise OptionError(f"kafka.{exc}") from None
     return SourceOptions(
         client_config=client_config,
         subscription=_subscription(opts),
@@ -130,6 +135,8 @@ def _spark_name(lowered: str) -> str:
 
 
 def _client_config(opts: dict[str, str], rejected: tuple[str, ...], role: str) -> dict[str, str]:
+    """The kafka.* options as librdkafka settings: Kafka's Java client names, as Spark's connector takes them
+    (sasl.jaas.config, ssl.truststore.location, ...), translated; librdkafka's own names kept."""
     config = {key[len("kafka."):]: value for key, value in opts.items() if key.startswith("kafka.")}
     for name in rejected:
         if name in config:
@@ -137,7 +144,10 @@ def _client_config(opts: dict[str, str], rejected: tuple[str, ...], role: str) -
                               f"(as Spark's Kafka {role} does)")
     if not config.get("bootstrap.servers"):
         raise OptionError("kafka.bootstrap.servers: required (host:port of the broker)")
-    return config
+    try:
+        return librdkafka_settings(config)
+    except ValueError as exc:
+        raise OptionError(f"kafka.{exc}") from None
 
 
 def _subscription(opts: dict[str, str]) -> Subscription:

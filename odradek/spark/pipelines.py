@@ -4,8 +4,11 @@ The CLI hooks this in with add_pipeline_commands(subparsers). pyspark is not imp
 (pip install odradek[spark]) and is loaded when a pipeline actually runs, so `odradek serve` and the broker never
 import it. Each command sets `run` on its namespace, as the rest of the CLI does, and returns an exit code. The broker
 is named as in every other command (--bootstrap-server, -b or $ODRADEK_BOOTSTRAP_SERVER); --bootstrap-servers, the
-pipelines' first spelling, is still accepted but no longer shown. A spark:// master that cannot be reached is one
-`odradek: ...` line before any JVM starts.
+pipelines' first spelling, is still accepted but no longer shown. --command-config FILE takes a secured cluster's
+Kafka client properties, as every other command does (security.protocol, sasl.*, ssl.*, translated by
+odradek.client.properties), for all of a pipeline's reads and writes: the driver's lookups, the read tasks' own
+connections, the sink's producers, the generators'; each --kafka KEY=VALUE (librdkafka's names) wins over the file.
+A spark:// master that cannot be reached is one `odradek: ...` line before any JVM starts.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import argparse
 import json
 import socket
 
-from odradek.client.options import add_bootstrap
+from odradek.client.options import add_bootstrap, add_command_config, properties_file
+from odradek.client.properties import librdkafka_settings
 
 OLD_BOOTSTRAP_OPTION = "--bootstrap-servers"
 
@@ -58,7 +62,7 @@ def add_pipeline_commands(subparsers) -> None:
     generate = commands.add_parser("generate", help="write demo events for the pipelines",
                                    description="Write demo events for the pipelines to a topic.")
     generate.add_argument("kind", choices=("orders", "page-views", "profile-changes"))
-    add_bootstrap(generate, OLD_BOOTSTRAP_OPTION)
+    _add_client_settings(generate)
     generate.add_argument("--topic", help="default: orders, page-views or profiles")
     generate.add_argument("--count", type=int, default=10_000, help="how many events (default 10000)")
     generate.add_argument("--seed", type=int, default=0, help="random seed, for repeatable events (default 0)")
@@ -67,16 +71,24 @@ def add_pipeline_commands(subparsers) -> None:
 
 def _command(commands, name: str, help_text: str) -> argparse.ArgumentParser:
     parser = commands.add_parser(name, help=help_text, description=help_text)
-    add_bootstrap(parser, OLD_BOOTSTRAP_OPTION)
+    _add_client_settings(parser)
     parser.add_argument("--master", default="local[2]",
                         help="Spark master: local[N] or a cluster such as spark://host:7077 (default local[2])")
-    parser.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
-                        help="a client setting passed to confluent-kafka, repeatable")
     return parser
 
 
+def _add_client_settings(parser: argparse.ArgumentParser) -> None:
+    """What every pipeline command connects with: --bootstrap-server, --command-config and --kafka."""
+    add_bootstrap(parser, OLD_BOOTSTRAP_OPTION)
+    add_command_config(parser)
+    parser.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
+                        help="a client setting passed to confluent-kafka (librdkafka's names), repeatable; wins "
+                             "over --command-config")
+
+
 def _client_config(args) -> dict[str, str]:
-    config = {"bootstrap.servers": args.bootstrap_server}
+    """librdkafka settings: the broker, --command-config's properties, then each --kafka setting."""
+    config = {"bootstrap.servers": args.bootstrap_server, **librdkafka_settings(properties_file(args.command_config))}
     for setting in args.kafka:
         key, separator, value = setting.partition("=")
         if not separator:
@@ -160,20 +172,21 @@ def _run_generate(args) -> int:
 
     from odradek.spark import generators
 
+    config = _client_config(args)
     if args.kind == "orders":
         topic = args.topic or "orders"
-        generators.produce_orders(args.bootstrap_server, topic, args.count, seed=args.seed)
+        generators.produce_orders(args.bootstrap_server, topic, args.count, seed=args.seed, config=config)
         print(f"{args.count} orders written to {topic}")
     elif args.kind == "page-views":
         topic = args.topic or "page-views"
         minutes = 10
         start_ms = (int(time.time()) // 60 - minutes) * 60_000
         views = generators.produce_page_views(args.bootstrap_server, topic, args.count, start_ms=start_ms,
-                                              minutes=minutes, seed=args.seed)
+                                              minutes=minutes, seed=args.seed, config=config)
         print(f"{sum(views.values())} page views over the last {minutes} minutes written to {topic}")
     else:
         topic = args.topic or "profiles"
         state = generators.produce_profile_changes(args.bootstrap_server, topic, max(1, args.count // 10),
-                                                   args.count, seed=args.seed)
+                                                   args.count, seed=args.seed, config=config)
         print(f"{args.count} profile changes written to {topic}; {len(state)} customers exist at the end")
     return 0

@@ -3,7 +3,10 @@ pyspark 4.3 through spark.jars), against a real `odradek serve`: what a Spark us
 sees. Batch reads with offset bounds, keys and headers (the same rows format("odradek") reads), batch writes of
 key, value, partition and headers (read back by another client), a streaming query killed with SIGKILL mid-run in
 its own process and resumed from its checkpoint, each record once in its file sink, kafka.group.id with
-startingOffsetsByTimestamp, a SASL_SSL listener with ACLs and three brokers with replication factor 3."""
+startingOffsetsByTimestamp, a SASL_SSL listener with ACLs and three brokers with replication factor 3. On that SASL_SSL
+listener format("odradek") too, given the same kafka.* options (driver lookups, read tasks and sink log in with
+SCRAM-SHA-512; a wrong password fails at once with the broker's message), and `odradek pipeline ... --command-config`
+with the properties file a Java tool takes."""
 
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+import pyarrow.parquet as pq
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
+                                   ResourcePatternType, ResourceType)
 
 from tests.interop.conftest import cluster3, secured_broker  # noqa: F401 (fixtures: RF 3, SASL_SSL with ACLs)
 from tests.jvm import ROOT, spark_kafka_jars
@@ -161,9 +166,6 @@ def test_over_sasl_ssl_alice_reads_and_writes_what_her_acls_allow(spark, secured
     """A secured cluster (SASL_SSL, SCRAM-SHA-512, ACLs enforced): Spark's connector logs in as alice with the
     kafka.-prefixed Java client properties, is refused the topic until admin grants her ACLs on it, then writes and
     reads it back."""
-    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
-    from confluent_kafka.admin import ResourceType
-
     admin = AdminClient(secured_broker.librdkafka_config("admin"))
     admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(60)
     alice = {f"kafka.{key}": value for key, value in secured_broker.client_properties("alice").items()}
@@ -207,3 +209,75 @@ def test_three_brokers_with_replication_factor_3(spark, cluster3, topic_name):
         == written
     assert sorted((r.partition, r.key, r.value) for r in read(spark, cluster3, subscribe=topic_name).collect()) \
         == written
+
+
+def _grant_alice(secured_broker, topic: str, *operations: AclOperation) -> None:
+    admin = AdminClient(secured_broker.librdkafka_config("admin"))
+    grants = [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*", operation,
+                         AclPermissionType.ALLOW) for operation in operations]
+    for done in admin.create_acls(grants).values():
+        done.result(30)
+
+
+def _odradek_over_sasl_ssl(reader_or_writer, secured_broker, properties: dict[str, str], **options):
+    configured = reader_or_writer.format("odradek").option("kafka.bootstrap.servers", secured_broker.bootstrap_servers)
+    for key, value in {**{f"kafka.{k}": v for k, v in properties.items()}, **options}.items():
+        configured = configured.option(key, value)
+    return configured
+
+
+def test_format_odradek_writes_and_reads_over_sasl_ssl_with_scram(spark, secured_broker, topic_name):
+    """format("odradek") given Spark's connector's options for the secured cluster (kafka.security.protocol,
+    kafka.sasl.mechanism, kafka.sasl.jaas.config with ScramLoginModule, a PEM kafka.ssl.truststore.location): alice,
+    granted the topic, writes rows with its sink and reads back those and admin's, from both partitions (the
+    driver's lookups and each read task's own connection log in)."""
+    admin = AdminClient(secured_broker.librdkafka_config("admin"))
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(60)
+    producer = Producer(secured_broker.librdkafka_config("admin"))
+    for i in range(10):
+        producer.produce(topic_name, f"admin-{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    _grant_alice(secured_broker, topic_name, AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE)
+    alice = secured_broker.client_properties("alice")
+    rows = spark.createDataFrame([(f"alice-{i}", i % 2) for i in range(6)], "value string, partition int")
+    _odradek_over_sasl_ssl(rows.write, secured_broker, alice, topic=topic_name).mode("append").save()
+    read = _odradek_over_sasl_ssl(spark.read, secured_broker, alice, subscribe=topic_name).load()
+    assert sorted((r.partition, r.value.decode()) for r in read.collect()) == sorted(
+        [(i % 2, f"admin-{i}") for i in range(10)] + [(i % 2, f"alice-{i}") for i in range(6)])
+
+
+def test_format_odradek_with_a_wrong_password_fails_at_once_with_the_brokers_message(spark, secured_broker,
+                                                                                      topic_name):
+    wrong = {**secured_broker.client_properties("alice"), "sasl.jaas.config":
+             'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" '
+             'password="not-alices-password";'}
+    started = time.monotonic()
+    with pytest.raises(Exception, match="Authentication failed during authentication due to invalid credentials "
+                                        "with SASL mechanism SCRAM-SHA-512") as refused:
+        _odradek_over_sasl_ssl(spark.read, secured_broker, wrong, subscribe=topic_name).load().collect()
+    assert time.monotonic() - started < 30  # not kafkaConsumer.pollTimeoutMs's two minutes of retries
+    assert "not-alices-password" not in str(refused.value)
+
+
+def test_pipeline_command_config_reads_and_writes_a_secured_cluster(secured_broker, topic_name, tmp_path):
+    """`odradek pipeline generate` writes as admin and `odradek pipeline warehouse-load` (its own Spark, on
+    local[1]) reads as alice, each given a --command-config file in Java's names (sasl.jaas.config, a PEM
+    truststore), as Kafka's tools take it."""
+    def pipeline(*arguments: str, user: str) -> str:
+        run = subprocess.run([sys.executable, "-m", "odradek", "pipeline", *arguments,
+                              "--bootstrap-server", secured_broker.bootstrap_servers,
+                              "--command-config", str(secured_broker.properties_file(tmp_path, user))],
+                             capture_output=True, text=True, timeout=600, cwd=ROOT,
+                             env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+        assert run.returncode == 0, run.stderr[-3000:]
+        return run.stdout
+
+    assert pipeline("generate", "orders", "--topic", topic_name, "--count", "300", user="admin") == \
+        f"300 orders written to {topic_name}\n"
+    _grant_alice(secured_broker, topic_name, AclOperation.READ, AclOperation.DESCRIBE)
+    output = tmp_path / "warehouse"
+    loaded = pipeline("warehouse-load", "--topics", topic_name, "--output", str(output), "--master", "local[1]",
+                      user="alice")
+    assert loaded.splitlines()[-1] == f"loaded 300 rows from 4 partition ranges into {output}"
+    orders = [json.loads(value.as_py()) for value in pq.read_table(output).column("value")]
+    assert sorted(order["order_id"] for order in orders) == sorted(f"order-0-{i}" for i in range(300))

@@ -9,6 +9,7 @@ pytest.importorskip("pyspark")
 from odradek.spark.kafka_io import OffsetRange  # noqa: E402
 from odradek.spark.options import OptionError, parse_sink_options, parse_source_options  # noqa: E402
 from odradek.spark.source import _rate_limit, split_ranges  # noqa: E402
+from tests.security.conftest import certificates  # noqa: E402,F401 (a fixture: a CA for the TLS options)
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "a,b"}
 
@@ -39,7 +40,11 @@ def test_timestamps_take_precedence_over_offsets():
     ({**BASE, "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset: not supported"),
     ({**BASE, "kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit: not supported"),
     ({**BASE, "kafka.value.deserializer": "x"}, "kafka.value.deserializer: not supported"),
-    ({**BASE, "kafka.security.protocol": "SASL_SSL"}, "kafka.security.protocol: the odradek source's tasks read"),
+    ({**BASE, "kafka.security.protocol": "SASL_SSL"}, "kafka.sasl.mechanism: GSSAPI is not spoken"),
+    ({**BASE, "kafka.security.protocol": "TLS"}, "kafka.security.protocol: 'TLS' is not one of"),
+    ({**BASE, "kafka.sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;"},
+     "kafka.sasl.jaas.config 'com.sun.security.auth.module.Krb5LoginModule': only PlainLoginModule"),
+    ({**BASE, "kafka.ssl.truststore.location": "/x.jks"}, "kafka.ssl.truststore.type JKS cannot be read"),
     ({**BASE, "startingOffsets": "first"}, "startingOffsets: expected earliest, latest or JSON"),
     ({**BASE, "startingOffsets": "latest"}, "startingOffsets: latest is not valid"),
     ({**BASE, "startingOffsets": '{"a":{"0":-1}}'}, "startingOffsets: latest is not valid"),
@@ -55,6 +60,24 @@ def test_bad_options_fail_in_one_line_naming_the_option(options, message):
     with pytest.raises(OptionError) as failure:
         parse_source_options(options, streaming=False)
     assert message in str(failure.value) and "\n" not in str(failure.value)
+
+
+def test_spark_connector_security_options_are_translated_and_never_shown(certificates):
+    """kafka.* in Java's names, as Spark's connector takes them, become librdkafka's; the password shows in no
+    repr, and in no error: a sink given a JKS truststore says so without echoing the JAAS entry."""
+    secured = {**BASE, "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+               "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                         'username="alice" password="hunter2";',
+               "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": certificates.path("ca.pem")}
+    options = parse_source_options(secured, streaming=False)
+    assert options.client_config == {"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL",
+                                     "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
+                                     "sasl.password": "hunter2",
+                                     "ssl.ca.location": certificates.path("ca.pem")}
+    assert "hunter2" not in repr(options) and "hunter2" not in repr(parse_sink_options({**secured, "topic": "t"}))
+    with pytest.raises(OptionError) as refused:
+        parse_sink_options({**secured, "topic": "t", "kafka.ssl.truststore.type": "JKS"})
+    assert "hunter2" not in str(refused.value)
 
 
 def test_streaming_rejects_ending_offsets():

@@ -24,6 +24,8 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
                                    ResourcePatternType, ResourceType)
 
+from odradek.spark.fetcher import read_range
+from odradek.spark.kafka_io import BrokerUnavailableError, OffsetRange
 from tests.interop.conftest import cluster3, secured_broker  # noqa: F401 (fixtures: RF 3, SASL_SSL with ACLs)
 from tests.jvm import ROOT, spark_kafka_jars
 from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
@@ -257,6 +259,18 @@ def test_format_odradek_with_a_wrong_password_fails_at_once_with_the_brokers_mes
         _odradek_over_sasl_ssl(spark.read, secured_broker, wrong, subscribe=topic_name).load().collect()
     assert time.monotonic() - started < 30  # not kafkaConsumer.pollTimeoutMs's two minutes of retries
     assert "not-alices-password" not in str(refused.value)
+
+
+def test_a_read_task_refused_its_login_fails_at_once_with_the_brokers_message(secured_broker, topic_name):
+    """A task's own connection (odradek.spark.fetcher, as when a password changes after the driver planned the
+    read) does not retry a refused login for kafkaConsumer.pollTimeoutMs as it retries a lost connection."""
+    settings = {**secured_broker.librdkafka_config("alice"), "sasl.password": "not-alices-password"}
+    started = time.monotonic()
+    with pytest.raises(BrokerUnavailableError, match="could not log in: .*SASL_AUTHENTICATION_FAILED: Authentication "
+                                                      "failed during authentication due to invalid credentials"):
+        list(read_range(settings, OffsetRange(topic_name, 0, 0, 10), include_headers=False, fail_on_data_loss=True,
+                        poll_timeout_s=120))
+    assert time.monotonic() - started < 10
 
 
 def test_pipeline_command_config_reads_and_writes_a_secured_cluster(secured_broker, topic_name, tmp_path):

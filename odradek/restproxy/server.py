@@ -31,6 +31,7 @@ class RestProxy:
                                                      lifespan="off", ssl_certfile=ssl_certfile,
                                                      ssl_keyfile=ssl_keyfile))
         self._socket: socket.socket | None = None
+        self._thread: threading.Thread | None = None
         self.url = ""
 
     def start(self) -> str:
@@ -50,10 +51,14 @@ class RestProxy:
             self.proxy.close()
 
     def stop(self) -> None:
+        """Ends serve(); with start_thread, waits for its clients to close."""
         self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(30)
 
     def start_thread(self) -> str:
         url = self.start()
-        threading.Thread(target=self.serve, name="odradek-rest-proxy", daemon=True).start()
+        self._thread = threading.Thread(target=self.serve, name="odradek-rest-proxy", daemon=True)
+        self._thread.start()
         log.info("rest proxy on %s", url)
         return url

@@ -530,7 +530,7 @@ class RecordStream:
             for header in field(record, "headers", list, default=[]):
                 raw = field(header, "value", str)
                 headers.append((field(header, "name", str, required=True),
-                                None if raw is None else b64decode(raw, "header value")))
+                                None if raw is None else b64decode(raw, "header value", v3=True)))
             timestamp = parse_time(record.get("timestamp"))
             future = self.clients.producer.send(self.topic, value, key, headers=headers, timestamp_ms=timestamp,
                                                 partition=murmur2_partitioner(key, self.partitions)

@@ -2,6 +2,8 @@
 query parameters, response bodies, content type (application/vnd.schemaregistry.v1+json) and error JSON
 (`{"error_code": 40401, "message": "Subject 'x' not found."}`).
 
+With SASL on the registry's cluster connection, every request logs in with HTTP basic auth and is checked against
+the subject's topic ACLs (odradek.registry.auth); listings show the subjects the caller may read.
 Endpoints are plain functions (starlette runs them in its thread pool: a write waits for the cluster). A body that
 is not JSON is a 400 and one of the wrong shape a 422, as Confluent answers them; nothing a client sends is a 500.
 """
@@ -19,6 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from odradek.registry import schemas
+from odradek.registry.auth import Access
 from odradek.registry.service import Registry, RegistryError
 from odradek.registry.state import Version
 from odradek.registry.store import StoreError
@@ -59,8 +62,54 @@ def _schema_id(request: Request) -> int:
         raise RegistryError(404, 40403, "Schema not found") from None
 
 
-def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None) -> Starlette:
+def _rights(method: str, path: str) -> tuple[bool, str | None, bool]:
+    """(checked, subject or None for the global config / mode, write) of a request; unchecked ones need a login."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "subjects" and len(parts) > 1:
+        return True, parts[1], method in ("POST", "DELETE") and not (method == "POST" and len(parts) == 2)
+    if parts[0] == "compatibility" and len(parts) > 2:
+        return True, parts[2], False
+    if parts[0] in ("config", "mode"):
+        return True, parts[1] if len(parts) > 1 else None, method in ("PUT", "DELETE")
+    return False, None, False
+
+
+class _Authenticated:
+    """ASGI middleware: with `access` enabled, HTTP basic auth against the cluster's users, then the subject's
+    rights (odradek.registry.auth); the caller is left in the scope for the listings to filter by."""
+
+    def __init__(self, app, access: Access):
+        self.app = app
+        self.access = access
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not self.access.enabled:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        caller = await run_in_threadpool(self.access.login, request.headers.get("authorization"))
+        if caller is None:
+            answer = error(401, 401, "Unauthorized")
+            answer.headers["WWW-Authenticate"] = 'Basic realm="odradek schema registry"'
+            await answer(scope, receive, send)
+            return
+        checked, subject, write = _rights(request.method, scope["path"])
+        if checked and not await run_in_threadpool(caller.may, subject, write):
+            operation = "Write" if write else "Read"
+            what = f"Subject: {subject}" if subject is not None else "the global config"
+            await error(403, 40301, f"User is denied operation {operation} on {what}")(scope, receive, send)
+            return
+        scope.setdefault("state", {})["caller"] = caller
+        await self.app(scope, receive, send)
+
+
+def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None, access: Access | None = None):
     state_lock = registry.store.lock
+
+    def visible(request: Request, subjects):
+        """The subjects the caller may read (all without auth)."""
+        caller = request.scope.get("state", {}).get("caller")
+        return [s for s in subjects if caller is None or caller.may(s, False)]
 
     def schema_body(version: Version, request: Request, with_subject: bool) -> dict:
         body: dict[str, Any] = {}
@@ -108,7 +157,8 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None) 
                 if subject.startswith(prefix):
                     versions = registry.state.live(subject, deleted=deleted)
                     found += versions[-1:] if latest_only else versions
-        return reply(_page(request, [schema_body(v, request, True) for v in found]))
+        allowed = set(visible(request, {v.subject for v in found}))
+        return reply(_page(request, [schema_body(v, request, True) for v in found if v.subject in allowed]))
 
     def by_id(request):
         version = registry.schema_by_id(_schema_id(request))
@@ -129,15 +179,17 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None) 
             uses = registry.state.uses_of(_schema_id(request))
         subject = request.query_params.get("subject")
         found = sorted({v.subject for v in uses if (deleted or not v.deleted) and subject in (None, v.subject)})
-        return reply(_page(request, found))
+        return reply(_page(request, visible(request, found)))
 
     def by_id_versions(request):
         registry.schema_by_id(_schema_id(request))
         deleted = _flag(request, "deleted")
         with state_lock:
             uses = registry.state.uses_of(_schema_id(request))
+        allowed = set(visible(request, {v.subject for v in uses}))
         return reply(_page(request, [{"subject": v.subject, "version": v.version} for v in
-                                     sorted(uses, key=lambda v: (v.subject, v.version)) if deleted or not v.deleted]))
+                                     sorted(uses, key=lambda v: (v.subject, v.version))
+                                     if (deleted or not v.deleted) and v.subject in allowed]))
 
     def by_guid(request):
         version = registry.schema_by_guid(request.path_params["guid"])
@@ -155,7 +207,7 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None) 
             names = state.subjects(deleted=deleted or deleted_only)
             if deleted_only:
                 names = [s for s in names if any(v.deleted for v in state.live(s, deleted=True))]
-        return reply(_page(request, [s for s in names if s.startswith(prefix)]))
+        return reply(_page(request, visible(request, [s for s in names if s.startswith(prefix)])))
 
     def versions(request):
         subject = request.path_params["subject"]
@@ -306,8 +358,9 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None) 
     def http_error(request, exc: HTTPException):
         return error(exc.status_code, exc.status_code, f"HTTP {exc.status_code} {exc.detail}")
 
-    return Starlette(routes=routes, exception_handlers={RegistryError: registry_error, StoreError: store_error,
-                                                        HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={RegistryError: registry_error, StoreError: store_error,
+                                                       HTTPException: http_error})
+    return _Authenticated(app, access) if access is not None and access.enabled else app
 
 
 async def _in_thread(function, *args):

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import uvicorn
 
 from odradek.registry.app import create_app
+from odradek.registry.auth import Access
 from odradek.registry.service import Registry
 from odradek.registry.store import DEFAULT_GROUP, DEFAULT_TOPIC, KafkaStore
 
@@ -42,7 +43,8 @@ class SchemaRegistry:
         self.settings = settings
         self.store = KafkaStore(settings.bootstrap_servers, settings.client_config, topic=settings.topic,
                                 group_id=settings.group_id, timeout=settings.timeout)
-        app = create_app(Registry(self.store), cluster_id=lambda: self.store.cluster_id)
+        access = Access(settings.bootstrap_servers, settings.client_config, settings.timeout)
+        app = create_app(Registry(self.store), cluster_id=lambda: self.store.cluster_id, access=access)
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
         self._socket: socket.socket | None = None
         self._thread: threading.Thread | None = None

@@ -116,6 +116,14 @@ class Producer:
                     f"topic {topic!r} has no partitions")
             time.sleep(0.05)
 
+    def refresh_metadata(self, topic: str, timeout: float = METADATA_STEP_S) -> None:
+        """Ask for the topic's metadata now: librdkafka keeps a topic's error (a refused authorization, say) and
+        fails sends to it at once until its next refresh (topic.metadata.refresh.interval.ms, 5 minutes)."""
+        try:
+            self._producer.list_topics(topic, timeout=timeout)
+        except confluent_kafka.KafkaException:
+            self.failures.check()
+
     def send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
              headers: Iterable[tuple[str, bytes | str | None]] | None = None,
              timestamp_ms: int | None = None) -> "Future[RecordMetadata]":

@@ -15,11 +15,19 @@ import hashlib
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 
-from odradek.client import Admin, Producer
+from odradek.client import Admin, ClientError, Producer
 from odradek.restproxy.errors import topic_not_found
 
 PARTITIONS_TTL_S = 5.0
+REFRESHED_ERRORS = frozenset({"TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"})
+
+
+def failed(error: ClientError) -> Future:
+    future: Future = Future()
+    future.set_exception(error)
+    return future
 
 
 class PrincipalClients:
@@ -40,6 +48,26 @@ class PrincipalClients:
             raise topic_not_found(topic)
         self._partitions[topic] = (count, time.monotonic())
         return count
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None, partition: int,
+             headers: list | None = None, timestamp_ms: int | None = None) -> Future:
+        """The record queued: a future of its RecordMetadata, failing with the ClientError of a refused record.
+        A send librdkafka refuses at once for the topic's error it keeps (an authorization refused before the
+        principal's ACLs changed) is tried again after fresh metadata."""
+        def send() -> Future:
+            return self.producer.send(topic, value, key, partition=partition, headers=headers,
+                                      timestamp_ms=timestamp_ms)
+
+        try:
+            return send()
+        except ClientError as exc:
+            if exc.name not in REFRESHED_ERRORS:
+                return failed(exc)
+        self.producer.refresh_metadata(topic)
+        try:
+            return send()
+        except ClientError as exc:
+            return failed(exc)
 
     def forget(self, topic: str) -> None:
         self._partitions.pop(topic, None)

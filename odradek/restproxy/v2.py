@@ -122,8 +122,8 @@ def routes(proxy: Proxy) -> list[Route]:
                 raise partition_not_found(name, index)
 
         def send_all():
-            return [clients.producer.send(name, value, key, partition=murmur2_partitioner(key, count)
-                                          if index is None else index) for key, value, index in encoded]
+            return [clients.send(name, value, key, murmur2_partitioner(key, count) if index is None else index)
+                    for key, value, index in encoded]
 
         futures = await proxy.call(send_all)
         results = await asyncio.gather(*(asyncio.wrap_future(future) for future in futures), return_exceptions=True)

@@ -532,13 +532,10 @@ class RecordStream:
                 headers.append((field(header, "name", str, required=True),
                                 None if raw is None else b64decode(raw, "header value", v3=True)))
             timestamp = parse_time(record.get("timestamp"))
-            future = self.clients.producer.send(self.topic, value, key, headers=headers, timestamp_ms=timestamp,
-                                                partition=murmur2_partitioner(key, self.partitions)
-                                                if partition is None else partition)
+            future = self.clients.send(self.topic, value, key, murmur2_partitioner(key, self.partitions)
+                                       if partition is None else partition, headers, timestamp)
         except RestError as exc:
             return exc.body()
-        except ClientError as exc:
-            return of_client_error(exc).body()
         sizes = (key_type, len(key or b"")), (value_type, len(value or b""))
         return asyncio.ensure_future(self._result(asyncio.wrap_future(future), sizes))
 

@@ -138,7 +138,7 @@ def test_records_are_produced_one_at_a_time_and_streamed(http, cluster, broker, 
     assert (bad.status_code, bad.json()["error_code"]) == (422, 42206)
 
     consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "v3-reader"})
-    consumer.assign([confluent_kafka.TopicPartition(topic_name, 1, 0), confluent_kafka.TopicPartition(topic_name, 0, 0)])
+    consumer.assign([confluent_kafka.TopicPartition(topic_name, index, 0) for index in (0, 1)])
     found = {}
     while len(found) < 7:
         message = consumer.poll(10)

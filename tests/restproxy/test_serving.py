@@ -1,0 +1,67 @@
+"""How the REST proxy is served: beside a broker in its process (`odradek serve --set rest.proxy.port=PORT`), and
+as `odradek rest-proxy` in front of any cluster; each says where it serves in one line and answers there."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import threading
+
+import httpx
+import pytest
+
+from odradek.embedded import BrokerProcess
+from tests.cli.run import odradek_command
+from tests.restproxy.conftest import BINARY
+from tests.security.conftest import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def line_of(stream, timeout: float = 30) -> str:
+    read: list[str] = []
+    reader = threading.Thread(target=lambda: read.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    assert read, "no line within the timeout"
+    return read[0]
+
+
+def test_rest_proxy_port_serves_the_proxy_beside_the_broker(tmp_path, topic_name):
+    port = free_port()
+    broker = BrokerProcess(tmp_path / "data", settings={"rest.proxy.port": port})
+    broker.start()
+    try:
+        assert line_of(broker.process.stdout).strip() == f"odradek: rest proxy on http://127.0.0.1:{port}/"
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            answer = http.post(f"/topics/{topic_name}", headers={"Content-Type": BINARY},
+                               json={"records": [{"value": base64.b64encode(b"beside").decode()}]})
+            assert answer.status_code == 404  # the broker auto-creates topics for clients, not for the proxy
+            cluster = http.get("/v3/clusters").json()["data"][0]["metadata"]["self"]
+            assert http.post(f"{cluster}/topics", json={"topic_name": topic_name}).status_code == 201
+            answer = http.post(f"/topics/{topic_name}", headers={"Content-Type": BINARY},
+                               json={"records": [{"value": base64.b64encode(b"beside").decode()}]})
+            assert answer.json()["offsets"][0]["offset"] == 0
+    finally:
+        broker.stop()
+
+
+def test_the_rest_proxy_command_serves_any_cluster(broker, topic_name):
+    process = subprocess.Popen(odradek_command("rest-proxy", "--port", "0", "--bootstrap-server",
+                                               broker.bootstrap_servers), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        ready = line_of(process.stdout)
+        assert ready.startswith("odradek: rest proxy on http://127.0.0.1:"), ready
+        with httpx.Client(base_url=ready.split(" on ", 1)[1].strip(), timeout=30) as http:
+            assert http.get("/brokers").json() == {"brokers": [1]}
+            assert http.get("/v3/clusters").json()["data"][0]["kind"] == "KafkaCluster"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def test_the_rest_proxy_command_refuses_half_a_tls_setting():
+    done = subprocess.run(odradek_command("rest-proxy", "--ssl-certfile", "cert.pem"), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "--ssl-keyfile" in done.stderr

@@ -237,8 +237,9 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None, 
         body = await body_of(request)
         registered = await _in_thread(registry.register, request.path_params["subject"], body,
                                       _flag(request, "normalize"))
-        answer = schema_body(registered, request, True)
-        return reply({"id": answer.pop("id"), **answer})
+        # the id, version and guid only: a client keeps what it sent (Protobuf: maybe base64) as the schema
+        return reply({"id": registered.id, "version": registered.version,
+                      "guid": schemas.guid(registered.schema_type, registered.schema)})
 
     async def lookup(request):
         body = await body_of(request)

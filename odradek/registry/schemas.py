@@ -1,6 +1,6 @@
 """Schemas as the registry parses them: AVRO (fastavro), JSON (jsonschema) and PROTOBUF (protoc from grpcio-tools for
-.proto text, protobuf's descriptor_pb2 for the base64 FileDescriptorProto confluent-kafka's serializer sends), with
-their references resolved, the text the registry stores, the identity it compares schemas by and Confluent's
+.proto text, protobuf's descriptor_pb2 for the base64 FileDescriptorProto confluent-kafka's serializer sends, which
+is stored as the .proto text it renders to, as Confluent stores it), with their references resolved, the text the registry stores, the identity it compares schemas by and Confluent's
 `normalize`.
 
 `parse(schema_type, text, references)` gives a ParsedSchema or raises InvalidSchema with the parser's own message;
@@ -124,8 +124,16 @@ def _parse_protobuf(text: str, references: list[tuple[str, str]]) -> ParsedSchem
     files = {}
     for name, ref_text in references:
         files[name] = _descriptor(ref_text, name, files)
-    return ParsedSchema("PROTOBUF", text.strip() if not _base64_descriptor(text) else text,
-                        _descriptor(text, MAIN_PROTO, files), files=files)
+    descriptor = _descriptor(text, MAIN_PROTO, files)
+    stored = text.strip()
+    if _base64_descriptor(text) is not None:  # stored as .proto text, as Confluent stores it, if that compiles back
+        rendered = proto_text(descriptor)
+        try:
+            _descriptor(rendered, MAIN_PROTO, files)
+            stored = rendered
+        except InvalidSchema:
+            pass
+    return ParsedSchema("PROTOBUF", stored, descriptor, files=files)
 
 
 def _base64_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
@@ -168,3 +176,80 @@ def _descriptor(text: str, name: str, files: dict) -> descriptor_pb2.FileDescrip
         result = descriptor_pb2.FileDescriptorSet()
         result.ParseFromString(out.read_bytes())
         return result.file[-1]
+
+
+_LABELS = {1: "optional", 2: "required", 3: "repeated"}
+
+
+def proto_text(descriptor: descriptor_pb2.FileDescriptorProto) -> str:
+    """.proto text of a FileDescriptorProto (what Confluent stores for a base64 schema): syntax, package, imports,
+    the file options protoc knows by name, messages (nested types, oneofs, maps, proto3 optional), enums, services."""
+    F = descriptor_pb2.FieldDescriptorProto
+    syntax = descriptor.syntax or "proto2"
+    lines = [f'syntax = "{syntax}";']
+    if descriptor.package:
+        lines.append(f"package {descriptor.package};")
+    lines += [f'import "{name}";' for name in descriptor.dependency]
+    for option, value in descriptor.options.ListFields():
+        shown = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else (
+            option.enum_type.values_by_number[value].name if option.enum_type else value)
+        lines.append(f"option {option.name} = {shown};")
+
+    def type_of(field) -> str:
+        if field.type in (F.TYPE_MESSAGE, F.TYPE_ENUM, F.TYPE_GROUP):
+            return "." + field.type_name.lstrip(".")
+        return F.Type.Name(field.type).removeprefix("TYPE_").lower()
+
+    def enum(item, indent: str) -> list[str]:
+        return [f"{indent}enum {item.name} {{"] + [f"{indent}  {v.name} = {v.number};" for v in item.value] + \
+            [f"{indent}}}"]
+
+    def message(item, indent: str) -> list[str]:
+        out = [f"{indent}message {item.name} {{"]
+        maps = {nested.name: nested for nested in item.nested_type if nested.options.map_entry}
+        oneofs: dict[int, list] = {}
+        for field in item.field:
+            if field.HasField("oneof_index") and not field.proto3_optional:
+                oneofs.setdefault(field.oneof_index, []).append(field)
+        for field in item.field:
+            if field.HasField("oneof_index") and not field.proto3_optional:
+                if oneofs.get(field.oneof_index) and oneofs[field.oneof_index][0] is field:
+                    out.append(f"{indent}  oneof {item.oneof_decl[field.oneof_index].name} {{")
+                    out += [f"{indent}    {type_of(f)} {f.name} = {f.number};" for f in oneofs[field.oneof_index]]
+                    out.append(f"{indent}  }}")
+                continue
+            entry = maps.get(field.type_name.rsplit(".", 1)[-1]) if field.type == F.TYPE_MESSAGE else None
+            if entry is not None and field.label == F.LABEL_REPEATED:
+                key, value = entry.field[0], entry.field[1]
+                out.append(f"{indent}  map<{type_of(key)}, {type_of(value)}> {field.name} = {field.number};")
+                continue
+            label = _LABELS[field.label]
+            if syntax == "proto3" and label == "optional" and not field.proto3_optional:
+                label = ""
+            packed = " [packed = false]" if field.options.HasField("packed") and not field.options.packed else ""
+            out.append(f"{indent}  {label + ' ' if label else ''}{type_of(field)} {field.name} = {field.number}"
+                       f"{packed};")
+        for nested in item.nested_type:
+            if not nested.options.map_entry:
+                out += message(nested, indent + "  ")
+        for nested in item.enum_type:
+            out += enum(nested, indent + "  ")
+        for reserved in item.reserved_range:
+            end = "max" if reserved.end >= 536870912 else reserved.end - 1
+            out.append(f"{indent}  reserved {reserved.start} to {end};")
+        if item.reserved_name:
+            out.append(f"{indent}  reserved {', '.join(repr(n).replace(chr(39), chr(34)) for n in item.reserved_name)};")
+        return out + [f"{indent}}}"]
+
+    for item in descriptor.message_type:
+        lines += message(item, "")
+    for item in descriptor.enum_type:
+        lines += enum(item, "")
+    for service in descriptor.service:
+        lines.append(f"service {service.name} {{")
+        for method in service.method:
+            lines.append(f"  rpc {method.name} ({'stream ' if method.client_streaming else ''}."
+                         f"{method.input_type.lstrip('.')}) returns ({'stream ' if method.server_streaming else ''}."
+                         f"{method.output_type.lstrip('.')});")
+        lines.append("}")
+    return "\n".join(lines) + "\n"

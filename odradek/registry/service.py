@@ -18,6 +18,7 @@ MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 CONFIG_FIELDS = ("compatibilityLevel", "normalize", "validateFields", "compatibilityGroup", "defaultMetadata",
                  "overrideMetadata", "defaultRuleSet", "overrideRuleSet", "alias")
 MAX_VERSION = 2 ** 31 - 1
+PARSED_CACHE = 1024
 
 
 class RegistryError(Exception):
@@ -45,6 +46,7 @@ def invalid_schema(message: str) -> RegistryError:
 class Registry:
     def __init__(self, store: KafkaStore):
         self.store = store
+        self._parsed_cache: dict[tuple, ParsedSchema] = {}  # oldest first; its users never change what they get
 
     @property
     def state(self) -> State:
@@ -73,10 +75,19 @@ class Registry:
 
     def parse(self, state: State, schema_type: str, text, references: list, normalize: bool = False
               ) -> ParsedSchema:
-        try:
-            return schemas.parse(schema_type, text, self._references(state, references), normalize)
-        except InvalidSchema as exc:
-            raise invalid_schema(str(exc)) from None
+        """The parsed schema, from the cache of recent ones (every registration parses the versions it checks)."""
+        resolved = self._references(state, references)
+        key = (schema_type, text, tuple(resolved), normalize)
+        found = self._parsed_cache.get(key) if isinstance(text, str) else None
+        if found is None:
+            try:
+                found = schemas.parse(schema_type, text, resolved, normalize)
+            except InvalidSchema as exc:
+                raise invalid_schema(str(exc)) from None
+            if len(self._parsed_cache) >= PARSED_CACHE:
+                self._parsed_cache.pop(next(iter(self._parsed_cache)))
+            self._parsed_cache[key] = found
+        return found
 
     def _parsed(self, state: State, version: Version) -> ParsedSchema:
         return self.parse(state, version.schema_type, version.schema, version.references)

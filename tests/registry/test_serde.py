@@ -14,7 +14,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pool
+from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message_factory import GetMessageClass
 
 from odradek.registry.schemas import parse
@@ -68,9 +68,10 @@ def test_json_schema_round_trip(broker, client, topic_name):
 
 
 def test_protobuf_round_trip(broker, client, topic_name):
-    proto = parse("PROTOBUF", 'syntax = "proto3";\npackage shop;\nimport "google/protobuf/timestamp.proto";\n'
+    proto = descriptor_pb2.FileDescriptorProto()
+    proto.CopyFrom(parse("PROTOBUF", 'syntax = "proto3";\npackage shop;\nimport "google/protobuf/timestamp.proto";\n'
                               "message Basket {\n  string owner = 1;\n  repeated string items = 2;\n"
-                              "  google.protobuf.Timestamp at = 3;\n}\n").parsed
+                              "  google.protobuf.Timestamp at = 3;\n}\n").parsed)
     proto.name = f"basket_{uuid.uuid4().hex[:6]}.proto"
     pool = descriptor_pool.Default()
     pool.Add(proto)
@@ -81,5 +82,7 @@ def test_protobuf_round_trip(broker, client, topic_name):
                      ProtobufSerializer(basket, client, {"use.deprecated.format": False}),
                      ProtobufDeserializer(basket, {"use.deprecated.format": False}, client), values)
     assert got == values
-    registered = client.get_latest_version(f"{topic_name}-value")
+    registered = client.get_latest_version(f"{topic_name}-value")  # stored as .proto text, as Confluent does
     assert registered.schema.schema_type == "PROTOBUF" and registered.version == 1
+    assert "message Basket {\n  string owner = 1;\n  repeated string items = 2;\n" \
+        "  .google.protobuf.Timestamp at = 3;\n}" in registered.schema.schema_str

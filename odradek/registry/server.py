@@ -1,7 +1,8 @@
 """Serving the schema registry: uvicorn on a socket bound here (127.0.0.1 by default; port 0 picks a free one and
 the bound port is known before serving), in the foreground (`odradek schema-registry`) or in a daemon thread beside
 a broker (`odradek serve --set schema.registry.port=...`), as the console is served (odradek.console.server).
-`start()` also starts the store: `_schemas` is created if missing and read to its end before the URL is given.
+`start()` also starts the store: `_schemas` is created if missing and read to its end before the URL is given;
+`start_thread()` gives the URL at once and catches up in its thread before it serves.
 """
 
 from __future__ import annotations
@@ -50,16 +51,20 @@ class SchemaRegistry:
         self._thread: threading.Thread | None = None
         self.url = ""
 
-    def start(self) -> str:
+    def _bind(self) -> None:
         family = socket.AF_INET6 if ":" in self.settings.host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((self.settings.host, self.settings.port))
-        self.store.start()
-        self._socket.listen(128)
         port = self._socket.getsockname()[1]
         host = f"[{self.settings.host}]" if family == socket.AF_INET6 else self.settings.host
         self.url = f"http://{host}:{port}"
+
+    def start(self) -> str:
+        """Binds, reads the topic to its end, listens: the URL is served from now on."""
+        self._bind()
+        self.store.start()
+        self._socket.listen(128)
         return self.url
 
     def serve(self) -> None:
@@ -76,8 +81,22 @@ class SchemaRegistry:
             self._thread.join(30)
 
     def start_thread(self) -> str:
-        url = self.start()
-        self._thread = threading.Thread(target=self.serve, name="odradek-schema-registry", daemon=True)
+        """Binds and listens at once, then catches up with the topic and serves in a daemon thread: requests wait in
+        the backlog meanwhile. Beside a broker, whose event loop answers the store's own requests, nothing may
+        wait for the cluster before the broker's loop runs on."""
+        self._bind()
+        self._socket.listen(128)
+        self._thread = threading.Thread(target=self._catch_up_and_serve, name="odradek-schema-registry",
+                                        daemon=True)
         self._thread.start()
-        log.info("schema registry on %s", url)
-        return url
+        log.info("schema registry on %s", self.url)
+        return self.url
+
+    def _catch_up_and_serve(self) -> None:
+        try:
+            self.store.start()
+        except Exception as exc:  # noqa: BLE001 - the thread's end: say why, refuse the waiting requests
+            log.error("schema registry on %s cannot start: %s", self.url, exc)
+            self._socket.close()
+            return
+        self.serve()

@@ -34,6 +34,10 @@ from odradek.storage.transaction_index import AbortedTransaction
 
 OFFSETS_PROPERTY = "odradek.offsets"  # snapshot summary: {"<partition>": next offset} as JSON
 TOPIC_PROPERTY = "odradek.topic"  # table property: the topic the table is written from
+# pyiceberg retries a commit that lost a race by rebuilding its snapshot on the winner's, with the summary computed
+# before: the offsets it records would drop the winner's. A commit that loses must fail, so that the round starts
+# again from the table.
+NO_RETRIES = {"commit.retry.num-retries": "0"}
 
 KEY_VALUE_SCHEMA = Schema(
     NestedField(1, "key", BinaryType(), required=False),
@@ -46,6 +50,11 @@ KEY_VALUE_SCHEMA = Schema(
     NestedField(6, "offset", LongType(), required=True),
 )
 KEY_VALUE_ARROW = KEY_VALUE_SCHEMA.as_arrow()
+# the schema modes' tables: the value's fields, then Kafka's in one struct column (a value may have a field `offset`)
+KAFKA_COLUMN = "kafka"
+KAFKA_STRUCT = StructType(*(field for field in KEY_VALUE_SCHEMA.fields if field.name != "value"))
+DLQ_SUFFIX = "~dlq"  # `<topic>~dlq`: the records a schema mode could not translate, as key_value rows and a reason
+DLQ_SCHEMA = Schema(*KEY_VALUE_SCHEMA.fields, NestedField(10, "reason", StringType(), required=True))
 
 _TRANSFORMS = {"year": YearTransform, "month": MonthTransform, "day": DayTransform, "hour": HourTransform,
                "identity": IdentityTransform}
@@ -72,11 +81,13 @@ def open_catalog(config: Mapping[str, Any], log_dir: Path) -> Catalog:
     return SqlCatalog("odradek", uri=uri, warehouse=warehouse)
 
 
-def partition_spec(text: str) -> PartitionSpec:
-    """odradek.iceberg.partition.spec (checked by odradek.config) as an Iceberg partition spec."""
+def partition_spec(text: str, schema: Schema = KEY_VALUE_SCHEMA) -> PartitionSpec:
+    """odradek.iceberg.partition.spec (checked by odradek.config) as an Iceberg partition spec of `schema`: in a
+    schema mode's table the columns of the spec are those in the `kafka` struct (`value` is none)."""
     fields = []
     for number, (transform, width, column) in enumerate(parse_iceberg_partition_spec(text)):
-        source = KEY_VALUE_SCHEMA.find_field(column)
+        in_struct = KAFKA_COLUMN in {field.name for field in schema.fields}
+        source = schema.find_field(f"{KAFKA_COLUMN}.{column}" if in_struct else column)  # ValueError: no column
         if transform == "bucket":
             made, name = BucketTransform(width), f"{column}_bucket_{width}"
         elif transform == "truncate":
@@ -87,22 +98,27 @@ def partition_spec(text: str) -> PartitionSpec:
     return PartitionSpec(*fields)
 
 
-def load_or_create(catalog: Catalog, namespace: str, topic: str, spec_text: str) -> Table:
-    """The table `<namespace>.<topic>`, created (with its namespace) on first use with the topic's spec."""
-    identifier = (namespace, topic)
+def load_or_create(catalog: Catalog, namespace: str, topic: str, spec_text: str,
+                   schema: Schema = KEY_VALUE_SCHEMA, name: str | None = None) -> Table:
+    """The table `<namespace>.<name>` (default: the topic's name), created (with its namespace) on first use with
+    `schema` and the topic's spec, with pyiceberg's commit retries off (see NO_RETRIES)."""
+    identifier = (namespace, name or topic)
     try:
-        return catalog.load_table(identifier)
+        table = catalog.load_table(identifier)
     except NoSuchTableError:
-        pass
-    try:
-        catalog.create_namespace(namespace)
-    except NamespaceAlreadyExistsError:
-        pass
-    try:
-        return catalog.create_table(identifier, KEY_VALUE_SCHEMA, partition_spec=partition_spec(spec_text),
-                                    properties={TOPIC_PROPERTY: topic})
-    except TableAlreadyExistsError:  # another broker made it meanwhile
-        return catalog.load_table(identifier)
+        try:
+            catalog.create_namespace(namespace)
+        except NamespaceAlreadyExistsError:
+            pass
+        try:
+            return catalog.create_table(identifier, schema, partition_spec=partition_spec(spec_text, schema),
+                                        properties={TOPIC_PROPERTY: topic, **NO_RETRIES})
+        except TableAlreadyExistsError:  # another broker made it meanwhile
+            table = catalog.load_table(identifier)
+    if any(table.properties.get(key) != value for key, value in NO_RETRIES.items()):
+        with table.transaction() as transaction:
+            transaction.set_properties(NO_RETRIES)
+    return table
 
 
 def committed_offsets(table: Table) -> dict[int, int]:

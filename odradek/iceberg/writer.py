@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyiceberg.exceptions import CommitFailedException
 
-from odradek.errors import KafkaError
+from odradek.errors import ErrorCode, KafkaError
 from odradek.iceberg import table as tables
+from odradek.iceberg.schema_sink import SCHEMAS_TOPIC, SchemaSink, State
 from odradek.records.arrow import batches_to_columns
-from odradek.records.batch import whole_batches
+from odradek.records.batch import decode_batch, whole_batches
 from odradek.storage.transaction_index import AbortedTransaction
 
 log = logging.getLogger("odradek.iceberg")
@@ -67,6 +68,9 @@ class IcebergWriter:
         self.stats = WriterStats()
         self._stop = threading.Event()
         self._catalog = None
+        self._registry = State()  # the schema registry's schemas, for the schema modes
+        self._registry_offset = 0  # where the next read of _schemas starts
+        self._parsed: dict[int, tuple] = {}  # schema id -> (table schema, fastavro schema), or the Untranslatable
         self._thread = threading.Thread(target=self._run, name="iceberg-writer", daemon=True)
 
     def start(self) -> None:
@@ -78,21 +82,23 @@ class IcebergWriter:
         self._thread.join()
 
     # ------------------------------------------------------------------------------------------ on the loop
-    def _topics(self) -> list[tuple[str, str, list[int]]]:
-        """(topic, partition spec, partitions this broker leads) of every topic in key_value mode."""
+    def _topics(self) -> list[tuple[str, str, str, list[int]]]:
+        """(topic, mode, partition spec, partitions this broker leads) of every topic in an Iceberg mode."""
         found = []
         for topic in list(self.broker.metadata.topics.values()):
-            if topic.configs.get("odradek.iceberg.mode", "disabled") == "disabled":
+            mode = topic.configs.get("odradek.iceberg.mode", "disabled")
+            if mode == "disabled":
                 continue
             led = [index for index in range(len(topic.partitions)) if self.broker.leads(topic.name, index)]
             if led:
-                found.append((topic.name, topic.configs.get("odradek.iceberg.partition.spec", "hour(timestamp)"),
-                              led))
+                found.append((topic.name, mode, topic.configs.get("odradek.iceberg.partition.spec",
+                                                                  "hour(timestamp)"), led))
         return found
 
-    def _read_chunk(self, topic: str, index: int, offset: int) -> Chunk | None:
+    def _read_chunk(self, topic: str, index: int, offset: int, leader_only: bool = True) -> Chunk | None:
+        """Records from `offset` of a partition this broker leads (with `leader_only` False: holds a replica of)."""
         partition = self.broker.partitions.get((topic, index))
-        if partition is None or not partition.is_leader:
+        if partition is None or leader_only and not partition.is_leader:
             return None
         partition_log = partition.log
         end = partition.last_stable_offset
@@ -117,8 +123,8 @@ class IcebergWriter:
             try:
                 if self._catalog is None:
                     self._catalog = tables.open_catalog(self.broker.config, self.broker.log_dir)
-                for topic, spec, led in self._on_loop(self._topics):
-                    full |= self._write_topic(topic, spec, led)
+                for topic, mode, spec, led in self._on_loop(self._topics):
+                    full |= self._write_topic(topic, mode, spec, led)
                 self.stats.last_error = None
             except Exception as exc:  # the catalog or the loop unreachable, a bad table: the next round retries
                 if self._stop.is_set():
@@ -129,18 +135,26 @@ class IcebergWriter:
             if not full:
                 self._stop.wait(interval_s)
 
-    def _write_topic(self, topic: str, spec: str, led: list[int]) -> bool:
-        """One commit of the new records of the partitions `led` (if any); True if it stopped at COMMIT_BYTES."""
-        table = tables.load_or_create(self._catalog, self.broker.config["iceberg.namespace"], topic, spec)
-        committed = tables.committed_offsets(table)
+    def _write_topic(self, topic: str, mode: str, spec: str, led: list[int]) -> bool:
+        """One commit of the new records of the partitions `led` (if any); True if it stopped at COMMIT_BYTES. In
+        a schema mode the records that cannot be translated are committed to the dead-letter table first, each
+        table carrying its own offsets: a round cut between the two commits writes again only what the table it
+        did not reach lacks."""
+        namespace = self.broker.config["iceberg.namespace"]
+        if mode == "key_value":
+            sink = KeyValueSink(tables.load_or_create(self._catalog, namespace, topic, spec))
+        else:
+            self._follow_registry()
+            sink = SchemaSink(self._catalog, namespace, topic, spec, mode, self._registry, self._parsed)
+        committed = sink.committed
         offsets = dict(committed)
-        pieces, taken, full = [], 0, False
+        taken, full = 0, False
         for index in led:
             offset = offsets.get(index, 0)
             while taken < COMMIT_BYTES and not self._stop.is_set():
                 chunk = self._on_loop(self._read_chunk, topic, index, offset)
                 if chunk is None:  # no longer the leader: what was read of it is not written
-                    pieces = [piece for piece in pieces if piece[0] != index]
+                    sink.forget(index)
                     if index in committed:
                         offsets[index] = committed[index]
                     else:
@@ -152,32 +166,46 @@ class IcebergWriter:
                 offset = chunk.start
                 if not chunk.data:
                     break
-                rows, offset = self._rows(topic, index, chunk)
+                columns, offset = self._columns(topic, index, chunk)
                 taken += len(chunk.data)
-                if rows is not None:
-                    pieces.append((index, rows))
+                if columns is not None:
+                    sink.add(index, columns)
                 offsets[index] = offset
             full |= taken >= COMMIT_BYTES
-        if not pieces and offsets == committed:
+        if offsets == committed:
             return False  # nothing new; offsets that moved past control batches alone are committed, rowless
-        rows = pa.concat_tables([rows for _, rows in pieces]) if pieces else \
-            tables.KEY_VALUE_ARROW.empty_table()
         try:
-            table.append(rows, snapshot_properties=tables.offsets_summary(offsets))
+            written = sink.commit(offsets)
         except CommitFailedException as exc:
             self.stats.conflicts += 1
             log.info("%s: commit lost to another (%s); the next round starts from the table again", topic, exc)
             return True
         self.stats.commits += 1
-        self.stats.rows += rows.num_rows
+        self.stats.rows += written
         self.stats.committed_at_ms[topic] = int(time.time() * 1000)
         return full
 
-    def _rows(self, topic: str, index: int, chunk: Chunk) -> tuple[pa.Table | None, int]:
-        """The rows of a chunk's records below its end, and the offset after its last batch."""
+    def _follow_registry(self) -> None:
+        """Apply the schema registry's new `_schemas` records (read_committed, from a local replica)."""
+        while True:
+            chunk = self._on_loop(self._read_chunk, SCHEMAS_TOPIC, 0, self._registry_offset, False)
+            if chunk is None or not chunk.data:
+                return
+            batches = [(header, batch) for header, batch in whole_batches(chunk.data) if header.base_offset < chunk.end]
+            for header, batch in tables.delivered(batches, chunk.aborted):
+                for record in decode_batch(batch)[1]:
+                    if header.base_offset + record.offset_delta >= chunk.start:
+                        self._registry.apply(record.key, record.value)
+            self._registry_offset = min(batches[-1][0].last_offset + 1, chunk.end)
+
+    def _columns(self, topic: str, index: int, chunk: Chunk):
+        """The columns of a chunk's records below its end (None if it has none a consumer sees), and the offset
+        after its last batch."""
         try:
             batches = [(header, batch) for header, batch in whole_batches(chunk.data)
                        if header.base_offset < chunk.end]
+            if not batches:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "no whole batch in a read")
             next_offset = min(batches[-1][0].last_offset + 1, chunk.end)
             wanted = list(tables.delivered(batches, chunk.aborted))
             if not wanted:
@@ -185,4 +213,25 @@ class IcebergWriter:
             columns = batches_to_columns(wanted, include_headers=True, start=chunk.start, end=chunk.end)
         except KafkaError as exc:
             raise KafkaError(exc.code, f"{topic}-{index} at {chunk.start}: {exc.message}") from None
-        return tables.key_value_rows(columns, index), next_offset
+        return columns, next_offset
+
+
+class KeyValueSink:
+    """key_value mode: every record a row of the topic's table."""
+
+    def __init__(self, table):
+        self.table = table
+        self.committed = tables.committed_offsets(table)
+        self._pieces: list[tuple[int, pa.Table]] = []
+
+    def add(self, index: int, columns) -> None:
+        self._pieces.append((index, tables.key_value_rows(columns, index)))
+
+    def forget(self, index: int) -> None:
+        self._pieces = [piece for piece in self._pieces if piece[0] != index]
+
+    def commit(self, offsets: dict[int, int]) -> int:
+        rows = pa.concat_tables([rows for _, rows in self._pieces]) if self._pieces else \
+            tables.KEY_VALUE_ARROW.empty_table()
+        self.table.append(rows, snapshot_properties=tables.offsets_summary(offsets))
+        return rows.num_rows

@@ -171,7 +171,7 @@ def _throttled_replicas(items: list[str]) -> str | None:
     return "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
 
 
-ICEBERG_MODES = ("disabled", "key_value")  # odradek.iceberg.mode (docs/iceberg.md)
+ICEBERG_MODES = ("disabled", "key_value", "value_schema_id_prefix", "value_schema_latest")  # docs/iceberg.md
 ICEBERG_COLUMNS = ("key", "value", "headers", "timestamp", "partition", "offset")  # a key_value table's columns
 _ICEBERG_FIELD = re.compile(r"(year|month|day|hour|identity)\((\w+)\)|(bucket|truncate)\((\d+),\s*(\w+)\)")
 
@@ -264,8 +264,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
                   ("log.cleaner.min.compaction.lag.ms",), minimum=0),
         ConfigKey("min.insync.replicas", _T.INT, 1, "Replicas that must acknowledge an acks=all write",
                   ("min.insync.replicas",), minimum=1),
-        ConfigKey("odradek.iceberg.mode", _T.STRING, "disabled", "Write the topic into an Iceberg table: disabled "
-                  "or key_value (docs/iceberg.md)", choices=ICEBERG_MODES),
+        ConfigKey("odradek.iceberg.mode", _T.STRING, "disabled", "Write the topic into an Iceberg table: disabled, "
+                  "key_value, value_schema_id_prefix or value_schema_latest (docs/iceberg.md)", choices=ICEBERG_MODES),
         ConfigKey("odradek.iceberg.partition.spec", _T.STRING, "hour(timestamp)", "Partitioning of the topic's "
                   "Iceberg table, as Iceberg transforms: hour(timestamp), identity(partition), ... (empty: none)",
                   check=_iceberg_partition_spec),

@@ -25,6 +25,9 @@ def add_commands(commands) -> None:
                             "its ACLs apply")
     proxy.add_argument("--ssl-certfile", metavar="FILE", help="PEM certificate chain: serve HTTPS")
     proxy.add_argument("--ssl-keyfile", metavar="FILE", help="PEM private key of --ssl-certfile")
+    proxy.add_argument("--schema-registry-url", metavar="URL",
+                       help="a schema registry (odradek schema-registry, or Confluent's): the avro and jsonschema "
+                            "embedded formats")
     proxy.add_argument("--consumer-instance-timeout-ms", type=int, default=300_000, metavar="MS",
                        help="close a consumer instance idle this long (default 300000)")
     add_admin_options(proxy)
@@ -37,7 +40,8 @@ def run_rest_proxy(args: argparse.Namespace) -> int:
     if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
         raise UsageError("give --ssl-certfile and --ssl-keyfile together")
     settings = ProxySettings(args.bootstrap_server, command_config(args), basic_auth=args.basic_auth,
-                             timeout=args.timeout, instance_timeout_ms=args.consumer_instance_timeout_ms)
+                             timeout=args.timeout, instance_timeout_ms=args.consumer_instance_timeout_ms,
+                             schema_registry_url=args.schema_registry_url)
     proxy = RestProxy(settings, args.host, args.port, args.ssl_certfile, args.ssl_keyfile)
     print(f"odradek: rest proxy on {proxy.start()}", flush=True)
     try:

@@ -27,6 +27,7 @@ from odradek.restproxy.clients import ClientPool, PrincipalClients
 from odradek.restproxy.consumers import DEFAULT_INSTANCE_TIMEOUT_MS, DEFAULT_MAX_INSTANCES, ConsumerInstances
 from odradek.restproxy.errors import PAYLOAD_TOO_LARGE, UNAUTHORIZED, RestError, of_client_error
 from odradek.restproxy.formats import parse_json
+from odradek.restproxy.schemas import SERVED, SchemaFormats
 
 log = logging.getLogger("odradek.restproxy")
 DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
@@ -44,6 +45,7 @@ class ProxySettings:
     instance_timeout_ms: int = DEFAULT_INSTANCE_TIMEOUT_MS
     max_instances: int = DEFAULT_MAX_INSTANCES
     max_principals: int = 32
+    schema_registry_url: str | None = None  # the avro and jsonschema formats go through this registry
 
 
 class Proxy:
@@ -53,8 +55,9 @@ class Proxy:
         self.settings = settings
         self.pool = ClientPool(settings.bootstrap_servers, settings.client_config, settings.timeout,
                                settings.max_principals)
-        self.instances = ConsumerInstances(settings.client_config, settings.instance_timeout_ms,
-                                           settings.max_instances)
+        self.schemas = SchemaFormats(settings.schema_registry_url) if settings.schema_registry_url else None
+        self.schema_formats = SERVED if self.schemas is not None else ()
+        self.instances = ConsumerInstances(settings.instance_timeout_ms, settings.max_instances, self.schema_formats)
         self._cluster_id: str | None = None
 
     def credentials(self, request: Request) -> tuple[str, str] | None:

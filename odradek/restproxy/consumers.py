@@ -28,7 +28,7 @@ from odradek.client.errors import LIBRDKAFKA_LOGGER
 from odradek.restproxy.errors import (CONSUMER_ALREADY_EXISTS, CONSUMER_ALREADY_SUBSCRIBED,
                                       CONSUMER_INSTANCE_NOT_FOUND, ILLEGAL_STATE, INVALID_CONSUMER_CONFIG,
                                       TOO_MANY_REQUESTS, RestError, of_client_error, unprocessable)
-from odradek.restproxy.formats import EMBEDDED_FORMATS, NO_REGISTRY, SCHEMA_FORMATS
+from odradek.restproxy.formats import EMBEDDED_FORMATS, SCHEMA_FORMATS, schema_format
 
 log = logging.getLogger("odradek.restproxy")
 DEFAULT_INSTANCE_TIMEOUT_MS = 300_000
@@ -190,9 +190,9 @@ class ConsumerInstance:
 class ConsumerInstances:
     """The live instances by (group, name), bounded in number, each expiring when idle `timeout_ms`."""
 
-    def __init__(self, client_config: Mapping[str, str], timeout_ms: int = DEFAULT_INSTANCE_TIMEOUT_MS,
-                 max_instances: int = DEFAULT_MAX_INSTANCES):
-        self.client_config = dict(client_config)
+    def __init__(self, timeout_ms: int = DEFAULT_INSTANCE_TIMEOUT_MS, max_instances: int = DEFAULT_MAX_INSTANCES,
+                 schema_formats: tuple[str, ...] = ()):
+        self.schema_formats = schema_formats  # the schema formats served (a registry is known)
         self.timeout_ms = timeout_ms
         self.max_instances = max_instances
         self._instances: dict[tuple[str, str], ConsumerInstance] = {}
@@ -206,9 +206,11 @@ class ConsumerInstances:
         fetch.min.bytes, consumer.request.timeout.ms); `config` the owner's client settings."""
         name = body.get("name") or f"rest-consumer-{uuid.uuid4()}"
         fmt = str(body.get("format") or "binary").lower()
+        if not isinstance(name, str):
+            raise unprocessable("Invalid consumer configuration: name must be text", INVALID_CONSUMER_CONFIG)
         if fmt in SCHEMA_FORMATS:
-            raise unprocessable(NO_REGISTRY, 42206)
-        if not isinstance(name, str) or fmt not in EMBEDDED_FORMATS:
+            schema_format(fmt, self.schema_formats)
+        elif fmt not in EMBEDDED_FORMATS:
             raise unprocessable(f"Invalid consumer configuration: format {fmt!r} (binary or json)",
                                 INVALID_CONSUMER_CONFIG)
         settings = dict(config)

@@ -3,8 +3,8 @@ embedded formats' keys and values (binary: base64 text; json: any JSON value, st
 v3 produce request's key and value ({"type": "BINARY" | "JSON" | "STRING", "data": ...}) and the checks of a
 request body's fields, each refusal a RestError with Confluent's code.
 
-The schema formats (avro, protobuf, jsonschema) need a schema registry, which this proxy does not reach: they are
-refused with 42206, as Confluent's proxy refuses them when it has no schema.registry.url.
+The schema formats (avro, jsonschema: odradek.restproxy.schemas) need a schema registry: without one they are
+refused with 42206, as Confluent's proxy refuses them when it has no schema.registry.url; protobuf is not served.
 """
 
 from __future__ import annotations
@@ -45,15 +45,23 @@ def require_v2_answer(accept: str | None) -> None:
         raise RestError(406, NOT_ACCEPTABLE, "HTTP 406 Not Acceptable")
 
 
-def produce_format(content_type: str | None) -> str:
-    """The embedded format of a v2 produce request's Content-Type: binary or json; 415 for any other type, 42206 for a
-    schema format."""
+def produce_format(content_type: str | None, schemas: tuple[str, ...]) -> str:
+    """The embedded format of a v2 produce request's Content-Type: binary, json or one of the schema formats served
+    (`schemas`); 415 for any other type, 42206 for a schema format not served."""
     match = _V2_TYPE.match(media_type(content_type))
     fmt = match["format"] if match else None
     if fmt in SCHEMA_FORMATS:
-        raise RestError(422, INVALID_PAYLOAD, NO_REGISTRY)
+        return schema_format(fmt, schemas)
     if fmt not in EMBEDDED_FORMATS:
         raise RestError(415, UNSUPPORTED_MEDIA_TYPE, "HTTP 415 Unsupported Media Type")
+    return fmt
+
+
+def schema_format(fmt: str, schemas: tuple[str, ...]) -> str:
+    """`fmt` if it is served (`schemas`: the schema formats a registry serves), else 42206."""
+    if fmt not in schemas:
+        raise RestError(422, INVALID_PAYLOAD, NO_REGISTRY if not schemas else f"Payload error. The {fmt} format "
+                                                                                "is not served")
     return fmt
 
 
@@ -141,15 +149,23 @@ def b64decode(text: str, what: str, v3: bool = False) -> bytes:
         raise RestError(status, code, f"{what} is not valid base64") from None
 
 
-def encode_v3(data: Any, what: str) -> tuple[bytes | None, str | None]:
-    """A v3 produce request's key or value ({"type": ..., "data": ...}) as (stored bytes, type); None passes."""
+def v3_type(data: Any, what: str) -> str | None:
+    """The type of a v3 produce request's key or value ({"type": ..., "data": ...}): BINARY, JSON, STRING or a schema
+    type (AVRO, JSONSCHEMA, PROTOBUF; one with a schema or schema_id and no type is AVRO); None for no key or value."""
     if data is None:
-        return None, None
+        return None
     if not isinstance(data, dict):
         raise unprocessable(f"{what} must be an object with type and data")
-    kind = str(data.get("type") or ("JSON" if "data" in data else "")).upper()
-    if kind in ("AVRO", "PROTOBUF", "JSONSCHEMA") or "schema" in data or "schema_id" in data or "subject" in data:
-        raise RestError(422, INVALID_PAYLOAD, NO_REGISTRY)
+    if data.get("type") is not None:
+        return str(data["type"]).upper()
+    return "AVRO" if "schema" in data or "schema_id" in data else "JSON"
+
+
+def encode_v3(data: Any, what: str) -> tuple[bytes | None, str | None]:
+    """A v3 produce request's key or value of type BINARY, JSON or STRING as (stored bytes, type); None passes."""
+    kind = v3_type(data, what)
+    if kind is None:
+        return None, None
     value = data.get("data")
     if kind == "BINARY":
         if not isinstance(value, str):

@@ -100,7 +100,7 @@ def routes(proxy: Proxy) -> list[Route]:
 
     # -------------------------------------------------------------------------------------------- produce
     async def produce(request: Request) -> Response:
-        fmt = produce_format(request.headers.get("content-type"))
+        fmt = produce_format(request.headers.get("content-type"), proxy.schema_formats)
         require_v2_answer(request.headers.get("accept"))
         body = await json_body(request, proxy)
         records = field(body, "records", list, required=True)
@@ -108,14 +108,19 @@ def routes(proxy: Proxy) -> list[Route]:
             raise unprocessable("records may not be empty")
         name = request.path_params["topic"]
         fixed = request.path_params.get("partition")
-        encoded = []
         for index, record in enumerate(records):
             if not isinstance(record, dict):
                 raise unprocessable(f"records[{index}] must be an object")
-            encoded.append((encode_v2(fmt, record.get("key"), f"records[{index}].key"),
-                            encode_v2(fmt, record.get("value"), f"records[{index}].value"),
-                            fixed if fixed is not None else field(record, "partition", int)))
+            field(record, "partition", int)
         clients = await proxy.clients(request)
+        if fmt in proxy.schema_formats:
+            encoded, schema_ids = await proxy.call(encode_with_schemas, fmt, name, body, records, fixed)
+        else:
+            encoded = [(encode_v2(fmt, record.get("key"), f"records[{index}].key"),
+                        encode_v2(fmt, record.get("value"), f"records[{index}].value"),
+                        fixed if fixed is not None else record.get("partition"))
+                       for index, record in enumerate(records)]
+            schema_ids = (None, None)
         count = await proxy.call(clients.partition_count, name)
         for _, _, index in encoded:
             if index is not None and not 0 <= index < count:
@@ -129,7 +134,26 @@ def routes(proxy: Proxy) -> list[Route]:
         results = await asyncio.gather(*(asyncio.wrap_future(future) for future in futures), return_exceptions=True)
         if any(isinstance(result, ClientError) and result.name == "UNKNOWN_TOPIC_OR_PART" for result in results):
             clients.forget(name)
-        return answer({"key_schema_id": None, "value_schema_id": None, "offsets": [offset_json(r) for r in results]})
+        return answer({"key_schema_id": schema_ids[0], "value_schema_id": schema_ids[1],
+                       "offsets": [offset_json(r) for r in results]})
+
+    def encode_with_schemas(fmt: str, topic: str, body: dict, records: list, fixed: int | None):
+        """The records' keys and values serialized with the request's schemas (key_schema or key_schema_id, and
+        the value's), and the ids of those schemas (None for keys or values none of the records has)."""
+        schemas = {part: (field(body, f"{part}_schema", str), field(body, f"{part}_schema_id", int))
+                   for part in ("key", "value")}
+        encoded, ids = [], {"key": None, "value": None}
+        for record in records:
+            parts = []
+            for part in ("key", "value"):
+                data = record.get(part)
+                if data is None:
+                    parts.append(None)
+                    continue
+                stored, ids[part] = proxy.schemas.encode(fmt, topic, part == "key", *schemas[part], data)
+                parts.append(stored)
+            encoded.append((*parts, fixed if fixed is not None else record.get("partition")))
+        return encoded, (ids["key"], ids["value"])
 
     def offset_json(result) -> dict:
         if isinstance(result, BaseException):
@@ -249,8 +273,14 @@ def routes(proxy: Proxy) -> list[Route]:
                                 "The requested embedded data format does not match the deserializer for this "
                                 f"consumer instance ({instance.format})")
             taken = instance.read(min(timeout_ms, proxy.settings.timeout * 1000) / 1000, max_bytes)
-            return [{"topic": record.topic, "key": decode_v2(asked, record.key),
-                     "value": decode_v2(asked, record.value), "partition": record.partition,
+            if asked in proxy.schema_formats:
+                def decode(data, record, is_key):
+                    return proxy.schemas.decode(asked, record.topic, is_key, data)
+            else:
+                def decode(data, record, is_key):
+                    return decode_v2(asked, data)
+            return [{"topic": record.topic, "key": decode(record.key, record, True),
+                     "value": decode(record.value, record, False), "partition": record.partition,
                      "offset": record.offset} for record in taken]
 
         found = await on_instance(request, read)

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ConfigResource,
                                    ResourcePatternType, ResourceType)
+from confluent_kafka.schema_registry import SchemaRegistryError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -29,7 +30,11 @@ from starlette.routing import Route
 from odradek.client import ClientError, murmur2_partitioner
 from odradek.restproxy.app import Proxy, body_of, json_body, too_large
 from odradek.restproxy.errors import BAD_REQUEST, NOT_FOUND, UNSUPPORTED_MEDIA_TYPE, RestError, of_client_error
-from odradek.restproxy.formats import b64decode, encode_v3, field, media_type, parse_json
+from odradek.restproxy.formats import b64decode, encode_v3, field, media_type, parse_json, schema_format, v3_type
+from odradek.restproxy.schemas import registration_failed
+
+SCHEMA_TYPES = {"AVRO": "avro", "JSONSCHEMA": "jsonschema", "PROTOBUF": "protobuf"}
+
 
 def not_found(what: str) -> RestError:
     return RestError(404, NOT_FOUND, f"{what} not found")
@@ -464,7 +469,7 @@ def routes(proxy: Proxy) -> list[Route]:
             body = await body_of(request, proxy.settings.max_request_bytes)
             objects = split_objects(body)
             if len(objects) == 1:
-                result = await producing.finish(producing.send(objects[0]))
+                result = await producing.finish(await producing.send(objects[0]))
                 return answer(result, _status_of(result["error_code"]))
             return DuplexResponse(producing.results(_chunks_of(body)), media_type="application/json")
         return DuplexResponse(producing.results(request.stream()), media_type="application/json")
@@ -516,7 +521,7 @@ class RecordStream:
     def __init__(self, proxy: Proxy, clients, links: Links, topic: str, partitions: int):
         self.proxy, self.clients, self.links, self.topic, self.partitions = proxy, clients, links, topic, partitions
 
-    def send(self, record) -> asyncio.Future | dict:
+    async def send(self, record) -> asyncio.Future | dict:
         """The record queued (a future of its result), or the error result of a record that cannot be sent."""
         try:
             if not isinstance(record, dict):
@@ -524,8 +529,8 @@ class RecordStream:
             partition = field(record, "partition_id", int)
             if partition is not None and not 0 <= partition < self.partitions:
                 raise RestError(404, NOT_FOUND, f"Partition {self.topic}-{partition} not found")
-            key, key_type = encode_v3(record.get("key"), "key")
-            value, value_type = encode_v3(record.get("value"), "value")
+            key, key_info = await self.encode(record.get("key"), "key")
+            value, value_info = await self.encode(record.get("value"), "value")
             headers = []
             for header in field(record, "headers", list, default=[]):
                 raw = field(header, "value", str)
@@ -536,20 +541,37 @@ class RecordStream:
                                        if partition is None else partition, headers, timestamp)
         except RestError as exc:
             return exc.body()
-        sizes = (key_type, len(key or b"")), (value_type, len(value or b""))
-        return asyncio.ensure_future(self._result(asyncio.wrap_future(future), sizes))
+        return asyncio.ensure_future(self._result(asyncio.wrap_future(future), key_info, value_info))
 
-    async def _result(self, delivery, sizes) -> dict:
+    async def encode(self, data, what: str) -> tuple[bytes | None, dict | None]:
+        """A key or value as stored, and what its result says of it (type, size, and a schema's subject and id)."""
+        kind = v3_type(data, what)
+        if kind not in SCHEMA_TYPES:
+            stored, kind = encode_v3(data, what)
+            return stored, kind and {"type": kind, "size": len(stored or b"")}
+        fmt = schema_format(SCHEMA_TYPES[kind], self.proxy.schema_formats)
+        subject = field(data, "subject", str, default=f"{self.topic}-{what}")
+        schema, schema_id = field(data, "schema", str), field(data, "schema_id", int)
+        stored, schema_id = await asyncio.to_thread(self._serialized, fmt, what, subject, schema, schema_id,
+                                                    data.get("data"))
+        return stored, {"type": kind, "size": len(stored or b""), "subject": subject, "schema_id": schema_id}
+
+    def _serialized(self, fmt: str, what: str, subject: str, schema, schema_id, data):
+        if schema is None and schema_id is None:  # the subject's latest schema
+            try:
+                schema_id = self.proxy.schemas.client.get_latest_version(subject).schema_id
+            except SchemaRegistryError as exc:
+                raise registration_failed(exc) from None
+        return self.proxy.schemas.encode(fmt, self.topic, what == "key", schema, schema_id, data)
+
+    async def _result(self, delivery, key_info: dict | None, value_info: dict | None) -> dict:
         try:
             delivered = await delivery
         except ClientError as exc:
             return of_client_error(exc).body()
-        (key_type, key_size), (value_type, value_size) = sizes
         return {"error_code": 200, "cluster_id": self.links.cluster_id, "topic_name": self.topic,
                 "partition_id": delivered.partition, "offset": delivered.offset,
-                "timestamp": iso(delivered.timestamp_ms),
-                "key": {"type": key_type, "size": key_size} if key_type else None,
-                "value": {"type": value_type, "size": value_size} if value_type else None}
+                "timestamp": iso(delivered.timestamp_ms), "key": key_info, "value": value_info}
 
     @staticmethod
     async def finish(sent) -> dict:
@@ -573,7 +595,7 @@ class RecordStream:
                 except json.JSONDecodeError:
                     break
                 buffer = buffer[end:]
-                pending.append(self.send(record))
+                pending.append(await self.send(record))
             while pending and (not isinstance(pending[0], asyncio.Future) or pending[0].done()):
                 yield _line(await self.finish(pending.popleft()))
             if len(buffer) > limit:

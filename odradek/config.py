@@ -402,7 +402,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("iceberg.catalog.uri", _T.STRING, "", "Catalog of the topics' Iceberg tables: a SQLAlchemy URI "
                   "of a SQL catalog, or http(s)://... of a REST catalog (empty: SQLite in <log dir>/iceberg/; "
                   "docs/iceberg.md)"),
-        ConfigKey("iceberg.warehouse", _T.STRING, "", "Where the tables' files go (empty: <log dir>/iceberg/warehouse)"),
+        ConfigKey("iceberg.warehouse", _T.STRING, "", "Where the tables' files go (empty: "
+                  "<log dir>/iceberg/warehouse)"),
         ConfigKey("iceberg.namespace", _T.STRING, "odradek", "Namespace of the topics' tables: <namespace>.<topic>"),
         ConfigKey("iceberg.commit.interval.ms", _T.LONG, 60000, "How often a topic's new records are committed to "
                   "its Iceberg table", minimum=1),

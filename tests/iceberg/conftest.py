@@ -67,5 +67,6 @@ def wait_committed(data_dir: Path, topic: str, wanted: dict[int, int], timeout: 
 
 
 def rows(table) -> list[dict]:
-    """Every row of the table, by partition and offset."""
-    return sorted(table.scan().to_arrow().to_pylist(), key=lambda row: (row["partition"], row["offset"]))
+    """Every row of the table, by partition and offset (in a schema mode's table, those of its `kafka` column)."""
+    return sorted(table.scan().to_arrow().to_pylist(),
+                  key=lambda row: (row.get("kafka", row)["partition"], row.get("kafka", row)["offset"]))

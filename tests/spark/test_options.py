@@ -74,6 +74,8 @@ def test_spark_connector_security_options_are_translated_and_never_shown(certifi
                                      "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
                                      "sasl.password": "hunter2",
                                      "ssl.ca.location": certificates.path("ca.pem")}
+    given_back = {f"kafka.{key}": value for key, value in options.client_config.items()}  # as the pipelines do
+    assert parse_source_options({**BASE, **given_back}, streaming=False).client_config == options.client_config
     assert "hunter2" not in repr(options) and "hunter2" not in repr(parse_sink_options({**secured, "topic": "t"}))
     with pytest.raises(OptionError) as refused:
         parse_sink_options({**secured, "topic": "t", "kafka.ssl.truststore.type": "JKS"})

@@ -1,6 +1,6 @@
 """The client side of TLS and SASL for the Kafka connections this process opens itself as a client
-(odradek.protocol.connection: the Spark source's read tasks, SimpleConsumer's direct calls): what a connection
-needs, read from the settings a confluent-kafka client of the same cluster takes, and SASL's client exchange.
+(odradek.protocol.connection, as the Spark source's read tasks do): what a connection needs, read from the settings
+a confluent-kafka client of the same cluster takes, and SASL's client exchange.
 
 The settings are librdkafka's names, which odradek.client.properties.librdkafka_settings makes from Kafka's Java
 client properties (sasl.jaas.config, PEM ssl.truststore.* and ssl.keystore.*), so one properties file or one set

@@ -397,6 +397,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         ConfigKey("metrics.port", _T.INT, 0, "Port of the Prometheus /metrics endpoint (0: off)", minimum=0),
         ConfigKey("console.port", _T.INT, 0, "Port of the web console on 127.0.0.1, served beside the broker (0: "
                   "off; docs/console.md)", minimum=0),
+        ConfigKey("schema.registry.port", _T.INT, 0, "Port of the schema registry (Confluent Schema Registry's REST "
+                  "API) on 127.0.0.1, served beside the broker (0: off; docs/schema-registry.md)", minimum=0),
         ConfigKey("rest.proxy.port", _T.INT, 0, "Port of the REST proxy (Confluent REST Proxy's v2 and v3 APIs) on "
                   "127.0.0.1, served beside the broker (0: off; docs/rest-proxy.md)", minimum=0),
         ConfigKey("iceberg.catalog.uri", _T.STRING, "", "Catalog of the topics' Iceberg tables: a SQLAlchemy URI "

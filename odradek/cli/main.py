@@ -4,9 +4,10 @@
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
 With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
 The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
-dump-log, mirror, users, reassign and elect-leaders, console, iceberg, rest-proxy), each adding its parsers here
-(`console.port` and `rest.proxy.port` also serve the web console and the REST proxy beside the broker); Spark's
-pipeline commands join only when odradek.spark.pipelines imports (pyspark is optional).
+dump-log, mirror, users, reassign and elect-leaders, console, schema-registry, iceberg, rest-proxy), each adding its
+parsers here (`console.port`, `schema.registry.port` and `rest.proxy.port` also serve the web console, the schema
+registry and the REST proxy beside the broker); Spark's pipeline commands join only when odradek.spark.pipelines
+imports (pyspark is optional).
 """
 
 from __future__ import annotations
@@ -147,12 +148,16 @@ async def _serve(broker) -> int:
         loop.add_signal_handler(sig, stop.set)
     host, port = await broker.start()
     console_url = _start_console(broker, host, port) if broker.config["console.port"] else None
+    registry_port = broker.config["schema.registry.port"]
+    registry_url = _start_schema_registry(host, port, registry_port) if registry_port else None
     proxy_port = broker.config["rest.proxy.port"]
     proxy_url = _start_rest_proxy(host, port, proxy_port) if proxy_port else None
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
           f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
     if console_url is not None:
         print(f"odradek: console on {console_url}", flush=True)
+    if registry_url is not None:
+        print(f"odradek: schema registry on {registry_url}", flush=True)
     if proxy_url is not None:
         print(f"odradek: rest proxy on {proxy_url}", flush=True)
     await stop.wait()
@@ -169,6 +174,15 @@ def _start_console(broker, host: str, port: int) -> str:
     settings = ConsoleSettings(f"{local}:{port}", port=broker.config["console.port"],
                                zookeeper=broker.config["zookeeper.connect"] or None, metrics_urls=metrics)
     return Console(settings).start_thread()
+
+
+def _start_schema_registry(host: str, port: int, registry_port: int) -> str:
+    """The schema registry beside the broker, on 127.0.0.1:schema.registry.port, through the broker's own listener
+    (it catches up with _schemas in its thread, once the broker's loop runs)."""
+    from odradek.registry import SchemaRegistry, SchemaRegistrySettings
+
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return SchemaRegistry(SchemaRegistrySettings(f"{local}:{port}", port=registry_port)).start_thread()
 
 
 def _start_rest_proxy(host: str, port: int, proxy_port: int) -> str:

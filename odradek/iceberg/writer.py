@@ -1,6 +1,7 @@
 """The broker's Iceberg writer: one thread that, every iceberg.commit.interval.ms, appends the new records of every
-partition this broker leads of every topic with odradek.iceberg.mode=key_value to the topic's table, in one
-commit per topic (odradek/iceberg/table.py has the table, docs/iceberg.md the contract).
+partition this broker leads of every topic with odradek.iceberg.mode set to the topic's table, in one commit per
+topic (odradek/iceberg/table.py has the table, schema_sink.py the schema modes' rows and dead letters,
+docs/iceberg.md the contract).
 
 Exactly once comes from the table alone, nothing is kept in memory between commits: each round loads the table,
 reads where its snapshot summary says each partition resumes, reads the log from there up to the last stable offset

@@ -35,7 +35,8 @@ class PrincipalClients:
         self.config = dict(config)
         self.admin = Admin(bootstrap_servers, timeout, self.config)
         self.admin.list_topics()  # proves the credentials: a refused login raises here, at once
-        self.producer = Producer(bootstrap_servers, config={**self.config, "enable.idempotence": False})
+        # a record's delivery is waited for as long as Kafka's delivery.timeout.ms default, not librdkafka's 5 minutes
+        self.producer = Producer(bootstrap_servers, config={"message.timeout.ms": 120_000, **self.config})
         self._partitions: dict[str, tuple[int, float]] = {}
 
     def partition_count(self, topic: str) -> int:

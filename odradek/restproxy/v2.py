@@ -10,7 +10,7 @@ error_code 1 (not retriable) or 2 (retriable) when the broker refused it, as Con
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
 
 import confluent_kafka
 from starlette.requests import Request
@@ -126,12 +126,16 @@ def routes(proxy: Proxy) -> list[Route]:
             if index is not None and not 0 <= index < count:
                 raise partition_not_found(name, index)
 
-        def send_all():
+        def send_all() -> list:
             return [clients.send(name, value, key, murmur2_partitioner(key, count) if index is None else index)
                     for key, value, index in encoded]
 
-        futures = await proxy.call(send_all)
-        results = await asyncio.gather(*(asyncio.wrap_future(future) for future in futures), return_exceptions=True)
+        def delivered():
+            futures = send_all()
+            concurrent.futures.wait(futures)
+            return [future.exception() or future.result() for future in futures]
+
+        results = await proxy.call(delivered)
         if any(isinstance(result, ClientError) and result.name == "UNKNOWN_TOPIC_OR_PART" for result in results):
             clients.forget(name)
         return answer({"key_schema_id": schema_ids[0], "value_schema_id": schema_ids[1],

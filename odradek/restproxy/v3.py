@@ -18,6 +18,7 @@ import codecs
 import collections
 import datetime
 import json
+import re
 from collections.abc import AsyncIterator
 
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ConfigResource,
@@ -33,6 +34,7 @@ from odradek.restproxy.errors import BAD_REQUEST, NOT_FOUND, UNSUPPORTED_MEDIA_T
 from odradek.restproxy.formats import b64decode, encode_v3, field, media_type, parse_json, schema_format, v3_type
 from odradek.restproxy.schemas import registration_failed
 
+_SPACE = re.compile(r"\s*")
 SCHEMA_TYPES = {"AVRO": "avro", "JSONSCHEMA": "jsonschema", "PROTOBUF": "protobuf"}
 
 
@@ -521,8 +523,9 @@ class RecordStream:
     def __init__(self, proxy: Proxy, clients, links: Links, topic: str, partitions: int):
         self.proxy, self.clients, self.links, self.topic, self.partitions = proxy, clients, links, topic, partitions
 
-    async def send(self, record) -> asyncio.Future | dict:
-        """The record queued (a future of its result), or the error result of a record that cannot be sent."""
+    async def send(self, record) -> tuple | dict:
+        """The record queued (its delivery's future, and what its result says of its key and value), or the error
+        result of a record that cannot be sent."""
         try:
             if not isinstance(record, dict):
                 raise RestError(400, BAD_REQUEST, "A record must be a JSON object")
@@ -541,7 +544,7 @@ class RecordStream:
                                        if partition is None else partition, headers, timestamp)
         except RestError as exc:
             return exc.body()
-        return asyncio.ensure_future(self._result(asyncio.wrap_future(future), key_info, value_info))
+        return future, key_info, value_info
 
     async def encode(self, data, what: str) -> tuple[bytes | None, dict | None]:
         """A key or value as stored, and what its result says of it (type, size, and a schema's subject and id)."""
@@ -564,18 +567,21 @@ class RecordStream:
                 raise registration_failed(exc) from None
         return self.proxy.schemas.encode(fmt, self.topic, what == "key", schema, schema_id, data)
 
-    async def _result(self, delivery, key_info: dict | None, value_info: dict | None) -> dict:
+    def ready(self, sent) -> bool:
+        return isinstance(sent, dict) or sent[0].done()
+
+    async def finish(self, sent) -> dict:
+        """The result of what send() gave, once the broker has answered."""
+        if isinstance(sent, dict):
+            return sent
+        future, key_info, value_info = sent
         try:
-            delivered = await delivery
+            delivered = future.result() if future.done() else await asyncio.wrap_future(future)
         except ClientError as exc:
             return of_client_error(exc).body()
         return {"error_code": 200, "cluster_id": self.links.cluster_id, "topic_name": self.topic,
                 "partition_id": delivered.partition, "offset": delivered.offset,
                 "timestamp": iso(delivered.timestamp_ms), "key": key_info, "value": value_info}
-
-    @staticmethod
-    async def finish(sent) -> dict:
-        return await sent if isinstance(sent, asyncio.Future) else sent
 
     async def results(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """One result line per JSON object of the stream, sent in order as each is known."""
@@ -586,17 +592,18 @@ class RecordStream:
         limit = self.proxy.settings.max_request_bytes
         async for chunk in chunks:
             buffer += text.decode(chunk)
+            index = 0
             while True:
-                buffer = buffer.lstrip()
-                if not buffer:
+                index = _SPACE.match(buffer, index).end()
+                if index == len(buffer):
                     break
                 try:
-                    record, end = decoder.raw_decode(buffer)
+                    record, index = decoder.raw_decode(buffer, index)
                 except json.JSONDecodeError:
                     break
-                buffer = buffer[end:]
                 pending.append(await self.send(record))
-            while pending and (not isinstance(pending[0], asyncio.Future) or pending[0].done()):
+            buffer = buffer[index:]
+            while pending and self.ready(pending[0]):
                 yield _line(await self.finish(pending.popleft()))
             if len(buffer) > limit:
                 pending.append(too_large(limit).body())

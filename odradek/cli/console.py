@@ -2,7 +2,7 @@
 by default, until Ctrl-C.
 
 It connects like the other client commands (--bootstrap-server, --command-config for a secured listener: with SASL
-it sees what its principal may see); --zookeeper adds the ZooKeeper page, --metrics-url the rate chart.
+it sees what its principal may see); --zookeeper adds the ZooKeeper page, --metrics-url the rate chart, --schema-registry-url the Schemas pages.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ def add_commands(commands) -> None:
     console.add_argument("--read-group", default="odradek-console", metavar="GROUP",
                          help="the group.id messages are read with (assign only: no join, no commits; with ACLs "
                               "its principal needs DESCRIBE on this group; default odradek-console)")
+    console.add_argument("--schema-registry-url", metavar="URL",
+                         help="a schema registry (Confluent's REST API, e.g. odradek schema-registry's "
+                              "http://127.0.0.1:8081): the Schemas pages")
     add_zookeeper_option(console, default=None)
     add_admin_options(console)
     console.set_defaults(run=run_console)
@@ -35,7 +38,7 @@ def run_console(args: argparse.Namespace) -> int:
 
     console = Console(ConsoleSettings(args.bootstrap_server, args.host, args.port, command_config(args),
                                       args.zookeeper, args.metrics_url, timeout=args.timeout,
-                                      read_group=args.read_group))
+                                      read_group=args.read_group, schema_registry_url=args.schema_registry_url))
     print(f"odradek: console ready on {console.start()}", flush=True)
     try:
         console.serve()

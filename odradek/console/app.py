@@ -33,6 +33,7 @@ from odradek.console import render
 from odradek.console.cluster import (ACL_OPERATIONS, ACL_PATTERN_TYPES, ACL_PERMISSIONS, ACL_RESOURCE_TYPES,
                                      QUOTA_ENTITY_TYPES, QUOTA_KEYS, SEARCH_LIMIT, ClusterView, group_lag)
 from odradek.console.rates import LagHistory, MetricsSampler
+from odradek.console.schemas import RegistryRefused, SchemaView
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 HERE = Path(__file__).parent
@@ -54,9 +55,10 @@ def same_origin(request: Request) -> bool:
 
 
 def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopback_only: bool = True,
-               lag_history: LagHistory | None = None) -> Starlette:
+               lag_history: LagHistory | None = None, schemas: SchemaView | None = None) -> Starlette:
     """The console over `view`; `sampler` gives the rate chart and partition sizes (None: no metrics known);
-    `lag_history` is the groups' lag over time (a LagSampler's, from the console's start)."""
+    `lag_history` is the groups' lag over time (a LagSampler's, from the console's start); `schemas` the Schemas
+    pages' registry (None: no such pages)."""
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters["rendered"] = render.render_bytes
     templates.env.filters["time"] = render.format_time
@@ -64,6 +66,7 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     templates.env.filters["setting"] = render.human_setting
     templates.env.globals["zookeeper"] = view.zookeeper is not None
     templates.env.globals["metrics"] = sampler is not None and bool(sampler.urls)
+    templates.env.globals["schemas"] = schemas is not None
     lag_history = lag_history if lag_history is not None else LagHistory()
 
     def page(request: Request, name: str, status_code: int = 200, **context) -> Response:
@@ -266,6 +269,39 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         return back("/quotas", f"Set {form.get('key')} of {form.get('entity_type')} "
                                f"{form.get('entity_name') or '(default)'}.")
 
+    # ---------------------------------------------------------------------------------------------- schemas
+    def registry() -> SchemaView:
+        if schemas is None:
+            raise HTTPException(404, "no schema registry is configured (odradek console --schema-registry-url)")
+        return schemas
+
+    async def schema_subjects(request: Request) -> Response:
+        try:
+            rows, refusal = await run_in_threadpool(registry().subjects), None
+        except RegistryRefused as exc:
+            rows, refusal = [], str(exc)
+        return page(request, "schemas.html", subjects=rows, refusal=refusal, registry_url=schemas.url)
+
+    async def schema_subject(request: Request, candidate: tuple[str, str] | None = None) -> Response:
+        subject = request.path_params["subject"]
+        compared = None
+        if request.query_params.get("from", "").isdigit() and request.query_params.get("to", "").isdigit():
+            compared = (int(request.query_params["from"]), int(request.query_params["to"]))
+        verdict, messages, refusal, detail = None, [], None, None
+        try:
+            detail = await run_in_threadpool(registry().subject, subject, compared)
+            if candidate is not None:
+                verdict, messages = await run_in_threadpool(registry().check, subject, *candidate)
+        except RegistryRefused as exc:
+            refusal = str(exc)
+        return page(request, "schema.html", status_code=404 if detail is None else 200, subject=subject,
+                    detail=detail, refusal=refusal, verdict=verdict, messages=messages,
+                    candidate=candidate[1] if candidate else "")
+
+    async def check_schema(request: Request) -> Response:
+        form = await form_of(request)
+        return await schema_subject(request, (form.get("schema_type", "AVRO"), form.get("schema", "")))
+
     async def broker(request: Request) -> Response:
         broker_id = int(request.path_params["id"])
         return await listing(request, "broker.html", lambda: view.broker_configs(broker_id), broker_id=broker_id)
@@ -322,6 +358,9 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         Route("/users/delete", delete_user, methods=["POST"]),
         Route("/quotas", quotas),
         Route("/quotas", set_quota, methods=["POST"]),
+        Route("/schemas", schema_subjects),
+        Route("/schemas/{subject}", schema_subject),
+        Route("/schemas/{subject}/check", check_schema, methods=["POST"]),
         Route("/brokers/{id:int}", broker),
         Route("/brokers/{id:int}/config", set_broker_config, methods=["POST"]),
         Route("/zookeeper", zookeeper),

@@ -17,6 +17,7 @@ import uvicorn
 from odradek.console.app import create_app
 from odradek.console.cluster import DEFAULT_READ_GROUP, ClusterView
 from odradek.console.rates import LAG_GROUPS, LagHistory, LagSampler, MetricsSampler
+from odradek.console.schemas import SchemaView
 
 log = logging.getLogger("odradek.console")
 DEFAULT_HOST = "127.0.0.1"
@@ -34,6 +35,7 @@ class ConsoleSettings:
     lag_interval: float = 5.0  # how often the groups' lag is read for their charts
     timeout: float = 15.0
     read_group: str = DEFAULT_READ_GROUP  # the group.id records are read with (assign only; READ on it with ACLs)
+    schema_registry_url: str | None = None  # the Schemas pages' registry (Confluent's REST API)
 
 
 def _loopback(host: str) -> bool:
@@ -55,8 +57,9 @@ class Console:
         self.lag_sampler = LagSampler(lambda: [(row.group_id, row.lag) for row in
                                                self.view.group_rows(self.view.admin.list_groups()[:LAG_GROUPS])],
                                       LagHistory(), settings.lag_interval)
+        schemas = SchemaView(settings.schema_registry_url) if settings.schema_registry_url else None
         app = create_app(self.view, self.sampler, loopback_only=_loopback(settings.host),
-                         lag_history=self.lag_sampler.history)
+                         lag_history=self.lag_sampler.history, schemas=schemas)
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
         self._socket: socket.socket | None = None
         self.url = ""

@@ -147,9 +147,9 @@ async def _serve(broker) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     host, port = await broker.start()
-    console_url = _start_console(broker, host, port) if broker.config["console.port"] else None
     registry_port = broker.config["schema.registry.port"]
     registry_url = _start_schema_registry(host, port, registry_port) if registry_port else None
+    console_url = _start_console(broker, host, port, registry_url) if broker.config["console.port"] else None
     proxy_port = broker.config["rest.proxy.port"]
     proxy_url = _start_rest_proxy(host, port, proxy_port) if proxy_port else None
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
@@ -165,14 +165,16 @@ async def _serve(broker) -> int:
     return 0
 
 
-def _start_console(broker, host: str, port: int) -> str:
-    """The web console beside the broker, on 127.0.0.1:console.port, reading it through its own listener."""
+def _start_console(broker, host: str, port: int, registry_url: str | None) -> str:
+    """The web console beside the broker, on 127.0.0.1:console.port, reading it through its own listener (and its
+    schemas from the registry beside it, if one is)."""
     from odradek.console import Console, ConsoleSettings
 
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     metrics = [f"http://{local}:{broker.metrics.port}/metrics"] if broker.metrics is not None else []
     settings = ConsoleSettings(f"{local}:{port}", port=broker.config["console.port"],
-                               zookeeper=broker.config["zookeeper.connect"] or None, metrics_urls=metrics)
+                               zookeeper=broker.config["zookeeper.connect"] or None, metrics_urls=metrics,
+                               schema_registry_url=registry_url)
     return Console(settings).start_thread()
 
 

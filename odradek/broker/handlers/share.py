@@ -56,8 +56,7 @@ def handlers(broker) -> dict:
                 rack_id=request.rack_id, subscribed_topic_names=request.subscribed_topic_names,
                 client_id=header.client_id or "", client_host=_client_host(connection))
         except KafkaError as exc:
-            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message,
-                            member_id=request.member_id, member_epoch=-1, heartbeat_interval_ms=0)
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
         assignment = None
         if result.assignment is not None:
             assignment = Response.Assignment(topic_partitions=[
@@ -74,8 +73,7 @@ def handlers(broker) -> dict:
         names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
         described = []
         for group_id in request.group_ids:
-            answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
-                                             assignor_name=ASSIGNOR_NAME, members=[])
+            answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id)
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
                 group = coordinator.groups.get(group_id)
@@ -86,6 +84,7 @@ def handlers(broker) -> dict:
                 described.append(answer)
                 continue
             answer.group_state, answer.group_epoch = group.state_name, group.group_epoch
+            answer.assignor_name = ASSIGNOR_NAME
             answer.assignment_epoch = group.assignment_epoch
             answer.authorized_operations = access.operations(ResourceType.GROUP, group_id,
                                                              request.include_authorized_operations)
@@ -168,8 +167,7 @@ def handlers(broker) -> dict:
     def fetch_response(header, acks, acquired, error: KafkaError | None = None):
         Response = SHARE_FETCH.response
         if error is not None:
-            return Response(throttle_time_ms=0, error_code=error.code, error_message=error.message,
-                            acquisition_lock_timeout_ms=lock_ms)
+            return Response(throttle_time_ms=0, error_code=error.code, error_message=error.message)
         names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
         by_topic: dict = {}
         for key in sorted(set(acks) | set(acquired)):
@@ -235,8 +233,7 @@ def handlers(broker) -> dict:
                 raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session.")
             coordinator.session(group_id, member_id, request.share_session_epoch, [], [])
         except KafkaError as exc:
-            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message,
-                            acquisition_lock_timeout_ms=lock_ms)
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
         acks = acknowledge(group_id, member_id, request.topics)
         names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
         by_topic: dict = {}

@@ -598,6 +598,21 @@ def consumer_group(v):
             beat(Var("epoch"))]
 
 
+def share_group(v):
+    """KIP-932: a group no one joined is not found; a fetch or acknowledgement in a session never opened is
+    refused (the whole exchange with real clients is tests/share)."""
+    member = str(uuid.UUID(int=700 + v))
+    return [Step("ShareGroupDescribe", 1, {"group_ids": ["d-no-such-share-group"],
+                                           "include_authorized_operations": False}, retry=COORDINATOR_WAIT),
+            Step("ShareFetch", v, {"group_id": "d-share", "member_id": member, "share_session_epoch": 5,
+                                   "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1024, "max_records": 10,
+                                   "batch_size": 10, "topics": [], "forgotten_topics_data": []}),
+            Step("ShareAcknowledge", v, {"group_id": "d-share", "member_id": member, "share_session_epoch": 5,
+                                         "topics": []}),
+            Step("ShareGroupHeartbeat", 1, {"group_id": "d-share", "member_id": member, "member_epoch": 0,
+                                            "rack_id": None, "subscribed_topic_names": None})]
+
+
 # -- ACLs and authorization ----------------------------------------------------------------------------------------
 
 DENIED = "d-denied"
@@ -826,6 +841,7 @@ def all_cases() -> list[Case]:
         *sweep("find-coordinator", "FindCoordinator", find_coordinator),
         *sweep("list-groups", "ListGroups", list_groups),
         *sweep("consumer-group", "ConsumerGroupHeartbeat", consumer_group),
+        *sweep("share-group", "ShareFetch", share_group),
         *sweep("authorization", "CreateAcls", authorization, ends),
         *sweep("client-quotas", "DescribeClientQuotas", client_quotas),
         *sweep("scram-credentials", "DescribeUserScramCredentials", scram_credentials),

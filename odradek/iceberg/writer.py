@@ -20,9 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyiceberg.exceptions import CommitFailedException
@@ -50,23 +49,10 @@ class Chunk:
     aborted: list[AbortedTransaction]
 
 
-@dataclass
-class WriterStats:
-    """What the writer has done since the broker started (for `odradek iceberg describe`, logs and the bench)."""
-
-    commits: int = 0
-    rows: int = 0
-    conflicts: int = 0
-    cpu_s: float = 0.0  # the writer thread's CPU time
-    last_error: str | None = None
-    committed_at_ms: dict[str, int] = field(default_factory=dict)
-
-
 class IcebergWriter:
     def __init__(self, broker, loop: asyncio.AbstractEventLoop):
         self.broker = broker
         self.loop = loop
-        self.stats = WriterStats()
         self._stop = threading.Event()
         self._catalog = None
         self._registry = State()  # the schema registry's schemas, for the schema modes
@@ -118,7 +104,6 @@ class IcebergWriter:
     # ---------------------------------------------------------------------------------------- on the thread
     def _run(self) -> None:
         interval_s = self.broker.config["iceberg.commit.interval.ms"] / 1000
-        started = time.thread_time()
         while not self._stop.is_set():
             full = False
             try:
@@ -126,13 +111,10 @@ class IcebergWriter:
                     self._catalog = tables.open_catalog(self.broker.config, self.broker.log_dir)
                 for topic, mode, spec, led in self._on_loop(self._topics):
                     full |= self._write_topic(topic, mode, spec, led)
-                self.stats.last_error = None
             except Exception as exc:  # the catalog or the loop unreachable, a bad table: the next round retries
                 if self._stop.is_set():
                     break
-                self.stats.last_error = repr(exc)
                 log.warning("iceberg writer round failed: %r", exc)
-            self.stats.cpu_s = time.thread_time() - started
             if not full:
                 self._stop.wait(interval_s)
 
@@ -178,12 +160,9 @@ class IcebergWriter:
         try:
             written = sink.commit(offsets)
         except CommitFailedException as exc:
-            self.stats.conflicts += 1
             log.info("%s: commit lost to another (%s); the next round starts from the table again", topic, exc)
             return True
-        self.stats.commits += 1
-        self.stats.rows += written
-        self.stats.committed_at_ms[topic] = int(time.time() * 1000)
+        log.debug("%s: committed %d rows up to %s", topic, written, offsets)
         return full
 
     def _follow_registry(self) -> None:

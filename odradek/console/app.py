@@ -67,6 +67,13 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     templates.env.globals["zookeeper"] = view.zookeeper is not None
     templates.env.globals["metrics"] = sampler is not None and bool(sampler.urls)
     templates.env.globals["schemas"] = schemas is not None
+
+    def shown(data: bytes | None, fmt: str) -> str:
+        """A key or value in the page's format; "schema" decodes it with its writer's schema where it can."""
+        decoded = schemas.decode(data) if fmt == "schema" and schemas is not None else None
+        return decoded if decoded is not None else render.render_bytes(data, "text" if fmt == "schema" else fmt)
+
+    templates.env.filters["shown"] = shown
     lag_history = lag_history if lag_history is not None else LagHistory()
 
     def page(request: Request, name: str, status_code: int = 200, **context) -> Response:
@@ -150,7 +157,8 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         offset = int(params["offset"]) if params.get("offset", "").lstrip("-").isdigit() else None
         at = timestamp_ms(params["time"]) if params.get("time") else None
         newest_first = params.get("order", "newest") != "oldest"
-        fmt = params.get("format", "text") if params.get("format") in render.FORMATS else "text"
+        fmt = params.get("format", "text")
+        fmt = fmt if fmt in render.FORMATS or (fmt == "schema" and schemas is not None) else "text"
         key = params.get("key", "")
         search = params.get("search", "")
         field = params.get("in", "value")
@@ -165,7 +173,11 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
                     search=search, field=field, exact=exact, limit=limit, query=request.url.query)
 
     async def messages(request: Request) -> Response:
-        return page(request, "messages.html", **await read_messages(request))
+        shown = await read_messages(request)
+        if shown["format"] == "schema":  # the writers' schemas looked up before the page renders from memory
+            await run_in_threadpool(schemas.prefetch, [data for m in shown["found"].messages
+                                                       for data in (m.key, m.value)])
+        return page(request, "messages.html", **shown)
 
     async def messages_export(request: Request) -> Response:
         """The page of messages its query names, as a JSON download."""

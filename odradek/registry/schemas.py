@@ -1,7 +1,7 @@
 """Schemas as the registry parses them: AVRO (fastavro), JSON (jsonschema) and PROTOBUF (protoc from grpcio-tools for
 .proto text, protobuf's descriptor_pb2 for the base64 FileDescriptorProto confluent-kafka's serializer sends, which
-is stored as the .proto text it renders to, as Confluent stores it), with their references resolved, the text the registry stores, the identity it compares schemas by and Confluent's
-`normalize`.
+is stored as the .proto text it renders to, as Confluent stores it), with their references resolved, the text the
+registry stores, the identity it compares schemas by and Confluent's `normalize`.
 
 `parse(schema_type, text, references)` gives a ParsedSchema or raises InvalidSchema with the parser's own message;
 `references` are the resolved (name, schema text) pairs of the schema's references, deepest first, as the caller
@@ -238,7 +238,7 @@ def proto_text(descriptor: descriptor_pb2.FileDescriptorProto) -> str:
             end = "max" if reserved.end >= 536870912 else reserved.end - 1
             out.append(f"{indent}  reserved {reserved.start} to {end};")
         if item.reserved_name:
-            out.append(f"{indent}  reserved {', '.join(repr(n).replace(chr(39), chr(34)) for n in item.reserved_name)};")
+            out.append(f"{indent}  reserved {', '.join(json.dumps(name) for name in item.reserved_name)};")
         return out + [f"{indent}}}"]
 
     for item in descriptor.message_type:

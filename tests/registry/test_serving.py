@@ -1,6 +1,7 @@
 """The registry beside a broker in its process (`odradek serve --set schema.registry.port=PORT`): it says where it
 serves in one line after the broker's ready line, and serves there, its `_schemas` read through the broker's own
-listener, and the console beside them shows its schemas (`odradek schema-registry`, the command, is run by test_store)."""
+listener, and the console beside them shows its schemas (`odradek schema-registry`, the command, is run by
+test_store)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from odradek.client import ClientError
 from odradek.restproxy.clients import ClientPool, PrincipalClients
 from odradek.restproxy.consumers import DEFAULT_INSTANCE_TIMEOUT_MS, DEFAULT_MAX_INSTANCES, ConsumerInstances
-from odradek.restproxy.errors import PAYLOAD_TOO_LARGE, UNAUTHORIZED, RestError, of_client_error
+from odradek.restproxy.errors import KAFKA_BAD_REQUEST, PAYLOAD_TOO_LARGE, UNAUTHORIZED, RestError, of_client_error
 from odradek.restproxy.formats import parse_json
 from odradek.restproxy.schemas import SERVED, SchemaFormats
 
@@ -83,13 +83,17 @@ class Proxy:
         return credentials and credentials[0]
 
     async def call(self, function: Callable, *args):
-        """A blocking client call in the thread pool; a client's failure as the RestError Confluent answers."""
+        """A blocking client call in the thread pool; a client's failure as the RestError Confluent answers, and
+        an argument confluent-kafka refuses before asking (a partition count out of its range, an empty config
+        name: ValueError, OverflowError) as a bad request."""
         try:
             return await run_in_threadpool(function, *args)
         except ClientError as exc:
             raise of_client_error(exc) from None
         except confluent_kafka.KafkaException as exc:
             raise of_client_error(ClientError.of(exc)) from None
+        except (ValueError, OverflowError) as exc:
+            raise RestError(400, KAFKA_BAD_REQUEST, f"Bad request: {exc}") from None
 
     async def cluster_id(self, clients: PrincipalClients) -> str:
         if self._cluster_id is None:

@@ -419,6 +419,12 @@ def routes(proxy: Proxy) -> list[Route]:
 
     def acl_filter(request: Request) -> AclBindingFilter:
         params = request.query_params
+        try:
+            return acl_filter_of(params)
+        except ValueError as exc:  # UNKNOWN where a filter needs a definite value or ANY
+            raise RestError(400, BAD_REQUEST, str(exc)) from None
+
+    def acl_filter_of(params) -> AclBindingFilter:
         return AclBindingFilter(enum_of(ResourceType, params.get("resource_type"), "resource_type", "ANY"),
                                 params.get("resource_name"),
                                 enum_of(ResourcePatternType, params.get("pattern_type"), "pattern_type", "ANY"),
@@ -450,11 +456,7 @@ def routes(proxy: Proxy) -> list[Route]:
 
     async def delete_acls(request: Request) -> Response:
         clients, links = await context(request)
-        try:
-            asked = acl_filter(request)
-        except ValueError as exc:
-            raise RestError(400, BAD_REQUEST, str(exc)) from None
-        deleted = await proxy.call(clients.admin.delete_acls, [asked])
+        deleted = await proxy.call(clients.admin.delete_acls, [acl_filter(request)])
         return answer({"data": [acl_json(links, binding) for binding in deleted]})
 
     # ---------------------------------------------------------------------------------------- records

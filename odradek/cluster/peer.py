@@ -3,7 +3,8 @@
 `open_peer_connection` reaches a broker at its registered endpoint for the inter-broker listener
 (odradek.security.inter_broker: inter.broker.listener.name or security.inter.broker.protocol), over TLS with that
 listener's trust store when it is SSL/SASL_SSL, and on a SASL listener logs in as this broker's own user (SaslHandshake
-v1, then SaslAuthenticate v2 carrying PLAIN's one message or SCRAM's two, with the server's final signature checked),
+v1, then SaslAuthenticate v2 carrying PLAIN's one message or SCRAM's two, with the server's final signature checked:
+the tokens of odradek.security.client.sasl_tokens, the exchange every client of this process logs in with),
 as Kafka's NetworkClient does for its replica fetchers and controller channel. A refused login raises
 PeerAuthenticationFailed, a ConnectionError like any other failure to connect, with the other broker's message.
 When the other broker limits SASL sessions (connections.max.reauth.ms, KIP-368), the connection says when to renew
@@ -24,7 +25,8 @@ import time
 from odradek.errors import ErrorCode
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
 from odradek.security.inter_broker import InterBrokerSecurity
-from odradek.security.scram import ScramClient, ScramError
+from odradek.security.client import sasl_tokens
+from odradek.security.scram import ScramError
 
 PEER_TIMEOUT_S = 10.0
 SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION = api("SaslHandshake"), 1
@@ -87,34 +89,27 @@ async def open_peer_connection(security: InterBrokerSecurity, endpoint, *, clien
 
 
 async def _log_in(reader, writer, security: InterBrokerSecurity, client_id: str, timeout: float) -> int:
-    """The SASL exchange; the session lifetime the other broker answered (0: none)."""
+    """The SASL exchange, its tokens odradek.security.client.sasl_tokens'; the session lifetime the other broker
+    answered (0: none)."""
     handshake = await round_trip(reader, writer, SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION,
                                  SASL_HANDSHAKE.request(mechanism=security.mechanism), client_id=client_id,
                                  timeout=timeout)
     if handshake.error_code != ErrorCode.NONE:
         raise PeerAuthenticationFailed(f"{security.mechanism} refused ({ErrorCode(handshake.error_code).name}); "
                                        f"the broker offers {handshake.mechanisms}")
-
-    lifetime_ms = 0
-
-    async def send(token: bytes) -> bytes:
-        nonlocal lifetime_ms
+    tokens = sasl_tokens(security)
+    token = next(tokens)
+    while True:
         answer = await round_trip(reader, writer, SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION,
                                   SASL_AUTHENTICATE.request(auth_bytes=token), client_id=client_id, timeout=timeout)
         if answer.error_code != ErrorCode.NONE:
             raise PeerAuthenticationFailed(f"{ErrorCode(answer.error_code).name}: {answer.error_message}")
-        lifetime_ms = answer.session_lifetime_ms
-        return answer.auth_bytes
-
-    if security.mechanism == "PLAIN":
-        await send(b"\0" + security.username.encode() + b"\0" + security.password.encode())
-        return lifetime_ms
-    scram = ScramClient(security.mechanism, security.username, security.password)
-    try:
-        scram.verify(await send(scram.final(await send(scram.first()))))
-    except ScramError as exc:
-        raise PeerAuthenticationFailed(str(exc)) from None
-    return lifetime_ms
+        try:
+            token = tokens.send(answer.auth_bytes)
+        except StopIteration:
+            return answer.session_lifetime_ms
+        except ScramError as exc:
+            raise PeerAuthenticationFailed(str(exc)) from None
 
 
 async def call_peer(security: InterBrokerSecurity, endpoint, api_name: str, version: int, request, *,

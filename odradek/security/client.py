@@ -1,6 +1,7 @@
 """The client side of TLS and SASL for the Kafka connections this process opens itself as a client
-(odradek.protocol.connection, as the Spark source's read tasks do): what a connection needs, read from the settings
-a confluent-kafka client of the same cluster takes, and SASL's client exchange.
+(odradek.protocol.connection, as the Spark source's read tasks and SimpleConsumer's direct calls do): what a
+connection needs, read from the settings a confluent-kafka client of the same cluster takes, and SASL's client
+exchange, which a broker's own connections to the other brokers (odradek.cluster.peer) log in with too.
 
 The settings are librdkafka's names, which odradek.client.properties.librdkafka_settings makes from Kafka's Java
 client properties (sasl.jaas.config, PEM ssl.truststore.* and ssl.keystore.*), so one properties file or one set
@@ -18,9 +19,10 @@ of Spark kafka.* options configures both the confluent-kafka clients and these c
 A ValueError's message starts with the setting it is about and never holds a password.
 
 `sasl_tokens` is the client's half of a SASL exchange, sans-IO: a generator that yields each token to carry in a
-SaslAuthenticate request and is sent the broker's answer to it: PLAIN's one message (RFC 4616), SCRAM's
-client-first and client-final (odradek.security.scram.ScramClient), the server's final signature checked
-(ScramError when it does not prove the server knows the credential).
+SaslAuthenticate request and is sent the broker's answer to it, for any SaslLogin (a ClientSecurity, or
+odradek.security.inter_broker's InterBrokerSecurity): PLAIN's one message (RFC 4616), SCRAM's client-first and
+client-final (odradek.security.scram.ScramClient), the server's final signature checked (ScramError when it does
+not prove the server knows the credential).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import dataclasses
 import os
 import ssl
 from collections.abc import Generator, Mapping
+from typing import Protocol
 
 from odradek.security.scram import MECHANISMS as SCRAM_MECHANISMS, ScramClient
 from odradek.security.tls import load_inline_cert_chain
@@ -49,6 +52,14 @@ class ClientSecurity:
 
 
 PLAINTEXT = ClientSecurity()
+
+
+class SaslLogin(Protocol):
+    """What a SASL exchange needs of a login: its mechanism (PLAIN or SCRAM-SHA-256/512) and credential."""
+
+    mechanism: str | None
+    username: str
+    password: str
 
 
 def client_security(settings: Mapping[str, str]) -> ClientSecurity:
@@ -113,7 +124,7 @@ def _load(key: str, load, *args, **kwargs) -> None:
         raise ValueError(f"{key}: cannot load it ({exc})") from None
 
 
-def sasl_tokens(security: ClientSecurity) -> Generator[bytes, bytes, None]:
+def sasl_tokens(security: SaslLogin) -> Generator[bytes, bytes, None]:
     """The client's tokens of one SASL exchange: each yielded token goes to the broker, whose answer is sent in."""
     if security.mechanism == "PLAIN":
         yield b"\0" + security.username.encode() + b"\0" + security.password.encode()

@@ -6,7 +6,11 @@ no commits): `fetch(offset)` assigns the partition at the asked offset and retur
 `max_messages`. The seeds' calls "closely match the network requests sent to the server", which librdkafka cannot
 be made to send, so they speak Kafka directly over one odradek.protocol.connection to the consumer's broker: one
 Fetch request for any number of (topic, partition, offset, max_bytes), answered per request with its messages or its
-Kafka error, and ListOffsets v0 with max_num_offsets for the segment offsets before a time.
+Kafka error, and ListOffsets v0 with max_num_offsets for the segment offsets before a time. That connection is
+secured as the consumer's `config` says (its security.protocol, sasl.* and ssl.* settings, read by
+odradek.security.client), so the seeds' calls reach a SASL_SSL listener as the Consumer does; a login or TLS
+handshake the broker refuses is a ClientError _AUTHENTICATION, not retried, and settings that connection cannot use
+(GSSAPI, a PKCS12 keystore) a ClientError _INVALID_ARG naming the setting.
 With `zk_connect` instead of `bootstrap_servers` the partition's leader is found through ZooKeeper (its state
 znode and /brokers/ids) and the consumer connects to it (`leader` says which broker that is).
 """
@@ -22,8 +26,9 @@ from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import Decoder, Message, identity
 from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
-from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
+from odradek.protocol.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.batch import whole_batches
+from odradek.security.client import client_security
 
 OFFSET_TIMEOUT_S = 10.0
 LATEST_TIME, EARLIEST_TIME = -1, -2  # getOffsetsBefore's special times
@@ -79,6 +84,7 @@ class SimpleConsumer:
             "enable.auto.commit": False, "enable.partition.eof": False, "logger": LIBRDKAFKA_LOGGER, **(config or {})})
 
         self._bootstrap_servers = bootstrap_servers
+        self._config = dict(config or {})
         self._connection: Connection | None = None
 
     def _partition(self, offset: int) -> confluent_kafka.TopicPartition:
@@ -189,20 +195,29 @@ class SimpleConsumer:
         return FetchedMessages(request, messages, None, answer.high_watermark)
 
     def _call(self, name: str, **fields):
-        """One request to the consumer's broker over the direct connection (opened on first use, opened again
-        once after it was lost)."""
+        """One request to the consumer's broker over the direct connection (opened on first use, secured as the
+        consumer's config says, and opened again once after it was lost)."""
         for attempt in (1, 2):
             try:
                 if self._connection is None:
-                    address = server_address(self._bootstrap_servers.split(",")[0])
-                    self._connection = Connection(address, OFFSET_TIMEOUT_S, "odradek-simple-consumer", VERSIONS)
+                    self._connection = self._connect()
                 return self._connection.call(name, **fields)
-            except (Unreachable, UnsupportedApi) as exc:
+            except (AuthenticationFailed, Unreachable, UnsupportedApi) as exc:
                 if self._connection is not None:
                     self._connection.close()
                     self._connection = None
+                if isinstance(exc, AuthenticationFailed):  # the same settings are refused again: not retried
+                    raise ClientError(str(exc), "_AUTHENTICATION") from None
                 if attempt == 2 or isinstance(exc, UnsupportedApi):
                     raise ClientError(str(exc), "_TRANSPORT", retriable=isinstance(exc, Unreachable)) from None
+
+    def _connect(self) -> Connection:
+        try:
+            security = client_security(self._config)
+        except ValueError as exc:
+            raise ClientError(str(exc), "_INVALID_ARG") from None
+        address = server_address(self._bootstrap_servers.split(",")[0])
+        return Connection(address, OFFSET_TIMEOUT_S, "odradek-simple-consumer", VERSIONS, security)
 
     def close(self) -> None:
         if self._connection is not None:

@@ -1,9 +1,10 @@
-"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge.
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share
+group offsets APIs (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets).
 
 Transcribed field by field from Kafka 4.3.1's JSON message definitions (kafka-clients-4.3.1.jar,
 common/message/Share*.json), the versions 4.3 clients and librdkafka 2.16 send: the early-access v0 of Kafka 4.0 is
 gone from those files (ShareGroupHeartbeat and ShareGroupDescribe are valid at v1 only, ShareFetch and
-ShareAcknowledge at v1-v2), but the fields keep their "0+" annotations, as Kafka's do.
+ShareAcknowledge at v1-v2; the offsets APIs from v0), but the fields keep their "0+" annotations, as Kafka's do.
 """
 
 from __future__ import annotations
@@ -194,3 +195,97 @@ ShareAcknowledgeResponse = message(
     ],
 )
 
+
+DescribeShareGroupOffsetsRequest = message(
+    "DescribeShareGroupOffsetsRequest", api_key=90, valid_versions="0-1", flexible_versions="0+",
+    fields=[
+        field("groups", array(struct("DescribeShareGroupOffsetsRequestGroup", [
+            field("group_id", STRING, "0+"),
+            field("topics", array(struct("DescribeShareGroupOffsetsRequestTopic", [
+                field("topic_name", STRING, "0+"),
+                field("partitions", array(INT32), "0+"),
+            ])), "0+", nullable_versions="0+"),
+        ])), "0+"),
+    ],
+)
+
+DescribeShareGroupOffsetsResponse = message(
+    "DescribeShareGroupOffsetsResponse", api_key=90, valid_versions="0-1", flexible_versions="0+",
+    fields=[
+        field("throttle_time_ms", INT32, "0+"),
+        field("groups", array(struct("DescribeShareGroupOffsetsResponseGroup", [
+            field("group_id", STRING, "0+"),
+            field("topics", array(struct("DescribeShareGroupOffsetsResponseTopic", [
+                field("topic_name", STRING, "0+"),
+                field("topic_id", UUID, "0+"),
+                field("partitions", array(struct("DescribeShareGroupOffsetsResponsePartition", [
+                    field("partition_index", INT32, "0+"),
+                    field("start_offset", INT64, "0+"),
+                    field("leader_epoch", INT32, "0+"),
+                    field("lag", INT64, "1+", default=-1, ignorable=True),
+                    field("error_code", INT16, "0+"),
+                    field("error_message", STRING, "0+", nullable_versions="0+", default=None),
+                ])), "0+"),
+            ])), "0+"),
+            field("error_code", INT16, "0+"),
+            field("error_message", STRING, "0+", nullable_versions="0+", default=None),
+        ])), "0+"),
+    ],
+)
+
+AlterShareGroupOffsetsRequest = message(
+    "AlterShareGroupOffsetsRequest", api_key=91, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("group_id", STRING, "0+"),
+        field("topics", array(struct("AlterShareGroupOffsetsRequestTopic", [
+            field("topic_name", STRING, "0+"),
+            field("partitions", array(struct("AlterShareGroupOffsetsRequestPartition", [
+                field("partition_index", INT32, "0+"),
+                field("start_offset", INT64, "0+"),
+            ])), "0+"),
+        ])), "0+"),
+    ],
+)
+
+AlterShareGroupOffsetsResponse = message(
+    "AlterShareGroupOffsetsResponse", api_key=91, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("throttle_time_ms", INT32, "0+"),
+        field("error_code", INT16, "0+"),
+        field("error_message", STRING, "0+", nullable_versions="0+", default=None),
+        field("responses", array(struct("AlterShareGroupOffsetsResponseTopic", [
+            field("topic_name", STRING, "0+"),
+            field("topic_id", UUID, "0+"),
+            field("partitions", array(struct("AlterShareGroupOffsetsResponsePartition", [
+                field("partition_index", INT32, "0+"),
+                field("error_code", INT16, "0+"),
+                field("error_message", STRING, "0+", nullable_versions="0+", default=None),
+            ])), "0+"),
+        ])), "0+"),
+    ],
+)
+
+DeleteShareGroupOffsetsRequest = message(
+    "DeleteShareGroupOffsetsRequest", api_key=92, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("group_id", STRING, "0+"),
+        field("topics", array(struct("DeleteShareGroupOffsetsRequestTopic", [
+            field("topic_name", STRING, "0+"),
+        ])), "0+"),
+    ],
+)
+
+DeleteShareGroupOffsetsResponse = message(
+    "DeleteShareGroupOffsetsResponse", api_key=92, valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("throttle_time_ms", INT32, "0+"),
+        field("error_code", INT16, "0+"),
+        field("error_message", STRING, "0+", nullable_versions="0+", default=None),
+        field("responses", array(struct("DeleteShareGroupOffsetsResponseTopic", [
+            field("topic_name", STRING, "0+"),
+            field("topic_id", UUID, "0+"),
+            field("error_code", INT16, "0+"),
+            field("error_message", STRING, "0+", nullable_versions="0+", default=None),
+        ])), "0+"),
+    ],
+)

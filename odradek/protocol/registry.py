@@ -2,8 +2,8 @@
 
 The ranges are a compatibility decision, not a transcription: every minimum but the share APIs' is 0 because
 aiokafka gives up when a broker's minimum is above its own maximum and librdkafka before 2.8 turns compression off
-unless Produce starts at 0; every maximum is Kafka 4.0's (but for the share-group APIs, at Kafka 4.2+'s v1, the
-first version 4.x clients send), so the table as a whole is one release (the reasons are in
+unless Produce starts at 0; every maximum is Kafka 4.0's (but for the share-group APIs, at Kafka 4.2+'s ranges, from
+the first version 4.x clients send), so the table as a whole is one release (the reasons are in
 odradek/broker/handlers/api_versions.py). The schemas in `apis` may define later versions than we advertise; those
 are usable by `encode_request`/`decode_response` only.
 """
@@ -115,6 +115,9 @@ _ADVERTISED = [
     (m.ShareGroupDescribeRequest, m.ShareGroupDescribeResponse, 1, 1),
     (m.ShareFetchRequest, m.ShareFetchResponse, 1, 2),
     (m.ShareAcknowledgeRequest, m.ShareAcknowledgeResponse, 1, 2),
+    (m.DescribeShareGroupOffsetsRequest, m.DescribeShareGroupOffsetsResponse, 0, 1),
+    (m.AlterShareGroupOffsetsRequest, m.AlterShareGroupOffsetsResponse, 0, 0),
+    (m.DeleteShareGroupOffsetsRequest, m.DeleteShareGroupOffsetsResponse, 0, 0),
 ]
 
 API_BY_KEY: dict[int, Api] = {a.key: a for a in (Api(*row) for row in _ADVERTISED)}

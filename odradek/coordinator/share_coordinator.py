@@ -10,6 +10,11 @@ restart or kill -9, and a delivery is counted against the limit even when the br
 A share-partition is read back from the state topic the first time it is used after a start; one never seen starts
 at the log end (share.auto.offset.reset latest, Kafka's default).
 
+Membership is not persisted (a member of a broker that restarted hears UNKNOWN_MEMBER_ID and joins again); a
+share group with state but no member since the start is found by reading the whole state topic once, when an
+administrative request or ListGroups first asks (`group`, `group_ids`). AlterShareGroupOffsets,
+DeleteShareGroupOffsets and DeleteGroups change only a group without members.
+
 A share group's id is in the same namespace as the other groups: a heartbeat for the id of a classic or consumer
 group is refused with GROUP_ID_NOT_FOUND, as Kafka refuses it.
 """
@@ -182,8 +187,12 @@ class ShareCoordinator:
         now = now_ms()
         data = encode_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)])
         self.broker.partition(SHARE_STATE_TOPIC, index).append(data, validate_batches(data))
-        if records[-1][1] is None and index in self._stored:
-            self._stored[index].pop(key, None)
+        if index in self._stored:
+            if records[-1][1] is None:
+                self._stored[index].pop(key, None)
+            else:
+                partition = self.partitions[key]
+                self._stored[index][key] = (partition.start_offset, partition.state_batches())
 
     def _stored_states(self, index: int) -> dict[Key, tuple[int, list]]:
         """The share-partition states partition `index` of the state topic holds, read once after a start."""
@@ -214,6 +223,90 @@ class ShareCoordinator:
                     start = max(start, parsed.start_offset)
                     stored[parsed.key] = (start, [(o, o, s, c) for o, (s, c) in sorted(merged.items())])
         return stored
+
+    # ------------------------------------------------------------------------------------ administration
+    def group(self, group_id: str) -> ShareGroup | None:
+        """The share group, also one with no members since the start that has share-partition state."""
+        self._load_every_state()
+        return self.groups.get(group_id)
+
+    def group_ids(self) -> list[str]:
+        self._load_every_state()
+        return sorted(self.groups)
+
+    def state_keys(self, group_id: str) -> list[Key]:
+        """The share-partitions of the group with state, in memory or in the state topic."""
+        self._load_every_state()
+        keys = {key for key in self.partitions if key[0] == group_id}
+        for stored in self._stored.values():
+            keys.update(key for key in stored if key[0] == group_id)
+        return sorted(keys, key=lambda key: (str(key[1]), key[2]))
+
+    def start_offset(self, key: Key) -> int:
+        """The share-partition's start offset; -1 when it has no state."""
+        partition = self.partitions.get(key)
+        if partition is not None:
+            return partition.start_offset
+        stored = self._stored_states(state_partition_for(*key, self.num_state_partitions)).get(key)
+        return stored[0] if stored is not None else -1
+
+    def in_flight_done(self, key: Key) -> int:
+        """Records past the start offset that are done already (acknowledged or archived): not part of the lag."""
+        partition = self.partitions.get(key)
+        if partition is None:
+            stored = self._stored_states(state_partition_for(*key, self.num_state_partitions)).get(key)
+            batches = stored[1] if stored is not None else []
+            return sum(last - first + 1 for first, last, state, _ in batches if state in (2, 4))
+        return sum(1 for record in partition.records.values() if record.state in (2, 4))
+
+    def alter_offsets(self, group_id: str, starts: dict[tuple[uuid.UUID, int], int]) -> None:
+        """New start offsets (AlterShareGroupOffsets): an empty group's share-partitions start again there, their
+        in-flight state dropped; a group not known yet is made, empty, as Kafka makes it."""
+        group = self._empty_group(group_id, create=True)
+        for (topic_id, index), start in starts.items():
+            key = (group_id, topic_id, index)
+            self.partitions[key] = SharePartition(start, **self.limits)
+            self._created_ms[key] = now_ms()
+            self.persist(key)
+        group.state_timestamp_ms = now_ms()
+
+    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """Forget the state of every partition of the topic (DeleteShareGroupOffsets): tombstones."""
+        self._empty_group(group_id)
+        for key in self.state_keys(group_id):
+            if key[1] == topic_id:
+                self.delete_state(key)
+
+    def delete_group(self, group_id: str) -> None:
+        self._empty_group(group_id)
+        for key in self.state_keys(group_id):
+            self.delete_state(key)
+        del self.groups[group_id]
+
+    def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
+        group = self.group(group_id)
+        if group is None:
+            if not create:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            if group_id in self.broker.group_coordinator.groups:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+            group = self.groups[group_id] = ShareGroup(group_id, session_timeout_ms=self.session_timeout_ms,
+                                                       heartbeat_interval_ms=self.heartbeat_interval_ms,
+                                                       now_ms=now_ms())
+        if group.members:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"Group {group_id} has active members.")
+        return group
+
+    def _load_every_state(self) -> None:
+        """Every partition of the state topic read (once), and an empty group made for each group it holds."""
+        if SHARE_STATE_TOPIC not in self.broker.metadata.topics:
+            return
+        for index in range(self.num_state_partitions):
+            for group_id, _, _ in self._stored_states(index):
+                if group_id not in self.groups:
+                    self.groups[group_id] = ShareGroup(group_id, session_timeout_ms=self.session_timeout_ms,
+                                                       heartbeat_interval_ms=self.heartbeat_interval_ms,
+                                                       now_ms=now_ms())
 
     # ------------------------------------------------------------------------------------ waits and timers
     async def wait_for_change(self, partitions, timeout_s: float) -> None:

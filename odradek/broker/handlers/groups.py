@@ -333,7 +333,8 @@ def handlers(broker) -> dict:
             listed.append(Response.ListedGroup(group_id=group_id, protocol_type=protocol_type, group_state=state,
                                                group_type=kind))
         share = getattr(broker, "share_coordinator", None)  # set by handlers/share.py, on a single node
-        for group_id, group in share.groups.items() if share is not None else ():
+        for group_id in share.group_ids() if share is not None else ():
+            group = share.groups[group_id]
             if not (every_group or access.allows(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
                 continue
             if (states and group.state_name.lower() not in states) or (types and "share" not in types):
@@ -350,7 +351,11 @@ def handlers(broker) -> dict:
             code = ErrorCode.NONE
             try:
                 access.require(AclOperation.DELETE, ResourceType.GROUP, group_id)
-                coordinator().delete_group(group_id)
+                share = getattr(broker, "share_coordinator", None)
+                if share is not None and share.group(group_id) is not None:
+                    share.delete_group(group_id)
+                else:
+                    coordinator().delete_group(group_id)
             except KafkaError as exc:
                 code = exc.code
             results.append(Response.DeletableGroupResult(group_id=group_id, error_code=code))

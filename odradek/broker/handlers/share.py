@@ -1,4 +1,5 @@
-"""Share-group APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge.
+"""Share-group APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share
+group offsets (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets).
 
 Wire translation around the ShareCoordinator (odradek/coordinator/share_coordinator.py), created here with the
 handlers. A ShareFetch first applies the acknowledgements it carries, then reads whole batches of each partition of
@@ -6,12 +7,15 @@ its share session from the first record the share-partition can deliver, acquire
 member and answers those batches with the acquired ranges and their delivery counts (the client drops the records
 outside them); with nothing to acquire it waits up to max_wait_ms for an append or for records to come back. The
 batches are read from the log below the high watermark (share.isolation.level read_uncommitted, Kafka's default);
-control batches are never acquired. With an authorizer, READ on the group and on each topic, DESCRIBE on the group
-to describe it.
+control batches are never acquired. AlterShareGroupOffsets sets the start offset of an empty group's share-
+partitions (making the group if it is new, as Kafka does), DeleteShareGroupOffsets forgets a topic's state, and both
+refuse a group with members (NON_EMPTY_GROUP). With an authorizer, READ on the group and on each topic to fetch,
+acknowledge and alter offsets, DESCRIBE on the group and topics to describe, DELETE on the group to delete offsets.
 
 These APIs are served on a single node only: in a ZooKeeper cluster the share-partition's state partition may be
 led by another broker, which Kafka reaches through the share coordinator's inter-broker APIs (83-87), not
-implemented here; a cluster does not advertise them, and its clients fall back to other groups.
+implemented here; a cluster does not advertise them (librdkafka's share consumer then reports the feature
+unsupported, Kafka's KafkaShareConsumer UnsupportedVersionException).
 """
 
 from __future__ import annotations
@@ -25,12 +29,16 @@ from odradek.coordinator.share_group import ASSIGNOR_NAME
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
+from odradek.protocol.schema import ZERO_UUID
 from odradek.records.batch import whole_batches
 
 SHARE_GROUP_HEARTBEAT = api("ShareGroupHeartbeat")
 SHARE_GROUP_DESCRIBE = api("ShareGroupDescribe")
 SHARE_FETCH = api("ShareFetch")
 SHARE_ACKNOWLEDGE = api("ShareAcknowledge")
+DESCRIBE_OFFSETS = api("DescribeShareGroupOffsets")
+ALTER_OFFSETS = api("AlterShareGroupOffsets")
+DELETE_OFFSETS = api("DeleteShareGroupOffsets")
 
 
 def _client_host(connection) -> str:
@@ -76,7 +84,7 @@ def handlers(broker) -> dict:
             answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id)
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
-                group = coordinator.groups.get(group_id)
+                group = coordinator.group(group_id)
                 if group is None:
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
             except KafkaError as exc:
@@ -246,5 +254,118 @@ def handlers(broker) -> dict:
                         responses=[Response.ShareAcknowledgeTopicResponse(topic_id=t, partitions=parts)
                                    for t, parts in by_topic.items()])
 
+    # ------------------------------------------------------------------------------ share group offsets
+    def answer_describe_offsets(connection, header, request):
+        Response = DESCRIBE_OFFSETS.response
+        access = broker.access(connection)
+        topics = broker.metadata.topics
+        names = {t.topic_id: name for name, t in topics.items()}
+        answers = []
+        for asked in request.groups:
+            group_id = asked.group_id
+            answer = Response.DescribeShareGroupOffsetsResponseGroup(group_id=group_id)
+            answers.append(answer)
+            try:
+                access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+            except KafkaError as exc:
+                answer.error_code, answer.error_message = exc.code, exc.message
+                continue
+            if coordinator.group(group_id) is None:  # as Kafka: no error, no topics
+                continue
+            if asked.topics is None:  # every partition the group has state for
+                wanted: dict[str, list[int]] = {}
+                for _, topic_id, index in coordinator.state_keys(group_id):
+                    if topic_id in names:
+                        wanted.setdefault(names[topic_id], []).append(index)
+            else:
+                wanted = {t.topic_name: list(t.partitions) for t in asked.topics}
+            for name, indexes in wanted.items():
+                known = topics.get(name)
+                topic = Response.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=name, topic_id=known.topic_id if known else ZERO_UUID)
+                answer.topics.append(topic)
+                for index in indexes:
+                    part = Response.DescribeShareGroupOffsetsResponsePartition(partition_index=index, start_offset=-1,
+                                                                               leader_epoch=-1, lag=-1)
+                    topic.partitions.append(part)
+                    try:
+                        access.require(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+                        if known is None or not 0 <= index < len(known.partitions):
+                            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                        key = (group_id, known.topic_id, index)
+                        part.start_offset = coordinator.start_offset(key)
+                        if part.start_offset >= 0:
+                            leader = broker.partition(name, index)
+                            part.leader_epoch = max(0, leader.leader_epoch)
+                            part.lag = max(0, leader.high_watermark - part.start_offset
+                                           - coordinator.in_flight_done(key))
+                    except KafkaError as exc:
+                        part.error_code, part.error_message = exc.code, exc.message
+        return Response(throttle_time_ms=0, groups=answers)
+
+    def answer_alter_offsets(connection, header, request):
+        Response = ALTER_OFFSETS.response
+        access = broker.access(connection)
+        try:
+            access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
+        topics = broker.metadata.topics
+        answers, starts = [], {}
+        for asked in request.topics:
+            known = topics.get(asked.topic_name)
+            topic = Response.AlterShareGroupOffsetsResponseTopic(topic_name=asked.topic_name,
+                                                                 topic_id=known.topic_id if known else ZERO_UUID)
+            answers.append(topic)
+            for p in asked.partitions:
+                code, message = ErrorCode.NONE, None
+                try:
+                    access.require(AclOperation.READ, ResourceType.TOPIC, asked.topic_name)
+                    if known is None or not 0 <= p.partition_index < len(known.partitions):
+                        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    log = broker.partition(asked.topic_name, p.partition_index).log
+                    start = p.start_offset
+                    if not log.log_start_offset <= start <= log.log_end_offset:
+                        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Offset {start} is outside the log "
+                                         f"[{log.log_start_offset}, {log.log_end_offset}].")
+                    starts[(known.topic_id, p.partition_index)] = start
+                except KafkaError as exc:
+                    code, message = exc.code, exc.message
+                topic.partitions.append(Response.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=code, error_message=message))
+        try:
+            coordinator.alter_offsets(request.group_id, starts)
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=answers)
+
+    def answer_delete_offsets(connection, header, request):
+        Response = DELETE_OFFSETS.response
+        access = broker.access(connection)
+        try:
+            access.require(AclOperation.DELETE, ResourceType.GROUP, request.group_id)
+            if coordinator.group(request.group_id) is None:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
+        except KafkaError as exc:
+            return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
+        answers = []
+        for asked in request.topics:
+            known = broker.metadata.topics.get(asked.topic_name)
+            topic = Response.DeleteShareGroupOffsetsResponseTopic(topic_name=asked.topic_name,
+                                                                  topic_id=known.topic_id if known else ZERO_UUID)
+            answers.append(topic)
+            try:
+                access.require(AclOperation.READ, ResourceType.TOPIC, asked.topic_name)
+                if known is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                coordinator.delete_offsets(request.group_id, known.topic_id)
+            except KafkaError as exc:
+                if exc.code == ErrorCode.NON_EMPTY_GROUP:
+                    return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
+                topic.error_code, topic.error_message = exc.code, exc.message
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=answers)
+
     return {SHARE_GROUP_HEARTBEAT.key: answer_heartbeat, SHARE_GROUP_DESCRIBE.key: answer_describe,
-            SHARE_FETCH.key: answer_share_fetch, SHARE_ACKNOWLEDGE.key: answer_share_acknowledge}
+            SHARE_FETCH.key: answer_share_fetch, SHARE_ACKNOWLEDGE.key: answer_share_acknowledge,
+            DESCRIBE_OFFSETS.key: answer_describe_offsets, ALTER_OFFSETS.key: answer_alter_offsets,
+            DELETE_OFFSETS.key: answer_delete_offsets}

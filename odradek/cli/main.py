@@ -3,11 +3,11 @@
 `odradek serve` runs a single-node broker with an embedded default (data directory, auto-created topics, a cluster id
 made once and kept) so that `odradek serve` alone gives a working Kafka endpoint on 127.0.0.1:9092.
 With --zookeeper (zookeeper.connect) it joins a cluster instead; `odradek cluster up` runs a local one.
-The client-side commands live one group per module (topics, produce, consume, groups, brokers, zk, cluster, perf,
-dump-log, mirror, users, reassign and elect-leaders, console, schema-registry, iceberg, rest-proxy), each adding its
-parsers here (`console.port`, `schema.registry.port` and `rest.proxy.port` also serve the web console, the schema
-registry and the REST proxy beside the broker); Spark's pipeline commands join only when odradek.spark.pipelines
-imports (pyspark is optional).
+The client-side commands live one group per module (topics, produce, consume, groups, share-groups, brokers, zk,
+cluster, perf, dump-log, mirror, users, reassign and elect-leaders, console, schema-registry, iceberg, rest-proxy),
+each adding its parsers here (`console.port`, `schema.registry.port` and `rest.proxy.port` also serve the web
+console, the schema registry and the REST proxy beside the broker); Spark's pipeline commands join only when
+odradek.spark.pipelines imports (pyspark is optional).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import confluent_kafka
 
 from odradek import __version__
 from odradek.cli import (acls, brokers, cluster, console, consume, dump_log, groups, iceberg, mirror, perf, produce,
-                         reassign, rest_proxy, schema_registry, topics, users, zk)
+                         reassign, rest_proxy, schema_registry, share_groups, topics, users, zk)
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
 from odradek.cli.extras import missing_extra_line
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one broker setting, repeatable; wins over --config")
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     serve.set_defaults(run=run_serve)
-    for module in (topics, produce, consume, groups, acls, brokers, zk, cluster, perf, dump_log, mirror, users,
-                   reassign, console, schema_registry, iceberg, rest_proxy):
+    for module in (topics, produce, consume, groups, share_groups, acls, brokers, zk, cluster, perf, dump_log, mirror,
+                   users, reassign, console, schema_registry, iceberg, rest_proxy):
         module.add_commands(commands)
     _add_pipeline_commands(commands)
     return parser

@@ -36,7 +36,8 @@ def test_every_api_versions_version_carries_the_same_table(broker):
     assert all(table == tables[0] for table in tables)
 
 
-SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}  # at Kafka 4.2+'s ranges (handlers/api_versions.py)
+# at Kafka 4.2+'s ranges (handlers/api_versions.py)
+SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
 
 
 def test_advertised_maxima_are_kafka_4_0(broker):

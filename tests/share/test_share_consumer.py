@@ -1,7 +1,7 @@
 """Share groups with librdkafka's ShareConsumer (confluent-kafka 2.16) against a real broker process: implicit and
 explicit acknowledgement, release and reject, delivery counts and the delivery limit, three consumers sharing one
 partition, a consumer killed with SIGKILL (its records come back when their locks expire) and the broker killed
-with SIGKILL mid-run (no accepted record is delivered again, none is lost)."""
+with SIGKILL mid-run (no accepted record is delivered again, none is lost), and `odradek share-groups`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
 from odradek.protocol.connection import Connection
+from tests.cli.run import odradek
 
 LOCK_MS = 2000
 SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.share.record.lock.duration.ms": LOCK_MS,
@@ -257,3 +258,39 @@ def test_broker_killed_mid_run_loses_no_record_and_redelivers_no_accepted_one(tm
         if share is not None:
             share.close()
         broker.stop()
+
+
+def test_share_groups_command_resets_describes_and_deletes(share_broker, topic_name):
+    """`odradek share-groups` as kafka-share-groups.sh: a reset to the earliest offsets before any member joined
+    makes the group, a consumer then reads what was written before it, the lag goes to 0, a reset is refused while
+    a member is in the group, and delete forgets it."""
+    bootstrap = share_broker.bootstrap_servers
+    make_topic(bootstrap, topic_name, partitions=2)
+    produce(bootstrap, topic_name, [b"old%d" % i for i in range(10)])
+    group = "cli-" + topic_name
+    reset = odradek(share_broker, "share-groups", "reset-offsets", group, "--topic", topic_name, "--to-earliest",
+                    "--execute")
+    assert reset.returncode == 0, reset.stderr
+    listed = odradek(share_broker, "share-groups", "list").stdout
+    assert [group, "Empty"] in [row.split() for row in listed.splitlines()]
+    before = odradek(share_broker, "share-groups", "describe", group).stdout
+    lags = {int(row.split()[2]): (int(row.split()[3]), int(row.split()[4])) for row in before.splitlines()[2:]}
+    assert sum(lag for _, lag in lags.values()) == 10 and {start for start, _ in lags.values()} == {0}
+    share = consumer(bootstrap, group, topic_name)
+    try:
+        got = poll_until(share, lambda got: len(got) >= 10)
+        assert sorted(m.value() for m in got) == sorted(b"old%d" % i for i in range(10))
+        share.poll(0.5)  # the implicit acknowledgement of the last batch goes with this poll
+        refused = odradek(share_broker, "share-groups", "reset-offsets", group, "--all-topics", "--to-earliest",
+                          "--execute")
+        assert refused.returncode != 0 and "NON_EMPTY_GROUP" in refused.stderr
+        members = odradek(share_broker, "share-groups", "describe", group, "--members").stdout
+        assert "Stable with 1 member(s)" in members and f"{topic_name}:0,{topic_name}:1" in members
+    finally:
+        share.close()
+    after = odradek(share_broker, "share-groups", "describe", group).stdout
+    assert [row.split()[4] for row in after.splitlines()[2:]] == ["0", "0"]
+    deleted = odradek(share_broker, "share-groups", "delete", group)
+    assert deleted.returncode == 0, deleted.stderr
+    gone = odradek(share_broker, "share-groups", "describe", group)
+    assert gone.returncode != 0 and "GROUP_ID_NOT_FOUND" in gone.stderr

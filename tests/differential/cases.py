@@ -613,6 +613,17 @@ def share_group(v):
                                             "rack_id": None, "subscribed_topic_names": None})]
 
 
+def share_group_offsets(v):
+    """The share group offsets APIs on a group no one made, and a reset naming a topic that does not exist."""
+    return [Step("DescribeShareGroupOffsets", v, {"groups": [{"group_id": "d-no-such-share-group", "topics": None}]},
+                 retry=COORDINATOR_WAIT),
+            Step("DeleteShareGroupOffsets", 0, {"group_id": "d-no-such-share-group",
+                                                "topics": [{"topic_name": SHARED}]}, retry=COORDINATOR_WAIT),
+            Step("AlterShareGroupOffsets", 0, {"group_id": f"d-share-reset-{v}", "topics": [
+                {"topic_name": "d-no-such-topic", "partitions": [{"partition_index": 0, "start_offset": 0}]}]},
+                 retry=COORDINATOR_WAIT)]
+
+
 # -- ACLs and authorization ----------------------------------------------------------------------------------------
 
 DENIED = "d-denied"
@@ -842,6 +853,7 @@ def all_cases() -> list[Case]:
         *sweep("list-groups", "ListGroups", list_groups),
         *sweep("consumer-group", "ConsumerGroupHeartbeat", consumer_group),
         *sweep("share-group", "ShareFetch", share_group),
+        *sweep("share-group-offsets", "DescribeShareGroupOffsets", share_group_offsets),
         *sweep("authorization", "CreateAcls", authorization, ends),
         *sweep("client-quotas", "DescribeClientQuotas", client_quotas),
         *sweep("scram-credentials", "DescribeUserScramCredentials", scram_credentials),

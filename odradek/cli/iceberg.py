@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-from pathlib import Path
 
-from confluent_kafka.admin import ConfigResource, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
 from odradek.cli.common import add_admin_options, admin_of, print_table
 from odradek.client.errors import ClientError
@@ -38,11 +37,11 @@ def add_commands(commands) -> None:
 def run_describe(args: argparse.Namespace) -> int:
     from pyiceberg.exceptions import NoSuchTableError
 
-    from odradek.iceberg.table import committed_offsets, open_catalog
+    from odradek.iceberg.table import broker_catalog, committed_offsets, open_catalog
 
     admin = admin_of(args)
     [topic] = admin.describe_topics([args.topic])
-    config, log_dir = _catalog_config(admin, args)
+    config, log_dir = broker_catalog(admin, args.catalog_uri, args.warehouse, args.namespace)
     try:
         table = open_catalog(config, log_dir).load_table((config["iceberg.namespace"], args.topic))
     except NoSuchTableError:
@@ -63,16 +62,3 @@ def run_describe(args: argparse.Namespace) -> int:
         when = datetime.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, datetime.UTC).isoformat()
         print(f"table {config['iceberg.namespace']}.{args.topic}: snapshot {snapshot.snapshot_id} at {when}")
     return 0
-
-
-def _catalog_config(admin, args: argparse.Namespace) -> tuple[dict[str, str], Path]:
-    """The catalog settings (the broker's, under those given here) and the broker's data dir."""
-    broker = admin.describe_cluster().brokers[0].node_id
-    values = {entry.name: entry.value or "" for entry in admin.config_values(ConfigResource.Type.BROKER, str(broker))}
-    config = {key: values.get(key, "") for key in ("iceberg.catalog.uri", "iceberg.warehouse", "iceberg.namespace")}
-    config["iceberg.namespace"] = config["iceberg.namespace"] or "odradek"
-    for key, given in (("iceberg.catalog.uri", args.catalog_uri), ("iceberg.warehouse", args.warehouse),
-                       ("iceberg.namespace", args.namespace)):
-        if given is not None:
-            config[key] = given
-    return config, Path(values.get("log.dirs", "").split(",")[0]).resolve()

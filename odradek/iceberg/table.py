@@ -81,6 +81,23 @@ def open_catalog(config: Mapping[str, Any], log_dir: Path) -> Catalog:
     return SqlCatalog("odradek", uri=uri, warehouse=warehouse)
 
 
+def broker_catalog(admin, catalog_uri: str | None = None, warehouse: str | None = None,
+                   namespace: str | None = None) -> tuple[dict[str, str], Path]:
+    """The catalog settings of a running broker, asked by DescribeConfigs through `admin` (odradek.client.Admin),
+    under those given here, and its data dir (what open_catalog resolves the defaults against)."""
+    from confluent_kafka.admin import ConfigResource
+
+    broker = admin.describe_cluster().brokers[0].node_id
+    values = {entry.name: entry.value or "" for entry in admin.config_values(ConfigResource.Type.BROKER, str(broker))}
+    config = {key: values.get(key, "") for key in ("iceberg.catalog.uri", "iceberg.warehouse", "iceberg.namespace")}
+    config["iceberg.namespace"] = config["iceberg.namespace"] or "odradek"
+    for key, given in (("iceberg.catalog.uri", catalog_uri), ("iceberg.warehouse", warehouse),
+                       ("iceberg.namespace", namespace)):
+        if given is not None:
+            config[key] = given
+    return config, Path(values.get("log.dirs", "").split(",")[0]).resolve()
+
+
 def partition_spec(text: str, schema: Schema = KEY_VALUE_SCHEMA) -> PartitionSpec:
     """odradek.iceberg.partition.spec (checked by odradek.config) as an Iceberg partition spec of `schema`: in a
     schema mode's table the columns of the spec are those in the `kafka` struct (`value` is none)."""

@@ -77,6 +77,7 @@ class SourceOptions:
     max_offsets_per_trigger: int | None
     starting_timestamp_strategy: str  # "error" or "latest": when no record is at or after a starting timestamp
     poll_timeout_ms: int
+    iceberg: dict[str, str] = field(default_factory=dict)  # startingOffsets=iceberg: the iceberg.* options given
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,13 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
         starting_timestamp_strategy=_choice(opts, "startingOffsetsByTimestampStrategy", ("error", "latest")),
         poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
+        iceberg={key: value for key, value in opts.items() if key in ICEBERG_OPTIONS},
     )
+
+
+# startingOffsets=iceberg (a batch read): a topic's Iceberg table (docs/iceberg.md) up to its last commit, then the
+# log from the offsets that commit covers; the catalog is the broker's unless these name it
+ICEBERG_OPTIONS = ("iceberg.catalog.uri", "iceberg.warehouse", "iceberg.namespace")
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -183,6 +190,8 @@ def _starting_spec(opts: dict[str, str], streaming: bool) -> OffsetSpec:
     by_time = _timestamp_spec(opts, "startingTimestamp", "startingOffsetsByTimestamp")
     if by_time is not None:
         return by_time
+    if not streaming and opts.get("startingoffsets", "").strip().lower() == "iceberg":
+        return OffsetSpec("startingOffsets", "iceberg")
     spec = _offsets_spec(opts, "startingOffsets", "latest" if streaming else "earliest")
     if not streaming and (spec.kind == "latest" or LATEST in spec.per_partition.values()):
         raise OptionError("startingOffsets: latest is not valid as the start of a batch query")

@@ -100,17 +100,29 @@ class OdradekBatchReader(DataSourceReader):
         options = self.options
         with _lookup(options) as lookup:
             topic_partitions = lookup.partitions_of(options.subscription)
-            starts = lookup.resolve(options.starting, topic_partitions, starting=True,
-                                    no_match=options.starting_timestamp_strategy)
             ends = lookup.resolve(options.ending, topic_partitions, starting=False)
-        for tp in topic_partitions:
+            if options.starting.kind == "iceberg":
+                starts = {}
+            else:
+                starts = lookup.resolve(options.starting, topic_partitions, starting=True,
+                                        no_match=options.starting_timestamp_strategy)
+        for tp in starts:
             if starts[tp] > ends[tp]:
                 raise OptionError(f"{options.starting.option}: start offset {starts[tp]} of {tp[0]}-{tp[1]} is "
                                   f"after its end offset {ends[tp]}")
+        snapshots = []
+        if options.starting.kind == "iceberg":
+            from odradek.spark.iceberg_start import snapshot_partitions
+
+            snapshots, starts = snapshot_partitions(options, topic_partitions, ends)
         ranges = [OffsetRange(t, p, starts[(t, p)], ends[(t, p)]) for t, p in topic_partitions]
-        return [OffsetRangePartition(r) for r in split_ranges(ranges, options.min_partitions)]
+        return snapshots + [OffsetRangePartition(r) for r in split_ranges(ranges, options.min_partitions)]
 
     def read(self, partition: OffsetRangePartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, OffsetRangePartition):
+            from odradek.spark.iceberg_start import read_snapshot
+
+            return read_snapshot(partition, self.options.include_headers)
         return read_partition(self.options, partition)
 
 

@@ -28,13 +28,14 @@ import uuid
 from odradek.clock import now_ms
 from odradek.coordinator.assignors import TopicInfo
 from odradek.coordinator.share_group import ShareGroup, ShareHeartbeatResult
-from odradek.coordinator.share_partition import SharePartition
+from odradek.coordinator.share_partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, SharePartition
 from odradek.coordinator.share_state import (SHARE_STATE_TOPIC, SNAPSHOT_TYPE, parse_record, snapshot_record,
                                              state_partition_for, tombstone)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import Record, decode_batch, encode_batch, validate_batches
 
 Key = tuple[str, uuid.UUID, int]
+STATE_NAMES = {AVAILABLE: "available", ACQUIRED: "acquired", ACKNOWLEDGED: "acknowledged", ARCHIVED: "archived"}
 
 
 @dataclasses.dataclass
@@ -256,8 +257,8 @@ class ShareCoordinator:
         if partition is None:
             stored = self._stored_states(state_partition_for(*key, self.num_state_partitions)).get(key)
             batches = stored[1] if stored is not None else []
-            return sum(last - first + 1 for first, last, state, _ in batches if state in (2, 4))
-        return sum(1 for record in partition.records.values() if record.state in (2, 4))
+            return sum(last - first + 1 for first, last, state, _ in batches if state in (ACKNOWLEDGED, ARCHIVED))
+        return sum(1 for record in partition.records.values() if record.state in (ACKNOWLEDGED, ARCHIVED))
 
     def alter_offsets(self, group_id: str, starts: dict[tuple[uuid.UUID, int], int]) -> None:
         """New start offsets (AlterShareGroupOffsets): an empty group's share-partitions start again there, their
@@ -282,6 +283,15 @@ class ShareCoordinator:
         for key in self.state_keys(group_id):
             self.delete_state(key)
         del self.groups[group_id]
+
+    def partition_views(self):
+        """(group, topic id, partition, start offset, records in flight by state name) of every share-partition in
+        memory, for the metrics."""
+        for (group_id, topic_id, index), partition in list(self.partitions.items()):
+            counts = {"available": 0, "acquired": 0, "acknowledged": 0, "archived": 0}
+            for record in partition.records.values():
+                counts[STATE_NAMES[record.state]] += 1
+            yield group_id, topic_id, index, partition.start_offset, counts
 
     def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
         group = self.group(group_id)

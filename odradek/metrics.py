@@ -3,10 +3,10 @@
 Hot paths pay one cheap call each, never one per record: the network shell reports each request's API and latency
 (`observe_request`), Produce each appended batch set (`record_produce`), Fetch each partition's answer
 (`record_fetch`, which reads the header of each batch handed out, not its records). Everything that is a state
-rather than an event (connections, log size per partition, consumer group lag, the log cleaner's gauges, and the
-process's own: the cyclic collector's collections, CPU, memory, open files) is read from the broker only when
-Prometheus scrapes, by a collector. Each broker gets its own registry, so several embedded brokers can run in one
-process.
+rather than an event (connections, log size per partition, consumer group lag, share groups' members, in-flight
+records and lag, the log cleaner's gauges, and the process's own: the cyclic collector's collections, CPU, memory,
+open files) is read from the broker only when Prometheus scrapes, by a collector. Each broker gets its own registry,
+so several embedded brokers can run in one process.
 """
 
 from __future__ import annotations
@@ -127,7 +127,36 @@ class _StateCollector:
                     lag.add_metric([group_id, topic, str(index)], max(0, partition.high_watermark - committed.offset))
         yield lag
 
+        share = getattr(broker, "share_coordinator", None)  # handlers/share.py's, on a single node
+        if share is not None:
+            yield from _share_group_gauges(broker, share)
+
         for name, value in broker.cleaner.metrics().items():
             gauge = GaugeMetricFamily("odradek_log_cleaner_" + name.replace("-", "_"), f"Log cleaner {name}")
             gauge.add_metric([], value)
             yield gauge
+
+
+def _share_group_gauges(broker, share):
+    """Share groups (KIP-932): members per group, and per share-partition its in-flight records by state and its lag
+    (records from the start offset to the high watermark not yet acknowledged or archived)."""
+    members = GaugeMetricFamily("odradek_share_group_members", "Members of a share group", labels=["group"])
+    for group_id, group in list(share.groups.items()):
+        members.add_metric([group_id], len(group.members))
+    yield members
+    records = GaugeMetricFamily("odradek_share_partition_records", "Records in a share-partition's in-flight window",
+                                labels=["group", "topic", "partition", "state"])
+    lag = GaugeMetricFamily("odradek_share_partition_lag", "Records of a share-partition not yet delivered for good",
+                            labels=["group", "topic", "partition"])
+    names = {topic.topic_id: name for name, topic in broker.metadata.topics.items()}
+    for group_id, topic_id, index, start, counts in share.partition_views():
+        topic = names.get(topic_id)
+        partition = broker.partitions.get((topic, index))
+        if partition is None:
+            continue
+        for state, count in counts.items():
+            records.add_metric([group_id, topic, str(index), state], count)
+        done = counts["acknowledged"] + counts["archived"]
+        lag.add_metric([group_id, topic, str(index)], max(0, partition.high_watermark - start - done))
+    yield records
+    yield lag

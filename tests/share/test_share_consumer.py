@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from odradek.embedded import BrokerProcess
 from odradek.protocol.connection import Connection
 from tests.cli.run import odradek
+from tests.metrics.test_metrics import free_port, scrape
 
 LOCK_MS = 2000
 SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.share.record.lock.duration.ms": LOCK_MS,
@@ -23,9 +24,13 @@ SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.share.record.lock.dura
             "group.share.session.timeout.ms": 6000}
 
 
+METRICS_PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("share") / "data", settings=SETTINGS)
+    process = BrokerProcess(tmp_path_factory.mktemp("share") / "data",
+                            settings={**SETTINGS, "metrics.port": METRICS_PORT})
     process.start()
     yield process
     process.stop()
@@ -73,11 +78,19 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     assert producer.flush(30) == 0
 
 
-def poll_until(share: ShareConsumer, done, timeout: float = 30.0) -> list:
+def poll_until(share: ShareConsumer, done, timeout: float = 30.0, explicit: bool = False) -> list:
+    """The records polled until `done(records)` or `timeout`; probes left from start_reading are not among them
+    (`explicit`: they are acknowledged, with the next poll)."""
     got = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not done(got):
-        got += [m for m in share.poll(0.3) if m.error() is None and m.value() != b"probe"]
+        for m in share.poll(0.3):
+            if m.error() is not None:
+                continue
+            if m.value() != b"probe":
+                got.append(m)
+            elif explicit:
+                share.acknowledge(m)
     return got
 
 
@@ -121,7 +134,7 @@ def test_release_redelivers_reject_does_not_and_the_limit_archives(share_broker,
                     share.acknowledge(m)
             share.commit_sync(10)
         assert deliveries == {b"accept": [1], b"reject": [1], b"release-once": [1, 2], b"poison": [1, 2, 3]}
-        assert poll_until(share, lambda got: False, timeout=1.5) == []  # archived after its third delivery
+        assert poll_until(share, lambda got: False, timeout=1.5, explicit=True) == []  # archived after 3 deliveries
     finally:
         share.close()
 
@@ -252,7 +265,7 @@ def test_broker_killed_mid_run_loses_no_record_and_redelivers_no_accepted_one(tm
                 if all(error is None for error in results.values()):
                     accepted += [m.value() for m in messages if m.value() != b"probe"]
         assert 150 <= len(before_kill) < 400
-        assert poll_until(share, lambda got: False, timeout=LOCK_MS / 1000 + 1) == []
+        assert poll_until(share, lambda got: False, timeout=LOCK_MS / 1000 + 1, explicit=True) == []
         assert sorted(accepted) == sorted(values)  # every record accepted, none twice
     finally:
         if share is not None:
@@ -294,3 +307,30 @@ def test_share_groups_command_resets_describes_and_deletes(share_broker, topic_n
     assert deleted.returncode == 0, deleted.stderr
     gone = odradek(share_broker, "share-groups", "describe", group)
     assert gone.returncode != 0 and "GROUP_ID_NOT_FOUND" in gone.stderr
+
+
+def test_metrics_show_members_records_in_flight_and_lag(share_broker, topic_name):
+    bootstrap = share_broker.bootstrap_servers
+    make_topic(bootstrap, topic_name)
+    group = "metered-" + topic_name
+    share = explicit(bootstrap, group, topic_name)
+    try:
+        start_reading(bootstrap, topic_name, [share], explicit=True)
+        produce(bootstrap, topic_name, [b"r%d" % i for i in range(30)])
+        held = poll_until(share, lambda got: len(got) >= 30, explicit=True)  # acquired, not acknowledged
+        labels = frozenset({("group", group), ("topic", topic_name), ("partition", "0")})
+        metrics = scrape(METRICS_PORT)
+        assert metrics[("odradek_share_group_members", frozenset({("group", group)}))] == 1
+        assert len(held) == 30  # (and maybe a probe whose acknowledgement goes with the next poll)
+        assert metrics[("odradek_share_partition_records", labels | {("state", "acquired")})] in (30, 31)
+        assert metrics[("odradek_share_partition_lag", labels)] in (30, 31)
+        for message in held[:10]:
+            share.acknowledge(message)
+        for message in held[10:]:
+            share.acknowledge(message, AcknowledgeType.REJECT)
+        share.commit_sync(10)
+        metrics = scrape(METRICS_PORT)
+        assert metrics[("odradek_share_partition_lag", labels)] == 0
+        assert metrics[("odradek_share_partition_records", labels | {("state", "acquired")})] == 0
+    finally:
+        share.close()

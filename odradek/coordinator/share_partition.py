@@ -109,6 +109,9 @@ class SharePartition:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "acknowledgement batch does not match its offsets")
         if any(t not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for t in types):
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown acknowledge type in {types}")
+        if first < self.start_offset or last >= self.end_offset:
+            raise KafkaError(ErrorCode.INVALID_RECORD_STATE,
+                             f"offsets {first}-{last} are not all in flight [{self.start_offset}, {self.end_offset})")
         for offset in range(first, last + 1):
             record = self.records.get(offset)
             if record is None or record.state != ACQUIRED or record.member != member:

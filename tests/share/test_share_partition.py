@@ -92,3 +92,13 @@ def test_the_snapshot_record_restores_every_record_not_done_with_its_count():
     restored = SharePartition.restored(parsed.start_offset, parsed.batches, **LIMITS)
     assert restored.acquire("b", [(0, 9)], 10, now_ms=0) == [(2, 2, 3), (6, 9, 1)]
     assert key[:2] == b"\x00\x00" and value[:2] == b"\x00\x00"  # record type 0 (ShareSnapshot), value version 0
+
+
+def test_an_acknowledgement_outside_the_window_is_refused_at_once():
+    sp = SharePartition(0, **LIMITS)
+    sp.acquire("a", [(0, 4)], 10, now_ms=0)
+    for first, last in ((0, 10**15), (-5, 2), (3, 5)):
+        with pytest.raises(KafkaError) as refused:
+            sp.acknowledge("a", first, last, [ACCEPT], now_ms=0)
+        assert refused.value.code == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acquired_count() == 5  # nothing changed

@@ -209,8 +209,12 @@ def test_share_group_is_listed_and_described_with_its_members(share_broker, topi
     try:
         start_reading(bootstrap, topic_name, shares)
         host, port = bootstrap.rsplit(":", 1)
-        connection = Connection((host, int(port)), 10, "test", {"ListGroups": (5, 5), "ShareGroupDescribe": (1, 1)})
+        connection = Connection((host, int(port)), 10, "test", {"ListGroups": (5, 5), "ShareGroupDescribe": (1, 1),
+                                                                 "DescribeGroups": (6, 6)})
         try:
+            classic = connection.call("DescribeGroups", groups=[group], include_authorized_operations=False)
+            assert (classic.groups[0].error_code, classic.groups[0].error_message) == (
+                69, f"Group {group} is not a classic group.")  # KIP-1043, as Kafka answers
             listed = connection.call("ListGroups", types_filter=["share"])
             assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups
                     if g.group_id == group] == [(group, "share", "share")]

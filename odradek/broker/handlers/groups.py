@@ -291,9 +291,11 @@ def handlers(broker) -> dict:
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
                 group = coordinator().describe(group_id)
+                share = getattr(broker, "share_coordinator", None)
                 if version >= 6 and not isinstance(group, ClassicGroup):  # KIP-1043
-                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
-                                     else f"Group {group_id} is not a classic group.")
+                    known = group is not None or (share is not None and share.group(group_id) is not None)
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group."
+                                     if known else f"Group {group_id} not found.")
             except KafkaError as exc:
                 answer.error_code, answer.error_message = exc.code, exc.message
                 answer.authorized_operations = authorized_operations(ResourceType.GROUP, False)

@@ -10,6 +10,10 @@ the write starts again (a new writer, caught up, recomputes). The reader reads c
 that lost never shows. A registry that reads `_schemas` uncommitted (Confluent's, Karapace) sees a losing write too,
 until compaction removes it; ours never write at the same time as another kind.
 
+A new writer (at start, or after it was fenced) bootstraps from the given servers and the brokers the last writer
+knew, so that it finds the cluster when the given broker has stopped. Two registries starting at once fence each
+other's first writer; each starts again, as a write does.
+
 The topic is created on start when missing: compacted, one partition, replication factor min(3, brokers).
 """
 
@@ -54,6 +58,8 @@ class KafkaStore:
         self._reader: threading.Thread | None = None
         self._failure: str | None = None
         self.cluster_id = ""  # the Kafka cluster's id, known once started
+        self._known = [server.strip() for server in bootstrap_servers.split(",") if server.strip()]
+        self._given = len(self._known)  # the given servers first, then the brokers the last writer learnt of
 
     def _config(self) -> dict:
         return {**self.client_config, "bootstrap.servers": self.bootstrap_servers, "logger": LIBRDKAFKA_LOGGER}
@@ -114,17 +120,37 @@ class KafkaStore:
 
     # ---- writes ----
 
+    def _bootstrap(self) -> str:
+        """The servers a new writer starts from: those given and the brokers the last writer knew, so that a writer
+        made after its bootstrap broker stopped (a failover, a fenced writer made anew) still finds the cluster."""
+        return ",".join(dict.fromkeys(self._known))
+
+    def _learn_brokers(self, producer: confluent_kafka.Producer) -> None:
+        try:
+            brokers = producer.list_topics(self.topic, timeout=5).brokers.values()
+        except confluent_kafka.KafkaException:
+            return
+        self._known = self._known[:self._given] + [f"{broker.host}:{broker.port}" for broker in brokers]
+
     def _writer(self) -> confluent_kafka.Producer:
-        """The transactional producer, the other registries' fenced and this one caught up since."""
-        if self._producer is None:
-            producer = confluent_kafka.Producer({**self._config(), "transactional.id": f"{self.group_id}-writer",
+        """The transactional producer, the other registries' fenced and this one caught up since (tried again when
+        another registry fences it meanwhile, as at two registries' start)."""
+        for attempt in range(WRITE_ATTEMPTS):
+            if self._producer is not None:
+                return self._producer
+            producer = confluent_kafka.Producer({**self._config(), "bootstrap.servers": self._bootstrap(),
+                                                 "transactional.id": f"{self.group_id}-writer",
                                                  "transaction.timeout.ms": int(self.timeout * 1000),
                                                  "linger.ms": 0})
             try:
                 producer.init_transactions(self.timeout)
+                self._learn_brokers(producer)
                 self._produce(producer, [(NOOP_KEY, None)])
             except confluent_kafka.KafkaException as exc:
-                raise StoreError(f"cannot write to {self.topic}: {exc.args[0].str()}") from None
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise StoreError(f"cannot write to {self.topic}: {exc.args[0].str()}") from None
+                log.info("registry writer fenced as it started (%s): starting again", exc.args[0].str())
+                continue
             self._producer = producer
         return self._producer
 

@@ -3,8 +3,8 @@ embedded formats' keys and values (binary: base64 text; json: any JSON value, st
 v3 produce request's key and value ({"type": "BINARY" | "JSON" | "STRING", "data": ...}) and the checks of a
 request body's fields, each refusal a RestError with Confluent's code.
 
-The schema formats (avro, jsonschema: odradek.restproxy.schemas) need a schema registry: without one they are
-refused with 42206, as Confluent's proxy refuses them when it has no schema.registry.url; protobuf is not served.
+The schema formats (avro, jsonschema, protobuf: odradek.restproxy.schemas) need a schema registry: without one they
+are refused with 42206, as Confluent's proxy refuses them when it has no schema.registry.url.
 """
 
 from __future__ import annotations

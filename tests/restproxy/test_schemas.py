@@ -1,7 +1,7 @@
 """The schema embedded formats through odradek's schema registry (served beside the module's broker): v2 records
-produced in Avro and JSON Schema (the schema given, registered under <topic>-value, or named by id), read back by a
-consumer instance of the same format and by confluent-kafka's own deserializer; v3 records with a schema, by id
-and by the subject's latest; data that does not fit and schemas that do not parse get Confluent's codes."""
+produced in Avro, JSON Schema and Protobuf (the schema given, registered under <topic>-value, or named by id), read
+back by a consumer instance of the same format and by confluent-kafka's own deserializer; v3 records with a schema,
+by id and by the subject's latest; data that does not fit and schemas that do not parse get Confluent's codes."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ from tests.restproxy.conftest import V2, start_proxy
 pytestmark = pytest.mark.timeout(120)
 AVRO = "application/vnd.kafka.avro.v2+json"
 JSONSCHEMA = "application/vnd.kafka.jsonschema.v2+json"
+PROTOBUF = "application/vnd.kafka.protobuf.v2+json"
 USER = json.dumps({"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"},
                                                                  {"name": "age", "type": "int"}]})
+ORDER = 'syntax = "proto3"; package shop; message Order { string id = 1; int64 cents = 2; repeated string tags = 3; }'
 POINT = json.dumps({"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]})
 
 
@@ -87,8 +89,8 @@ def test_avro_records_are_registered_produced_and_read_back(http, broker, regist
             "records": [{"value": {"name": "x", "age": 1}}]}), 422, 42202),
         (http.post(f"/topics/{topic_name}", headers={"Content-Type": AVRO}, json={
             "value_schema_id": 99999, "records": [{"value": 1}]}), 408, 40801),
-        (http.post(f"/topics/{topic_name}", headers={"Content-Type": "application/vnd.kafka.protobuf.v2+json"},
-                   json={"value_schema": "syntax = \"proto3\";", "records": [{"value": {}}]}), 422, 42206),
+        (http.post(f"/topics/{topic_name}", headers={"Content-Type": PROTOBUF},
+                   json={"value_schema": "syntax = \"proto3\";", "records": [{"value": {}}]}), 422, 42205),
     ]
     for answer, status, code in cases:
         assert (answer.status_code, answer.json()["error_code"]) == (status, code), answer.text
@@ -112,3 +114,21 @@ def test_json_schema_records_through_v2_and_v3(http, broker, topic_name):
     assert (unfit.status_code, unfit.json()["error_code"]) == (422, 42203)
     assert [r["value"] for r in read(http, f"g-{topic_name}", topic_name, "jsonschema", 3)] == [
         {"x": 1.5}, {"x": 2}, {"x": 3}]
+
+
+def test_protobuf_records_through_v2_and_v3(http, broker, registry, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 1)
+    answer = http.post(f"/topics/{topic_name}", headers={"Content-Type": PROTOBUF}, json={
+        "value_schema": ORDER, "records": [{"value": {"id": "o-1", "cents": "1250", "tags": ["a", "b"]}}]})
+    assert answer.status_code == 200, answer.text
+    schema_id = answer.json()["value_schema_id"]
+    assert SchemaRegistryClient({"url": registry.url}).get_schema(schema_id).schema_type == "PROTOBUF"
+    cluster = http.get("/v3/clusters").json()["data"][0]["metadata"]["self"]
+    by_id = http.post(f"{cluster}/topics/{topic_name}/records", json={
+        "value": {"type": "PROTOBUF", "schema_id": schema_id, "data": {"id": "o-2"}}})
+    assert by_id.status_code == 200, by_id.text
+    unfit = http.post(f"/topics/{topic_name}", headers={"Content-Type": PROTOBUF}, json={
+        "value_schema_id": schema_id, "records": [{"value": {"no_such_field": 1}}]})
+    assert (unfit.status_code, unfit.json()["error_code"]) == (422, 42203)
+    assert [r["value"] for r in read(http, f"g-{topic_name}", topic_name, "protobuf", 2)] == [
+        {"id": "o-1", "cents": "1250", "tags": ["a", "b"]}, {"id": "o-2"}]

@@ -15,6 +15,7 @@ the registry refusing or failing a registration or a lookup 40801. Serializers a
 from __future__ import annotations
 
 import collections
+import json
 import struct
 import threading
 
@@ -33,6 +34,19 @@ SCHEMA_TYPES = {"avro": "AVRO", "jsonschema": "JSON", "protobuf": "PROTOBUF"}
 INVALID_SCHEMA = 42205
 SCHEMA_REGISTRATION = 40801
 CACHED = 256
+
+
+def primitive_as_object(fmt: str, schema: str) -> str:
+    """An Avro schema that is a bare primitive name ("string") as {"type": "string"}, the same schema, which
+    confluent-kafka's AvroSerializer takes (it fails on the bare name)."""
+    if fmt == "avro":
+        try:
+            parsed = json.loads(schema)
+        except ValueError:
+            return schema  # the serializer refuses it as it is
+        if isinstance(parsed, str):
+            return json.dumps({"type": parsed})
+    return schema
 
 
 def message_class(text: str):
@@ -82,7 +96,8 @@ class SchemaFormats:
             conf = {"auto.register.schemas": False, "use.schema.id": schema_id}
             schema_of = registered
         else:
-            conf, schema_of = {"auto.register.schemas": True}, Schema(schema, SCHEMA_TYPES[fmt])
+            conf, schema_of = {"auto.register.schemas": True}, Schema(primitive_as_object(fmt, schema),
+                                                                      SCHEMA_TYPES[fmt])
         try:
             if fmt == "avro":
                 made = AvroSerializer(self.client, schema_of, conf=conf)

@@ -1,5 +1,6 @@
-"""How the REST proxy is served: beside a broker in its process (`odradek serve --set rest.proxy.port=PORT`), and
-as `odradek rest-proxy` in front of any cluster; each says where it serves in one line and answers there."""
+"""How the REST proxy is served: beside a broker in its process (`odradek serve --set rest.proxy.port=PORT`, the
+schema formats through the registry beside it when `schema.registry.port` is set), and as `odradek rest-proxy` in
+front of any cluster; each says where it serves in one line and answers there."""
 
 from __future__ import annotations
 
@@ -27,11 +28,13 @@ def line_of(stream, timeout: float = 30) -> str:
     return read[0]
 
 
-def test_rest_proxy_port_serves_the_proxy_beside_the_broker(tmp_path, topic_name):
+def test_rest_proxy_port_serves_the_proxy_beside_the_broker_with_its_registry(tmp_path, topic_name):
     port = free_port()
-    broker = BrokerProcess(tmp_path / "data", settings={"rest.proxy.port": port})
+    broker = BrokerProcess(tmp_path / "data", settings={"rest.proxy.port": port,
+                                                        "schema.registry.port": free_port()})
     broker.start()
     try:
+        assert line_of(broker.process.stdout).startswith("odradek: schema registry on http://127.0.0.1:")
         assert line_of(broker.process.stdout).strip() == f"odradek: rest proxy on http://127.0.0.1:{port}/"
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
             answer = http.post(f"/topics/{topic_name}", headers={"Content-Type": BINARY},
@@ -42,6 +45,9 @@ def test_rest_proxy_port_serves_the_proxy_beside_the_broker(tmp_path, topic_name
             answer = http.post(f"/topics/{topic_name}", headers={"Content-Type": BINARY},
                                json={"records": [{"value": base64.b64encode(b"beside").decode()}]})
             assert answer.json()["offsets"][0]["offset"] == 0
+            avro = http.post(f"/topics/{topic_name}", headers={"Content-Type": "application/vnd.kafka.avro.v2+json"},
+                             json={"value_schema": '"string"', "records": [{"value": "through the registry"}]})
+            assert avro.status_code == 200 and avro.json()["value_schema_id"] >= 1, avro.text
     finally:
         broker.stop()
 

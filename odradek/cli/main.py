@@ -151,7 +151,7 @@ async def _serve(broker) -> int:
     registry_url = _start_schema_registry(host, port, registry_port) if registry_port else None
     console_url = _start_console(broker, host, port, registry_url) if broker.config["console.port"] else None
     proxy_port = broker.config["rest.proxy.port"]
-    proxy_url = _start_rest_proxy(host, port, proxy_port) if proxy_port else None
+    proxy_url = _start_rest_proxy(host, port, proxy_port, registry_url) if proxy_port else None
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
           f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
     if console_url is not None:
@@ -187,12 +187,14 @@ def _start_schema_registry(host: str, port: int, registry_port: int) -> str:
     return SchemaRegistry(SchemaRegistrySettings(f"{local}:{port}", port=registry_port)).start_thread()
 
 
-def _start_rest_proxy(host: str, port: int, proxy_port: int) -> str:
-    """The REST proxy beside the broker, on 127.0.0.1:rest.proxy.port, reaching it through its own listener."""
+def _start_rest_proxy(host: str, port: int, proxy_port: int, registry_url: str | None) -> str:
+    """The REST proxy beside the broker, on 127.0.0.1:rest.proxy.port, reaching it through its own listener (and
+    the schema formats through the registry beside it, if one is)."""
     from odradek.restproxy import ProxySettings, RestProxy
 
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    return RestProxy(ProxySettings(f"{local}:{port}"), port=proxy_port).start_thread()
+    settings = ProxySettings(f"{local}:{port}", schema_registry_url=registry_url)
+    return RestProxy(settings, port=proxy_port).start_thread()
 
 
 def _use_uvloop() -> None:

@@ -92,9 +92,10 @@ class KafkaStore:
     def _read(self, consumer: confluent_kafka.Consumer) -> None:
         try:
             while not self._stop.is_set():
-                records = consumer.consume(500, 0.2)
-                if not records:
+                first = consumer.poll(0.2)  # consume(n, timeout) would wait out its timeout for n records
+                if first is None:
                     continue
+                records = [first] + consumer.consume(499, 0)
                 with self.lock:
                     for record in records:
                         if record.error() is not None:

@@ -61,10 +61,6 @@ class SchemaSink:
             except avro.Untranslatable as exc:
                 self._bury(index, kafka, value, str(exc))
 
-    def forget(self, index: int) -> None:
-        self._rows = [entry for entry in self._rows if entry[0] != index]
-        self._dead = [row for row in self._dead if row[0] != index]
-
     def commit(self, offsets: dict[int, int]) -> int:
         """Evolve the table to every schema this round's rows use, commit the dead letters, then the rows."""
         for schema_id in dict.fromkeys(entry[1] for entry in self._rows):

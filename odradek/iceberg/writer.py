@@ -127,17 +127,16 @@ class IcebergWriter:
         if mode == "key_value":
             sink = KeyValueSink(tables.load_or_create(self._catalog, namespace, topic, spec))
         else:
-            self._follow_registry()
             sink = SchemaSink(self._catalog, namespace, topic, spec, mode, self._registry, self._parsed)
         committed = sink.committed
         offsets = dict(committed)
-        taken, full = 0, False
+        taken, full, pending = 0, False, []
         for index in led:
             offset = offsets.get(index, 0)
             while taken < COMMIT_BYTES and not self._stop.is_set():
                 chunk = self._on_loop(self._read_chunk, topic, index, offset)
                 if chunk is None:  # no longer the leader: what was read of it is not written
-                    sink.forget(index)
+                    pending = [entry for entry in pending if entry[0] != index]
                     if index in committed:
                         offsets[index] = committed[index]
                     else:
@@ -152,11 +151,15 @@ class IcebergWriter:
                 columns, offset = self._columns(topic, index, chunk)
                 taken += len(chunk.data)
                 if columns is not None:
-                    sink.add(index, columns)
+                    pending.append((index, columns))
                 offsets[index] = offset
             full |= taken >= COMMIT_BYTES
         if offsets == committed:
             return False  # nothing new; offsets that moved past control batches alone are committed, rowless
+        if mode != "key_value":
+            self._follow_registry()  # after the records: a schema registered before a record was produced is read
+        for index, columns in pending:
+            sink.add(index, columns)
         try:
             written = sink.commit(offsets)
         except CommitFailedException as exc:
@@ -206,9 +209,6 @@ class KeyValueSink:
 
     def add(self, index: int, columns) -> None:
         self._pieces.append((index, tables.key_value_rows(columns, index)))
-
-    def forget(self, index: int) -> None:
-        self._pieces = [piece for piece in self._pieces if piece[0] != index]
 
     def commit(self, offsets: dict[int, int]) -> int:
         rows = pa.concat_tables([rows for _, rows in self._pieces]) if self._pieces else \

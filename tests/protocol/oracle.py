@@ -61,7 +61,7 @@ def value_strategy(t, nullable: bool, version: int, kio_safe: bool, name: str = 
         s = struct_strategy(t, version, kio_safe=kio_safe)
     else:
         s = _primitive(t)
-    return st.one_of(st.none(), s) if nullable or t is RECORDS else s
+    return st.one_of(st.none(), s) if nullable else s
 
 
 def struct_strategy(cls, version: int, *, skip_tagged: bool = False, kio_safe: bool = False):

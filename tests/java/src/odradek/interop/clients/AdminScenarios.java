@@ -644,7 +644,6 @@ public final class AdminScenarios {
         calls.put("unregisterBroker", x -> admin.unregisterBroker(1).all().get());
         calls.put("createDelegationToken", x -> admin.createDelegationToken().delegationToken().get());
         calls.put("describeDelegationToken", x -> admin.describeDelegationToken().delegationTokens().get());
-        calls.put("describeShareGroups", x -> admin.describeShareGroups(List.of(prefix + "-share")).all().get());
         calls.put("describeStreamsGroups", x -> admin.describeStreamsGroups(List.of(prefix + "-streams")).all().get());
         calls.put("addRaftVoter", x -> admin.addRaftVoter(1, org.apache.kafka.common.Uuid.randomUuid(),
                 Set.of(new org.apache.kafka.clients.admin.RaftVoterEndpoint("CONTROLLER", "127.0.0.1", 1)))

@@ -83,4 +83,6 @@ def test_pytest_fixture_in_a_users_suite(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "2 passed" in run.stdout
     setups = [float(line.split("s")[0]) for line in run.stdout.splitlines() if " setup " in line]
-    assert setups and max(setups) < 1.0, run.stdout  # a broker per test, each in well under a second
+    # a broker per test, each ready in seconds at most even on a loaded machine (bench/ measures how fast: its
+    # ready time beside Kafka's); the first setup also pays the plugin's imports
+    assert setups and max(setups) < 5.0, run.stdout

@@ -26,21 +26,29 @@ def transactional_producer(broker, transactional_id: str | None = None, **settin
 
 
 def consume_all(broker, topic: str, partitions: int, isolation: str, settle: float = 1.5) -> list:
-    """Everything readable now: polls until nothing new arrives for `settle` seconds."""
+    """Everything readable now: polls until nothing new arrives for `settle` seconds counted from the first fetch
+    answer of every partition (librdkafka's cached watermarks), so a slow start does not end the read early."""
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "assign-only",
                          "enable.auto.commit": False, "isolation.level": isolation,
                          "enable.partition.eof": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    assigned = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    consumer.assign(assigned)
     messages = []
-    quiet_since = time.monotonic()
+    deadline = time.monotonic() + 30
+    quiet_since = None
     try:
-        while time.monotonic() - quiet_since < settle:
+        while quiet_since is None or time.monotonic() - quiet_since < settle:
             batch = consumer.consume(500, 0.2)
             for message in batch:
                 if message.error():
                     raise KafkaException(message.error())
                 messages.append(message)
-            if batch:
+            if quiet_since is None:
+                fetched = all(consumer.get_watermark_offsets(tp, cached=True)[1] >= 0 for tp in assigned)
+                assert fetched or time.monotonic() < deadline, "no fetch answered within 30 s"
+                if fetched:
+                    quiet_since = time.monotonic()
+            elif batch:
                 quiet_since = time.monotonic()
     finally:
         consumer.close()

@@ -2,5 +2,5 @@
 exactly once, its snapshots recording the Kafka offsets they cover (docs/iceberg.md). `table` is the plain code (the
 catalog, the schema and partition spec, records to Arrow rows, the offsets in a snapshot's summary), `avro` and
 `schema_sink` the schema modes (registry-framed Avro values as typed columns, the dead-letter table), `writer` the
-broker's thread that commits. pyiceberg and pyarrow come with the `iceberg` extra; the broker imports this package
-only once a topic asks for it."""
+thread that commits, `beside` the task of `odradek serve` that starts and stops it. pyiceberg and pyarrow come
+with the `iceberg` extra, imported only once a topic asks for it."""

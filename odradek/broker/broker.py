@@ -14,9 +14,7 @@ place that knows how a topic in the metadata becomes Partition objects over logs
 (retention, flush.ms, recovery-point checkpoints, removal of deleted segment files) runs as event-loop tasks here,
 calling into the plain storage code, so storage keeps no timers of its own. The one exception is the log cleaner:
 compaction is long, CPU-bound work, so it runs on its own threads (log.cleaner.threads), started and stopped here,
-and meets the event loop only through the logs' copy-on-write segment lists. Likewise the Iceberg writer
-(odradek.iceberg.writer, started here once a topic has odradek.iceberg.mode set) runs on its own thread and reads
-the partitions this broker leads through the event loop.
+and meets the event loop only through the logs' copy-on-write segment lists.
 """
 
 from __future__ import annotations
@@ -106,7 +104,6 @@ class Broker:
         self.server = None
         self.stopping = False  # set by stop(): from then on a Fetch answers with what there is, without waiting
         self.metrics = None  # odradek.metrics.BrokerMetrics while serving, when metrics.port is set
-        self.iceberg = None  # odradek.iceberg.writer.IcebergWriter once a topic is in an Iceberg mode (False: no extra)
         self._tasks: list[asyncio.Task] = []
         self.started_at_ms = now_ms()
 
@@ -507,8 +504,6 @@ class Broker:
                                    lambda now: self.checkpoint_high_watermarks(), "high watermark checkpoint")),
             loop.create_task(every(self.config["log.retention.check.interval.ms"], self._expire_producers,
                                    "producer id expiration")),
-            loop.create_task(every(min(self.config["iceberg.commit.interval.ms"], 1000), self._start_iceberg_writer,
-                                   "iceberg writer start")),
         ]
         if self.controller is not None:
             from odradek.broker.replica_fetcher import ISR_CHECK_INTERVAL_MS
@@ -539,22 +534,6 @@ class Broker:
         removed = self.logs.run_retention(now)
         if removed:
             log.info("retention removed %d segment(s)", removed)
-
-    def _start_iceberg_writer(self, now: int) -> None:
-        """Start the Iceberg writer the first time a topic has odradek.iceberg.mode other than disabled (pyiceberg is
-        imported then, not by every broker); without the iceberg extra installed, once, an error in the log."""
-        if self.iceberg is not None or all(topic.configs.get("odradek.iceberg.mode", "disabled") == "disabled"
-                                           for topic in self.metadata.topics.values()):
-            return
-        try:
-            from odradek.iceberg.writer import IcebergWriter
-        except ModuleNotFoundError as exc:
-            self.iceberg = False
-            log.error("odradek.iceberg.mode is set but the iceberg extra is not installed (%s): no table is written",
-                      exc)
-            return
-        self.iceberg = IcebergWriter(self, asyncio.get_running_loop())
-        self.iceberg.start()
 
     def _expire_producers(self, now: int) -> None:
         """producer.id.expiration.ms: partitions forget idle producers that have no open transaction."""
@@ -609,8 +588,6 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        if self.iceberg:
-            await asyncio.to_thread(self.iceberg.stop)  # its round under way may wait on this loop
         self.cleaner.stop()
         if self.metrics is not None:
             self.metrics.close()

@@ -160,9 +160,19 @@ async def _serve(broker) -> int:
         print(f"odradek: schema registry on {registry_url}", flush=True)
     if proxy_url is not None:
         print(f"odradek: rest proxy on {proxy_url}", flush=True)
+    iceberg = loop.create_task(_iceberg_writer(broker))
     await stop.wait()
+    iceberg.cancel()  # the writer stops while the broker's loop still answers its reads
+    await asyncio.gather(iceberg, return_exceptions=True)
     await broker.stop()
     return 0
+
+
+async def _iceberg_writer(broker) -> None:
+    """The Iceberg writer beside the broker, started once a topic has odradek.iceberg.mode set (docs/iceberg.md)."""
+    from odradek.iceberg.beside import serve_beside
+
+    await serve_beside(broker)
 
 
 def _start_console(broker, host: str, port: int, registry_url: str | None) -> str:

@@ -36,8 +36,12 @@ system-packages:
 serve: $(INSTALLED)
 	$(BIN)/odradek serve --data-dir data
 
+# The modules run on TEST_WORKERS workers (a module's tests stay on one, sharing its broker, JVM or Spark session):
+# most of the suite waits on broker processes, ZooKeeper and JVMs, not on the CPU (a cluster module used 22% of a
+# core), so three workers on 2 cores take well under half the time of one. TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= 3
 test: $(INSTALLED) system-packages java-jars
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Apache Kafka's jars (4.3 for the clients, tools, Streams, Connect and the reference broker; 3.9 for a ZooKeeper-mode
 # reference) and Spark's Kafka connector, from Maven Central into build/java/ (ignored), for the tests only: each

@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
 from odradek.protocol import api
-from odradek.protocol.connection import Connection
+from odradek.client.connection import Connection
 
 TOPIC = "share-bench"
 

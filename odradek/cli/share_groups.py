@@ -18,7 +18,7 @@ from odradek.client import ClientError
 from odradek.client.options import timestamp_ms
 from odradek.errors import ErrorCode, error_name
 from odradek.protocol import api
-from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
+from odradek.client.connection import Connection, Unreachable, UnsupportedApi, server_address
 from odradek.security.client import client_security
 
 _VERSIONS = {"ListGroups": (5, 5), "ShareGroupDescribe": (1, 1), "DescribeShareGroupOffsets": (0, 1),

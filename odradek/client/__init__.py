@@ -9,7 +9,7 @@
 - `Admin`: the topic and group administration the CLI and the mirror share.
 
 Everything goes through confluent-kafka except those low-level calls, whose point is the request they send:
-they use odradek.protocol.connection, the blocking connection the Spark fetcher reads with.
+they use odradek.client.connection, the blocking connection the Spark fetcher reads with.
 """
 
 from odradek.client.admin import Admin, ConfigValue, GroupOffset, PartitionInfo, PartitionLayout, TopicInfo

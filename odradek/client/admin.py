@@ -20,7 +20,7 @@ from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError, ConnectionFail
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo
 from odradek.errors import ErrorCode, error_name
 from odradek.protocol import api
-from odradek.protocol.connection import Connection, Unreachable, UnsupportedApi, server_address
+from odradek.client.connection import Connection, Unreachable, UnsupportedApi, server_address
 
 TIMEOUT_S = 15.0
 POLL_S = 0.05  # how often a waiting call serves the client's error callback
@@ -388,7 +388,7 @@ class Admin:
     def describe_client_quotas(self) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]:
         """Every client quota: (entity, {key: value}), an entity being ((type, name or None for the default), ...)
         as kafka-configs --describe --entity-type users|clients|ips shows them. confluent-kafka has no such
-        call, so it goes over odradek.protocol.connection to the first bootstrap server (plaintext)."""
+        call, so it goes over odradek.client.connection to the first bootstrap server (plaintext)."""
         answer = self._call("DescribeClientQuotas", components=[], strict=False)
         _raise_for(answer.error_code, answer.error_message)
         return [(tuple((e.entity_type, e.entity_name) for e in entry.entity),
@@ -418,7 +418,7 @@ class Admin:
     def alter_partition_reassignments(self, targets: Mapping[tuple[str, int], list[int] | None]
                                       ) -> dict[tuple[str, int], ClientError | None]:
         """AlterPartitionReassignments: each partition's target replicas (None cancels), and its outcome.
-        confluent-kafka has no such call, so it goes over odradek.protocol.connection to the first bootstrap
+        confluent-kafka has no such call, so it goes over odradek.client.connection to the first bootstrap
         server (plaintext)."""
         request = api("AlterPartitionReassignments").request
         by_topic: dict[str, list] = {}

@@ -4,7 +4,7 @@ seeds' low-level calls to one broker: `fetch(FetchRequest)`, `multifetch` and `g
 Reading one partition is a thin wrapper over a confluent-kafka Consumer used only through `assign` (no group join,
 no commits): `fetch(offset)` assigns the partition at the asked offset and returns what arrives first, up to
 `max_messages`. The seeds' calls "closely match the network requests sent to the server", which librdkafka cannot
-be made to send, so they speak Kafka directly over one odradek.protocol.connection to the consumer's broker: one
+be made to send, so they speak Kafka directly over one odradek.client.connection to the consumer's broker: one
 Fetch request for any number of (topic, partition, offset, max_bytes), answered per request with its messages or its
 Kafka error, and ListOffsets v0 with max_num_offsets for the segment offsets before a time. That connection is
 secured as the consumer's `config` says (its security.protocol, sasl.* and ssl.* settings, read by
@@ -26,7 +26,7 @@ from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import Decoder, Message, identity
 from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
-from odradek.protocol.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
+from odradek.client.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.batch import whole_batches
 from odradek.security.client import client_security
 

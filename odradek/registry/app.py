@@ -10,6 +10,8 @@ is not JSON is a 400 and one of the wrong shape a 422, as Confluent answers them
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import json
 from typing import Any, Callable
 
@@ -317,8 +319,7 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None, 
             "schema-registry-cluster": registry.store.group_id}}})
 
     def metadata_version(request):
-        from odradek import __version__
-        return reply({"version": __version__, "commitId": ""})
+        return reply({"version": importlib.metadata.version("odradek"), "commitId": ""})
 
     v = "{version:str}"
     routes = [

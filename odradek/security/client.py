@@ -1,5 +1,5 @@
 """The client side of TLS and SASL for the Kafka connections this process opens itself as a client
-(odradek.protocol.connection, as the Spark source's read tasks and SimpleConsumer's direct calls do): what a
+(odradek.client.connection, as the Spark source's read tasks and SimpleConsumer's direct calls do): what a
 connection needs, read from the settings a confluent-kafka client of the same cluster takes, and SASL's client
 exchange, which a broker's own connections to the other brokers (odradek.cluster.peer) log in with too.
 

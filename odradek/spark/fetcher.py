@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
-from odradek.protocol.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
+from odradek.client.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.arrow import HEADERS_TYPE, RecordColumns, batches_to_columns
 from odradek.records.batch import decode_batch, is_abort_marker, whole_batches
 from odradek.security.client import client_security

@@ -13,7 +13,7 @@ import pytest
 from odradek.broker.handlers.offsets import old_style_offsets
 from odradek.client import Admin, Producer, SimpleConsumer
 from odradek.client.simple import EARLIEST_TIME, LATEST_TIME, FetchRequest
-from odradek.protocol.connection import server_address
+from odradek.client.connection import server_address
 
 
 def _fill(broker, topic: str, partitions: int, per_partition: int) -> None:

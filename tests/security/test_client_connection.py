@@ -1,4 +1,4 @@
-"""odradek.protocol.connection's client (the Spark source's read tasks) on each kind of secured listener, set up from
+"""odradek.client.connection's client (the Spark source's read tasks) on each kind of secured listener, set up from
 Kafka's Java client properties as a --command-config file or Spark's kafka.* options give them (translated by
 odradek.client.properties): SCRAM-SHA-256/512 and PLAIN over SASL_SSL and SASL_PLAINTEXT, TLS with the client
 certificate a listener requires; and each refusal raised at once, as AuthenticationFailed with the broker's message:
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from odradek.client.properties import librdkafka_settings
-from odradek.protocol.connection import AuthenticationFailed, Connection, server_address
+from odradek.client.connection import AuthenticationFailed, Connection, server_address
 from odradek.security.client import client_security
 from tests.security.conftest import PLAIN_USERS
 from tests.security.test_sasl import scram_users  # noqa: F401 (a fixture: bob's SCRAM-SHA-256/512 credentials)

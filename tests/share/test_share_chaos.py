@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
 from odradek.protocol import api
-from odradek.protocol.connection import Connection, Unreachable
+from odradek.client.connection import Connection, Unreachable
 
 LIMIT = 3
 SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.share.record.lock.duration.ms": 2000,

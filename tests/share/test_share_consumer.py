@@ -14,7 +14,7 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
-from odradek.protocol.connection import Connection
+from odradek.client.connection import Connection
 from tests.cli.run import odradek
 from tests.metrics.test_metrics import free_port, scrape
 

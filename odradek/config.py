@@ -213,6 +213,11 @@ def _tiered_storage(enabled: bool) -> str | None:
             "storage.") if enabled else None
 
 
+# Confluent Server's broker-side schema validation (odradek/broker/schema_validation.py, docs/schema-registry.md)
+SUBJECT_NAME_STRATEGIES = tuple(f"io.confluent.kafka.serializers.subject.{name}" for name in
+                                ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"))
+
+
 TOPIC_CONFIGS: dict[str, ConfigKey] = {
     key.name: key
     for key in [
@@ -226,6 +231,14 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
                   ("compression.type",), choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
         ConfigKey("compression.zstd.level", _T.INT, 3, "zstd level of the final compression",
                   ("compression.zstd.level",), minimum=-131072, maximum=22),
+        ConfigKey("confluent.key.schema.validation", _T.BOOLEAN, False, "Refuse records whose key is not framed "
+                  "by a schema id registered for the key's subject, or does not decode with it"),
+        ConfigKey("confluent.key.subject.name.strategy", _T.STRING, SUBJECT_NAME_STRATEGIES[0],
+                  "The key's subject under validation", choices=SUBJECT_NAME_STRATEGIES),
+        ConfigKey("confluent.value.schema.validation", _T.BOOLEAN, False, "Refuse records whose value is not framed "
+                  "by a schema id registered for the value's subject, or does not decode with it"),
+        ConfigKey("confluent.value.subject.name.strategy", _T.STRING, SUBJECT_NAME_STRATEGIES[0],
+                  "The value's subject under validation", choices=SUBJECT_NAME_STRATEGIES),
         ConfigKey("delete.retention.ms", _T.LONG, 86400000, "How long tombstones are kept in a compacted topic",
                   ("log.cleaner.delete.retention.ms",), minimum=0),
         ConfigKey("file.delete.delay.ms", _T.LONG, 60000, "Delay before a deleted segment's files are removed",
@@ -558,16 +571,23 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     leader_replication_throttled_replicas: tuple[str, ...] = ()
     follower_replication_throttled_replicas: tuple[str, ...] = ()
+    confluent_key_schema_validation: bool = False
+    confluent_key_subject_name_strategy: str = SUBJECT_NAME_STRATEGIES[0]
+    confluent_value_schema_validation: bool = False
+    confluent_value_subject_name_strategy: str = SUBJECT_NAME_STRATEGIES[0]
     # derived from the settings above once, not at each read: every produced partition asks them (a property is a
     # Python call each time)
     compact: bool = dataclasses.field(init=False, repr=False, compare=False)
     delete: bool = dataclasses.field(init=False, repr=False, compare=False)
     log_append_time: bool = dataclasses.field(init=False, repr=False, compare=False)
+    schema_validation: bool = dataclasses.field(init=False, repr=False, compare=False)  # key's or value's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "compact", "compact" in self.cleanup_policy)
         object.__setattr__(self, "delete", "delete" in self.cleanup_policy)
         object.__setattr__(self, "log_append_time", self.message_timestamp_type == "LogAppendTime")
+        object.__setattr__(self, "schema_validation",
+                           self.confluent_key_schema_validation or self.confluent_value_schema_validation)
 
     def create_time_range(self, now_ms: int) -> tuple[int, int]:
         """The CreateTime timestamps accepted at `now_ms` (message.timestamp.{before,after}.max.ms), inside int64."""

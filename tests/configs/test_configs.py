@@ -103,8 +103,10 @@ def test_topic_configs_are_kafka_4s(broker, topic_name):
                                       "follower.replication.throttled.replicas": "*",
                                       "compression.zstd.level": "9"})
     described = describe_topic(broker, topic_name)
-    # Kafka 4's keys, and Odradek's own under its prefix (as Confluent's brokers list confluent.*)
-    assert set(described) == KAFKA_TOPIC_CONFIGS | {"odradek.iceberg.mode", "odradek.iceberg.partition.spec"}
+    # Kafka 4's keys, Odradek's own under its prefix, and Confluent Server's schema validation keys
+    assert set(described) == KAFKA_TOPIC_CONFIGS | {"odradek.iceberg.mode", "odradek.iceberg.partition.spec"} | {
+        f"confluent.{side}.{name}" for side in ("key", "value") for name in ("schema.validation",
+                                                                             "subject.name.strategy")}
     assert described["leader.replication.throttled.replicas"].value == "0:1"
     assert described["follower.replication.throttled.replicas"].value == "*"
     assert described["compression.zstd.level"].value == "9"

@@ -37,7 +37,7 @@ RETRIABLE = frozenset({3, 5, 6, 14, 15, 16})  # unknown partition, no leader, no
 DROPPED = frozenset({"throttle_time_ms", "host", "port", "rack", "cluster_id", "transaction_start_time_ms",
                      "last_timestamp", "zk_migration_ready", "finalized_features_epoch", "error_message",
                      "batch_index_error_message", "status_message", "log_dir", "total_bytes", "usable_bytes"})
-ODRADEK_CONFIGS = "odradek."  # the prefix of the topic configs that are ours alone
+OWN_CONFIGS = ("odradek.", "confluent.")  # the prefixes of topic configs Kafka has none of (ours, Confluent Server's)
 NODE_FIELDS = frozenset({"node_id", "leader_id", "controller_id", "coordinator_id", "replica_nodes", "isr_nodes",
                          "offline_replicas", "eligible_leader_replicas", "last_known_elr", "replicas",
                          "broker_id", "leader", "preferred_read_replica"})
@@ -328,9 +328,9 @@ def normalise(side: Side, name: str, value, node_id: int):
     if isinstance(value, dict):
         return {key: normalise(side, key, item, node_id) for key, item in value.items() if key not in DROPPED}
     if isinstance(value, list):
-        if name == "configs":  # a topic's configs in our own namespace (odradek.iceberg.*), which Kafka has none of
+        if name == "configs":  # a topic's configs Kafka has none of (odradek.iceberg.*, confluent.*.schema.validation)
             value = [item for item in value if not (isinstance(item, dict)
-                                                    and str(item.get("name")).startswith(ODRADEK_CONFIGS))]
+                                                    and str(item.get("name")).startswith(OWN_CONFIGS))]
         items = [normalise(side, name, item, node_id) for item in value]
         return sorted(items, key=lambda item: json.dumps(item, default=str))  # schema order: names first
     if name in NODE_FIELDS and isinstance(value, int):

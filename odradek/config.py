@@ -58,6 +58,7 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    GROUP_CONFIG = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -457,6 +458,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "acquired record", minimum=1000, maximum=3600000),
         ConfigKey("group.share.delivery.count.limit", _T.INT, 5, "Deliveries of a record to a share group before "
                   "it is archived", minimum=2, maximum=10),
+        ConfigKey("group.share.min.record.lock.duration.ms", _T.INT, 15000, "Smallest share.record.lock.duration.ms "
+                  "of a group config", minimum=1000, maximum=30000),
+        ConfigKey("group.share.max.record.lock.duration.ms", _T.INT, 60000, "Largest share.record.lock.duration.ms "
+                  "of a group config", minimum=30000, maximum=3600000),
+        ConfigKey("group.share.min.delivery.count.limit", _T.INT, 2, "Smallest share.delivery.count.limit of a "
+                  "group config", minimum=2, maximum=5),
+        ConfigKey("group.share.max.delivery.count.limit", _T.INT, 10, "Largest share.delivery.count.limit of a "
+                  "group config", minimum=5, maximum=25),
         ConfigKey("group.share.partition.max.record.locks", _T.INT, 2000, "Records of a share-partition in flight",
                   minimum=100, maximum=10000),
         ConfigKey("share.coordinator.state.topic.num.partitions", _T.INT, 50, "Partitions of __share_group_state",

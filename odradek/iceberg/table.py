@@ -11,7 +11,7 @@ someone else (a compaction, an expiry) may lack it: the nearest ancestor that ha
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,6 @@ from pyiceberg.types import (BinaryType, IntegerType, ListType, LongType, Nested
 
 from odradek.config import parse_iceberg_partition_spec
 from odradek.records.arrow import RecordColumns
-from odradek.records.batch import BatchHeader, decode_batch, is_abort_marker
-from odradek.storage.transaction_index import AbortedTransaction
 
 OFFSETS_PROPERTY = "odradek.offsets"  # snapshot summary: {"<partition>": next offset} as JSON
 TOPIC_PROPERTY = "odradek.topic"  # table property: the topic the table is written from
@@ -151,24 +149,6 @@ def committed_offsets(table: Table) -> dict[int, int]:
 
 def offsets_summary(offsets: Mapping[int, int]) -> dict[str, str]:
     return {OFFSETS_PROPERTY: json.dumps({str(partition): offset for partition, offset in sorted(offsets.items())})}
-
-
-def delivered(batches: Sequence[tuple[BatchHeader, memoryview]],
-              aborted_transactions: Sequence[AbortedTransaction]) -> Iterator[tuple[BatchHeader, memoryview]]:
-    """The batches a read_committed consumer sees: no control batches, none of an aborted transaction (each listed
-    by its producer and first offset; it ends at that producer's abort marker)."""
-    aborted = sorted(aborted_transactions, key=lambda entry: entry.first_offset)
-    aborting: set[int] = set()
-    for header, batch in batches:
-        if header.producer_id >= 0:
-            while aborted and aborted[0].first_offset <= header.last_offset:
-                aborting.add(aborted.pop(0).producer_id)
-            if header.is_control and is_abort_marker(decode_batch(batch)[1]):
-                aborting.discard(header.producer_id)
-            elif header.is_transactional and header.producer_id in aborting:
-                continue
-        if not header.is_control:
-            yield header, batch
 
 
 def key_value_rows(columns: RecordColumns, partition: int) -> pa.Table:

@@ -30,7 +30,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.iceberg import table as tables
 from odradek.iceberg.schema_sink import SCHEMAS_TOPIC, SchemaSink, State
 from odradek.records.arrow import batches_to_columns
-from odradek.records.batch import decode_batch, whole_batches
+from odradek.records.batch import committed_batches, decode_batch, whole_batches
 from odradek.storage.transaction_index import AbortedTransaction
 
 log = logging.getLogger("odradek.iceberg")
@@ -175,7 +175,7 @@ class IcebergWriter:
             if chunk is None or not chunk.data:
                 return
             batches = [(header, batch) for header, batch in whole_batches(chunk.data) if header.base_offset < chunk.end]
-            for header, batch in tables.delivered(batches, chunk.aborted):
+            for header, batch in committed_batches(batches, chunk.aborted):
                 for record in decode_batch(batch)[1]:
                     if header.base_offset + record.offset_delta >= chunk.start:
                         self._registry.apply(record.key, record.value)
@@ -190,7 +190,7 @@ class IcebergWriter:
             if not batches:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "no whole batch in a read")
             next_offset = min(batches[-1][0].last_offset + 1, chunk.end)
-            wanted = list(tables.delivered(batches, chunk.aborted))
+            wanted = list(committed_batches(batches, chunk.aborted))
             if not wanted:
                 return None, next_offset
             columns = batches_to_columns(wanted, include_headers=True, start=chunk.start, end=chunk.end)

@@ -17,7 +17,7 @@ baseOffset and partitionLeaderEpoch without recomputing it.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from odradek.errors import ErrorCode, KafkaError
@@ -395,3 +395,22 @@ def decode_control_record(record: Record) -> tuple[int, int]:
 def is_abort_marker(records: Sequence[Record]) -> bool:
     """Whether a control batch's records are an ABORT marker (an empty control batch, left by compaction, is not)."""
     return bool(records) and decode_control_record(records[0])[0] == CONTROL_ABORT
+
+
+def committed_batches(batches: Iterable[tuple[BatchHeader, memoryview]],
+                      aborted_transactions: Iterable) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """The batches a read_committed consumer sees, as Kafka's Java consumer decides: no control batches, none of an
+    aborted transaction. Each aborted transaction is listed (a Fetch answer's or the transaction index's entries,
+    with `producer_id` and `first_offset`) from its first offset; it ends at that producer's abort marker."""
+    aborted = sorted(aborted_transactions, key=lambda entry: entry.first_offset)
+    aborting: set[int] = set()
+    for header, batch in batches:
+        if header.producer_id >= 0:
+            while aborted and aborted[0].first_offset <= header.last_offset:
+                aborting.add(aborted.pop(0).producer_id)
+            if header.is_control and is_abort_marker(decode_batch(batch)[1]):
+                aborting.discard(header.producer_id)
+            elif header.is_transactional and header.producer_id in aborting:
+                continue
+        if not header.is_control:
+            yield header, batch

@@ -14,16 +14,17 @@ A moved leader or a dropped connection is retried until kafkaConsumer.pollTimeou
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Iterator
 
 import pyarrow as pa
 
+from odradek.client.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
 from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
-from odradek.client.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
 from odradek.records.arrow import HEADERS_TYPE, RecordColumns, batches_to_columns
-from odradek.records.batch import decode_batch, is_abort_marker, whole_batches
+from odradek.records.batch import committed_batches, whole_batches
 from odradek.security.client import client_security
 from odradek.spark.kafka_io import BrokerUnavailableError, DataLossError, OffsetRange, TopicNotFoundError
 
@@ -162,25 +163,12 @@ class PartitionReader:
             raise KafkaError(exc.code, f"{self._where(offset)}: {exc.message}") from None
 
     def delivered(self, batches, aborted_transactions, end: int) -> list:
-        """The batches a consumer sees, before `end`: no control batches and, under read_committed, no batches of
-        aborted transactions (the answer lists each aborted transaction's producer and first offset; it ends at that
-        producer's abort marker), as Kafka's Java consumer decides."""
-        aborted = sorted(aborted_transactions or (), key=lambda entry: entry.first_offset)
-        aborting: set[int] = set()
-        wanted = []
-        for header, batch in batches:
-            if header.base_offset >= end:
-                break
-            if self.isolation_level == READ_COMMITTED and header.producer_id >= 0:
-                while aborted and aborted[0].first_offset <= header.last_offset:
-                    aborting.add(aborted.pop(0).producer_id)
-                if header.is_control and is_abort_marker(decode_batch(batch)[1]):
-                    aborting.discard(header.producer_id)
-                elif header.is_transactional and header.producer_id in aborting:
-                    continue
-            if not header.is_control:
-                wanted.append((header, batch))
-        return wanted
+        """The batches a consumer sees, before `end`: no control batches and, under read_committed, none of an
+        aborted transaction (the answer lists each one's producer and first offset: records.batch.committed_batches)."""
+        before_end = itertools.takewhile(lambda item: item[0].base_offset < end, batches)
+        if self.isolation_level == READ_COMMITTED:
+            return list(committed_batches(before_end, aborted_transactions or ()))
+        return [(header, batch) for header, batch in before_end if not header.is_control]
 
     def send_fetch(self, offset: int) -> None:
         fetch = api("Fetch").request

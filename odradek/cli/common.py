@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from odradek.client import Admin
-from odradek.client.options import add_bootstrap, add_command_config, properties_file
+from odradek.client.options import add_bootstrap, add_command_config, properties_file, timestamp_ms
 from odradek.client.properties import librdkafka_settings
 
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells and Kafka's own (JVM) tools report Ctrl-C
@@ -59,6 +59,22 @@ def command_config(args: argparse.Namespace) -> dict[str, str]:
 
 def admin_of(args: argparse.Namespace) -> Admin:
     return Admin(args.bootstrap_server, args.timeout, command_config(args))
+
+
+def add_reset_arguments(reset: argparse.ArgumentParser, held: str) -> None:
+    """reset-offsets' arguments as kafka-consumer-groups and kafka-share-groups take them: the group, which topics
+    (`held`: what the group has for a topic, "offsets" or "state"), the target and --execute."""
+    reset.add_argument("group")
+    which = reset.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", "-t", action="append", help="a topic to reset, repeatable")
+    which.add_argument("--all-topics", action="store_true", help=f"every topic the group has {held} for")
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
+    target.add_argument("--to-latest", action="store_true", help="the latest offset of each partition")
+    target.add_argument("--to-datetime", type=timestamp_ms, metavar="TIME",
+                        help="the first offset at or after TIME (epoch ms or ISO-8601)")
+    target.add_argument("--to-offset", type=int, metavar="OFFSET", help="this offset in every partition")
+    reset.add_argument("--execute", action="store_true", help="apply the new offsets (default: dry run)")
 
 
 def key_value(text: str) -> tuple[str, str]:

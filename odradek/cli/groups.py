@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli.common import add_admin_options, admin_of, print_table
+from odradek.cli.common import add_admin_options, add_reset_arguments, admin_of, print_table
 from odradek.client import ClientError
-from odradek.client.options import timestamp_ms
 
 
 def add_commands(commands) -> None:
@@ -32,17 +31,7 @@ def add_commands(commands) -> None:
     reset = actions.add_parser("reset-offsets", help="move a group's committed offsets (dry run unless --execute)",
                                description="Move a group's committed offsets. Shows the new offsets and changes "
                                            "nothing unless --execute is given.")
-    reset.add_argument("group")
-    which = reset.add_mutually_exclusive_group(required=True)
-    which.add_argument("--topic", "-t", action="append", help="a topic to reset, repeatable")
-    which.add_argument("--all-topics", action="store_true", help="every topic the group has offsets for")
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
-    target.add_argument("--to-latest", action="store_true", help="the latest offset of each partition")
-    target.add_argument("--to-datetime", type=timestamp_ms, metavar="TIME",
-                        help="the first offset at or after TIME (epoch ms or ISO-8601)")
-    target.add_argument("--to-offset", type=int, metavar="OFFSET", help="this offset in every partition")
-    reset.add_argument("--execute", action="store_true", help="apply the new offsets (default: dry run)")
+    add_reset_arguments(reset, "offsets")
     reset.set_defaults(run=run_reset_offsets)
 
     delete = actions.add_parser("delete", help="delete a group and its offsets",

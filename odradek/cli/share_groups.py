@@ -13,13 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli.common import add_admin_options, admin_of, command_config, print_table
+from odradek.cli.common import add_admin_options, add_reset_arguments, admin_of, print_table
 from odradek.client import ClientError
-from odradek.client.options import timestamp_ms
-from odradek.errors import ErrorCode, error_name
+from odradek.client.admin import raise_for_error
 from odradek.protocol import api
-from odradek.client.connection import Connection, Unreachable, UnsupportedApi, server_address
-from odradek.security.client import client_security
 
 _VERSIONS = {"ListGroups": (5, 5), "ShareGroupDescribe": (1, 1), "DescribeShareGroupOffsets": (0, 1),
              "AlterShareGroupOffsets": (0, 0), "DeleteGroups": (0, 2)}
@@ -45,17 +42,7 @@ def add_commands(commands) -> None:
                                                      "--execute)",
                                description="Move an empty share group's start offsets. Shows the new offsets and "
                                            "changes nothing unless --execute is given.")
-    reset.add_argument("group")
-    which = reset.add_mutually_exclusive_group(required=True)
-    which.add_argument("--topic", "-t", action="append", help="a topic to reset, repeatable")
-    which.add_argument("--all-topics", action="store_true", help="every topic the group has state for")
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true", help="the earliest offset of each partition")
-    target.add_argument("--to-latest", action="store_true", help="the latest offset of each partition")
-    target.add_argument("--to-datetime", type=timestamp_ms, metavar="TIME",
-                        help="the first offset at or after TIME (epoch ms or ISO-8601)")
-    target.add_argument("--to-offset", type=int, metavar="OFFSET", help="this offset in every partition")
-    reset.add_argument("--execute", action="store_true", help="apply the new offsets (default: dry run)")
+    add_reset_arguments(reset, "state")
     reset.set_defaults(run=run_reset_offsets)
 
     delete = actions.add_parser("delete", help="delete a share group and its state",
@@ -68,36 +55,20 @@ def add_commands(commands) -> None:
 
 
 def _call(args: argparse.Namespace, name: str, **fields):
-    try:
-        connection = Connection(server_address(args.bootstrap_server.split(",")[0]), args.timeout,
-                                "odradek-share-groups", {name: _VERSIONS[name]},
-                                client_security(command_config(args)))
-    except (Unreachable, UnsupportedApi) as exc:
-        raise ClientError(str(exc), "_TRANSPORT") from None
-    try:
-        return connection.call(name, **fields)
-    except Unreachable as exc:
-        raise ClientError(str(exc), "_TRANSPORT") from None
-    finally:
-        connection.close()
-
-
-def _check(code: int, message: str | None) -> None:
-    if code != ErrorCode.NONE:
-        raise ClientError(f"{error_name(code)}: {message or error_name(code)}", error_name(code))
+    return admin_of(args).call(name, _VERSIONS[name], **fields)
 
 
 def _offsets(args: argparse.Namespace, group: str):
     Request = api("DescribeShareGroupOffsets").request
     answer = _call(args, "DescribeShareGroupOffsets", groups=[
         Request.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]).groups[0]
-    _check(answer.error_code, answer.error_message)
+    raise_for_error(answer.error_code, answer.error_message)
     return [(t.topic_name, p) for t in answer.topics for p in t.partitions]
 
 
 def run_list(args: argparse.Namespace) -> int:
     answer = _call(args, "ListGroups", states_filter=[], types_filter=["share"])
-    _check(answer.error_code, None)
+    raise_for_error(answer.error_code, None)
     print_table(["GROUP", "STATE"], sorted((g.group_id, g.group_state) for g in answer.groups))
     return 0
 
@@ -105,7 +76,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_describe(args: argparse.Namespace) -> int:
     described = _call(args, "ShareGroupDescribe", group_ids=[args.group],
                       include_authorized_operations=False).groups[0]
-    _check(described.error_code, described.error_message)
+    raise_for_error(described.error_code, described.error_message)
     offsets = _offsets(args, args.group)
     state, members = described.group_state, described.members
     print(f"Share group {args.group} is {state} with {len(members)} member(s).")
@@ -140,10 +111,10 @@ def run_reset_offsets(args: argparse.Namespace) -> int:
         answer = _call(args, "AlterShareGroupOffsets", group_id=args.group, topics=[
             Request.AlterShareGroupOffsetsRequestTopic(topic_name=t, partitions=parts)
             for t, parts in by_topic.items()])
-        _check(answer.error_code, answer.error_message)
+        raise_for_error(answer.error_code, answer.error_message)
         for topic in answer.responses:
             for p in topic.partitions:
-                _check(p.error_code, p.error_message)
+                raise_for_error(p.error_code, p.error_message)
     print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
                 [(args.group, topic, p, offset) for (topic, p), offset in sorted(plan.items())])
     if not args.execute:
@@ -153,6 +124,6 @@ def run_reset_offsets(args: argparse.Namespace) -> int:
 
 def run_delete(args: argparse.Namespace) -> int:
     result = _call(args, "DeleteGroups", groups_names=[args.group]).results[0]
-    _check(result.error_code, None)
+    raise_for_error(result.error_code, None)
     print(f"Deleted share group {args.group}.")
     return 0

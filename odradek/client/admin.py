@@ -16,11 +16,12 @@ import confluent_kafka
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AdminClient, AlterConfigOpType, ConfigEntry,
                                    ConfigResource, NewPartitions, NewTopic, OffsetSpec)
 
+from odradek.client.connection import Connection, Unreachable, UnsupportedApi, server_address
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError, ConnectionFailures
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo
 from odradek.errors import ErrorCode, error_name
 from odradek.protocol import api
-from odradek.client.connection import Connection, Unreachable, UnsupportedApi, server_address
+from odradek.security.client import client_security
 
 TIMEOUT_S = 15.0
 POLL_S = 0.05  # how often a waiting call serves the client's error callback
@@ -95,6 +96,7 @@ class Admin:
         """config: further librdkafka client properties (security.protocol, sasl.*, ssl.* for a secured listener)."""
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
+        self.config = dict(config or {})
         self.failures = ConnectionFailures(bootstrap_servers)
         self._client = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers,
                                     "logger": LIBRDKAFKA_LOGGER, "error_cb": self.failures})
@@ -388,21 +390,21 @@ class Admin:
     def describe_client_quotas(self) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]:
         """Every client quota: (entity, {key: value}), an entity being ((type, name or None for the default), ...)
         as kafka-configs --describe --entity-type users|clients|ips shows them. confluent-kafka has no such
-        call, so it goes over odradek.client.connection to the first bootstrap server (plaintext)."""
-        answer = self._call("DescribeClientQuotas", components=[], strict=False)
-        _raise_for(answer.error_code, answer.error_message)
+        call, so it goes over odradek.client.connection to the first bootstrap server (Admin.call)."""
+        answer = self.call("DescribeClientQuotas", components=[], strict=False)
+        raise_for_error(answer.error_code, answer.error_message)
         return [(tuple((e.entity_type, e.entity_name) for e in entry.entity),
                  {value.key: value.value for value in entry.values}) for entry in answer.entries or ()]
 
     def alter_client_quota(self, entity: Iterable[tuple[str, str | None]], key: str, value: float | None) -> None:
         """Set one quota of an entity (value None removes it), as kafka-configs --alter --add-config and
-        --delete-config; plaintext, as describe_client_quotas."""
+        --delete-config; over Admin.call, as describe_client_quotas."""
         request = api("AlterClientQuotas").request
-        answer = self._call("AlterClientQuotas", validate_only=False, entries=[request.EntryData(
+        answer = self.call("AlterClientQuotas", validate_only=False, entries=[request.EntryData(
             entity=[request.EntityData(entity_type=kind, entity_name=name) for kind, name in entity],
             ops=[request.OpData(key=key, value=value or 0.0, remove=value is None)])])
         for entry in answer.entries:
-            _raise_for(entry.error_code, entry.error_message)
+            raise_for_error(entry.error_code, entry.error_message)
 
     # ------------------------------------------------------------------------------ leaders and reassignments
     def elect_leaders(self, preferred: bool, partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int],
@@ -419,30 +421,32 @@ class Admin:
                                       ) -> dict[tuple[str, int], ClientError | None]:
         """AlterPartitionReassignments: each partition's target replicas (None cancels), and its outcome.
         confluent-kafka has no such call, so it goes over odradek.client.connection to the first bootstrap
-        server (plaintext)."""
+        server (Admin.call)."""
         request = api("AlterPartitionReassignments").request
         by_topic: dict[str, list] = {}
         for (topic, index), replicas in targets.items():
             by_topic.setdefault(topic, []).append(request.ReassignablePartition(partition_index=index,
                                                                                 replicas=replicas))
-        answer = self._call("AlterPartitionReassignments", timeout_ms=int(self.timeout * 1000), topics=[
+        answer = self.call("AlterPartitionReassignments", timeout_ms=int(self.timeout * 1000), topics=[
             request.ReassignableTopic(name=topic, partitions=partitions) for topic, partitions in by_topic.items()])
-        _raise_for(answer.error_code, answer.error_message)
+        raise_for_error(answer.error_code, answer.error_message)
         return {(topic.name, partition.partition_index): _error_of(partition.error_code, partition.error_message)
                 for topic in answer.responses for partition in topic.partitions}
 
     def list_partition_reassignments(self) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
         """The reassignments under way: (replicas, adding replicas, removing replicas) by partition."""
-        answer = self._call("ListPartitionReassignments", timeout_ms=int(self.timeout * 1000), topics=None)
-        _raise_for(answer.error_code, answer.error_message)
+        answer = self.call("ListPartitionReassignments", timeout_ms=int(self.timeout * 1000), topics=None)
+        raise_for_error(answer.error_code, answer.error_message)
         return {(topic.name, partition.partition_index): (list(partition.replicas), list(partition.adding_replicas),
                                                           list(partition.removing_replicas))
                 for topic in answer.topics for partition in topic.partitions}
 
-    def _call(self, name: str, **fields):
+    def call(self, name: str, versions: tuple[int, int] = (0, 0), **fields):
+        """One request of an API confluent-kafka has no call for, at a version in `versions`, over
+        odradek.client.connection to the first bootstrap server, logged in with this client's security settings."""
         try:
             connection = Connection(server_address(self.bootstrap_servers.split(",")[0]), self.timeout,
-                                    "odradek-admin", {name: (0, 0)})
+                                    "odradek-admin", {name: versions}, client_security(self.config))
         except (Unreachable, UnsupportedApi) as exc:
             raise ClientError(str(exc), "_TRANSPORT") from None
         try:
@@ -459,7 +463,8 @@ def _error_of(code: int, message: str | None) -> ClientError | None:
     return ClientError(f"{error_name(code)}: {message or error_name(code)}", error_name(code))
 
 
-def _raise_for(code: int, message: str | None) -> None:
+def raise_for_error(code: int, message: str | None) -> None:
+    """A ClientError named after the Kafka error code, unless it is NONE."""
     error = _error_of(code, message)
     if error is not None:
         raise error

@@ -439,25 +439,16 @@ class ClusterView:
             self.admin.alter_configs(ConfigResource.Type.BROKER, str(broker_id), {}, [key])
 
     def quotas(self) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]:
-        self._require_plaintext()
         return sorted(self.admin.describe_client_quotas(), key=lambda entry: [(kind, name or "") for kind, name
                                                                                 in entry[0]])
 
     def set_quota(self, entity_type: str, name: str, key: str, value: str) -> None:
         """Set one quota of a user, client id or IP (an empty name: the default of that type); an empty value
         removes it."""
-        self._require_plaintext()
         if entity_type not in QUOTA_ENTITY_TYPES:
             raise ValueError(f"a quota's entity is one of {', '.join(QUOTA_ENTITY_TYPES)}, not {entity_type!r}")
         self.admin.alter_client_quota([(entity_type, name.strip() or None)], key.strip(),
                                       float(value) if value.strip() else None)
-
-    def _require_plaintext(self) -> None:
-        protocol = self.client_config.get("security.protocol", "PLAINTEXT").upper()
-        if protocol != "PLAINTEXT":
-            raise ClientError(f"client quotas are read and changed over a plaintext connection (confluent-kafka has "
-                              f"no client-quota calls), and this console connects with {protocol}: use "
-                              f"kafka-configs --describe --entity-type users,clients,ips instead", "UNSUPPORTED")
 
     # ---------------------------------------------------------------------------------------- ZooKeeper
     def znode(self, path: str) -> tuple[list[str], bytes]:

@@ -1,7 +1,7 @@
 """The console on a secured broker (SASL with ACLs enforced, User:admin a super user), in a browser: `odradek
 console` shows only what its principal may see; the ACL, SCRAM user and broker settings pages show and change what
-the principal may, and show the broker's refusal where it may not (alice, no rights on the cluster), the quotas page
-says it needs a plaintext listener; reading records
+the principal may, and show the broker's refusal where it may not (alice, no rights on the cluster), quotas
+included; reading records
 needs READ on the console's read group, and the messages page names that ACL when it is missing."""
 
 from __future__ import annotations
@@ -180,9 +180,17 @@ def test_broker_settings_page_edits_a_dynamic_setting(admin_console, alice_conso
 
     page.goto(alice_console.url + "brokers/1")
     assert "AUTHORIZATION_FAILED" in page.text_content("#refusal")
-    # client quotas go over a plaintext connection: on a SASL listener the page says so instead of failing later
+    # client quotas (over odradek's own connection, which logs in as the console does) on the SASL listener
     page.goto(admin_console.url + "quotas")
-    assert "plaintext connection" in page.text_content("#refusal")
+    page.select_option("#set-quota select[name=entity_type]", "user")
+    page.fill("#set-quota input[name=entity_name]", "alice")
+    page.select_option("#set-quota select[name=key]", "consumer_byte_rate")
+    page.fill("#set-quota input[name=value]", "2097152")
+    page.click("#set-quota button")
+    page.wait_for_url("**/quotas?notice=*")
+    assert page.text_content("#quotas tr[data-entity='user=alice'][data-key='consumer_byte_rate'] .unit") == "2 MiB/s"
+    page.goto(alice_console.url + "quotas")
+    assert "CLUSTER_AUTHORIZATION_FAILED" in page.text_content("#refusal")
 
 
 def test_messages_need_read_on_the_read_group_and_the_page_names_that_acl(sasl_broker, alice_console, admin, page,

@@ -11,7 +11,8 @@ KafkaApis.handleProduceRequest checks. The batches' bytes count against the clie
 (odradek/security/quotas.py). With acks=0 the client expects no answer at all; acks=1 is answered after the leader's
 append, acks=all (-1) once the in-sync replicas have the records (the partition's high watermark passed them; at
 once while the ISR is the leader alone), and refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
-min.insync.replicas.
+min.insync.replicas. A topic with `confluent.{key,value}.schema.validation` on has its records checked against the
+registry's schemas too (broker/schema_validation.py), once they passed the record checks, just before the append.
 
 Walking records costs time in proportion to how many there are, and a header says how many before any work (the
 count is checked against the bytes first, and the walk never goes past it). So the batches of a request holding at
@@ -41,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from odradek.broker import schema_validation
 from odradek.broker.validation_workers import ValidationWorkers
 from odradek.cluster.append_waits import settled, until_led, until_replicated
 from odradek.cluster.metadata import INTERNAL_TOPICS
@@ -92,6 +94,9 @@ def handlers(broker) -> dict:
         return records, headers
 
     def append(partition: Partition, records, headers):
+        config = partition.log.config
+        if config.schema_validation:  # after the record checks, which bound the decompression
+            schema_validation.check(broker, partition.topic, config, records, headers)
         result = partition.append(records, headers, sizes_checked=True)  # by `checked_batches`
         if broker.metrics is not None:
             broker.metrics.record_produce(partition.topic, len(records), sum(h.record_count for h in headers))

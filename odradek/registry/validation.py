@@ -1,0 +1,78 @@
+"""The registry's side of broker-side schema validation: `RegistrySchemas` is the SchemaSource
+(odradek.broker.schema_validation) of a registry running in a broker's process, answered from its in-memory state
+(no HTTP, no waiting on the cluster: the broker asks on its event loop). `odradek serve` installs it for the
+registry it starts beside the broker (`schema.registry.port`).
+
+Decoders are framing.Decoders (strict: an Avro value read to its last byte, a JSON value valid for its schema, a
+Protobuf message that parses), fed by what the REST API would answer for the schema and its references, here asked
+of the registry's service directly; built once per id, as an id never changes its schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import urllib.parse
+from collections.abc import Callable
+
+from odradek.registry.framing import Decoders
+from odradek.registry.service import Registry, RegistryError
+from odradek.registry.store import KafkaStore
+
+_PATHS = re.compile(r"/schemas/ids/(\d+)\?format=serialized|/subjects/([^/]+)/versions/(-?\d+)\?format=serialized")
+
+
+class RegistrySchemas:
+    def __init__(self, store: KafkaStore):
+        self.store = store
+        self.service = Registry(store)
+        self._decoders = Decoders(self._fetch, strict=True)
+        self._names: dict[int, str | None] = {}
+
+    def registered(self, subject: str) -> frozenset[int]:
+        with self.store.lock:
+            return frozenset(version.id for version in self.store.state.live(subject))
+
+    def decoder(self, schema_id: int) -> Callable[[bytes], object] | None:
+        return self._decoders.decoder(schema_id)
+
+    def record_name(self, schema_id: int) -> str | None:
+        if schema_id not in self._names:
+            try:
+                version = self.service.schema_by_id(schema_id)
+            except RegistryError:
+                return None
+            self._names[schema_id] = self._record_name(version)
+        return self._names[schema_id]
+
+    def _record_name(self, version) -> str | None:
+        """Avro's full name, JSON Schema's title, the first message of a Protobuf file (Confluent's record names)."""
+        if version.schema_type == "PROTOBUF":
+            from google.protobuf import descriptor_pb2
+            proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(self.service.serialized(version)))
+            if not proto.message_type:
+                return None
+            return ".".join(filter(None, (proto.package, proto.message_type[0].name)))
+        document = json.loads(version.schema)
+        if not isinstance(document, dict):
+            return None
+        if version.schema_type == "JSON":
+            return document.get("title")
+        name, namespace = document.get("name"), document.get("namespace")
+        return name if not name or "." in name or not namespace else f"{namespace}.{name}"
+
+    def _fetch(self, path: str) -> dict:
+        """What the REST API answers for the paths framing.Decoders asks (LookupError: nothing)."""
+        match = _PATHS.fullmatch(path)
+        if match is None:
+            raise LookupError(path)
+        try:
+            if match[1] is not None:
+                version = self.service.schema_by_id(int(match[1]))
+            else:
+                version = self.service.get_version(urllib.parse.unquote(match[2]), match[3], deleted=True)
+        except RegistryError:
+            raise LookupError(path) from None
+        schema = self.service.serialized(version) if version.schema_type == "PROTOBUF" else version.schema
+        return {"schema": schema, "schemaType": version.schema_type, "references": version.references}

@@ -148,7 +148,7 @@ async def _serve(broker) -> int:
         loop.add_signal_handler(sig, stop.set)
     host, port = await broker.start()
     registry_port = broker.config["schema.registry.port"]
-    registry_url = _start_schema_registry(host, port, registry_port) if registry_port else None
+    registry_url = _start_schema_registry(broker, host, port, registry_port) if registry_port else None
     console_url = _start_console(broker, host, port, registry_url) if broker.config["console.port"] else None
     proxy_port = broker.config["rest.proxy.port"]
     proxy_url = _start_rest_proxy(host, port, proxy_port, registry_url) if proxy_port else None
@@ -188,13 +188,18 @@ def _start_console(broker, host: str, port: int, registry_url: str | None) -> st
     return Console(settings).start_thread()
 
 
-def _start_schema_registry(host: str, port: int, registry_port: int) -> str:
+def _start_schema_registry(broker, host: str, port: int, registry_port: int) -> str:
     """The schema registry beside the broker, on 127.0.0.1:schema.registry.port, through the broker's own listener
-    (it catches up with _schemas in its thread, once the broker's loop runs)."""
+    (it catches up with _schemas in its thread, once the broker's loop runs); the broker validates the records of
+    topics with confluent.*.schema.validation against its schemas."""
+    from odradek.broker import schema_validation
     from odradek.registry import SchemaRegistry, SchemaRegistrySettings
+    from odradek.registry.validation import RegistrySchemas
 
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    return SchemaRegistry(SchemaRegistrySettings(f"{local}:{port}", port=registry_port)).start_thread()
+    registry = SchemaRegistry(SchemaRegistrySettings(f"{local}:{port}", port=registry_port))
+    schema_validation.install(broker, RegistrySchemas(registry.store))
+    return registry.start_thread()
 
 
 def _start_rest_proxy(host: str, port: int, proxy_port: int, registry_url: str | None) -> str:

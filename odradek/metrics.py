@@ -127,7 +127,7 @@ class _StateCollector:
                     lag.add_metric([group_id, topic, str(index)], max(0, partition.high_watermark - committed.offset))
         yield lag
 
-        share = getattr(broker, "share_coordinator", None)  # handlers/share.py's, on a single node
+        share = broker.share_coordinator  # None in a ZooKeeper cluster
         if share is not None:
             yield from _share_group_gauges(broker, share)
 

@@ -454,12 +454,15 @@ class Broker:
         from odradek.broker.handlers import build_handlers
         from odradek.broker.network import NetworkServer
         from odradek.coordinator.coordinator import GroupCoordinator
+        from odradek.coordinator.share_coordinator import ShareCoordinator
         from odradek.coordinator.transaction_coordinator import TransactionCoordinator
 
         self.group_coordinator = GroupCoordinator(self)
         self.group_coordinator.start()  # loads __consumer_offsets in the background
         self.transaction_coordinator = TransactionCoordinator(self)
         self.transaction_coordinator.start()  # loads __transaction_state in the background
+        # share groups on a single node only (their state's inter-broker APIs are not served in a cluster)
+        self.share_coordinator = None if self.config["zookeeper.connect"] else ShareCoordinator(self)
         handlers, unsupported_version_answer = build_handlers(self)
         self.server = NetworkServer(
             handlers,
@@ -582,6 +585,8 @@ class Broker:
             await self.server.close(drain_seconds=SHUTDOWN_DRAIN_S)
             await self.group_coordinator.stop()
             await self.transaction_coordinator.stop()
+            if self.share_coordinator is not None:
+                self.share_coordinator.stop()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.close()
         for task in self._tasks:

@@ -18,15 +18,17 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.log import PendingWrite, call_when_written
 
 
-async def next_change(partitions, timeout_s: float, writes: Iterable[PendingWrite] = ()) -> bool:
+async def next_change(partitions, timeout_s: float, writes: Iterable[PendingWrite] = (),
+                      woken: asyncio.Future | None = None) -> bool:
     """Wait until one of `partitions` appends or advances its high watermark, or one of the writer thread's
-    `writes` (records appended before, not in the file yet) is done; False when `timeout_s` ran out."""
+    `writes` (records appended before, not in the file yet) is done, or `woken` (a future the caller may resolve
+    from elsewhere: the share coordinator's records coming back) is; False when `timeout_s` ran out."""
     loop = asyncio.get_running_loop()
-    woken = loop.create_future()
+    if woken is None:
+        woken = loop.create_future()
 
     def wake():
-        if not woken.done():
-            woken.set_result(None)
+        resolve(woken)
 
     for partition in partitions:
         partition.on_next_append(wake)

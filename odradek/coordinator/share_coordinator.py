@@ -26,6 +26,7 @@ import dataclasses
 import uuid
 
 from odradek.clock import now_ms
+from odradek.cluster.append_waits import next_change, resolve
 from odradek.coordinator.assignors import TopicInfo
 from odradek.coordinator.share_group import ShareGroup, ShareHeartbeatResult
 from odradek.coordinator.share_partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, SharePartition
@@ -321,29 +322,23 @@ class ShareCoordinator:
     # ------------------------------------------------------------------------------------ waits and timers
     async def wait_for_change(self, partitions, timeout_s: float) -> None:
         """Until one of `partitions` (cluster Partitions) appends, records come back, or `timeout_s` passes."""
-        loop = asyncio.get_running_loop()
-        woken = loop.create_future()
-
-        def wake():
-            if not woken.done():
-                woken.set_result(None)
-
-        for partition in partitions:
-            partition.on_next_append(wake)
+        woken = asyncio.get_running_loop().create_future()
         self._waiters.add(woken)
         try:
-            await asyncio.wait_for(woken, max(0.0, timeout_s))
-        except asyncio.TimeoutError:
-            pass
+            await next_change(partitions, timeout_s, woken=woken)
         finally:
             self._waiters.discard(woken)
-            for partition in partitions:
-                partition.cancel_wait(wake)
 
     def _wake(self) -> None:
         for waiter in list(self._waiters):
-            if not waiter.done():
-                waiter.set_result(None)
+            resolve(waiter)
+
+    def stop(self) -> None:
+        """The broker stops: no more timers (lock expiries, member sessions), every long poll answers now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._wake()
 
     def _arm_timer(self) -> None:
         deadlines = [m.session_deadline_ms for g in self.groups.values() for m in g.members.values()]

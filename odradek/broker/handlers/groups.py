@@ -66,7 +66,7 @@ def handlers(broker) -> dict:
             __transaction_state or (key type 2, a share-partition) __share_group_state, as Kafka (this broker itself
             on a single node)."""
             nowhere = (-1, "", -1)
-            share = getattr(broker, "share_coordinator", None)
+            share = broker.share_coordinator
             if key_type not in (GROUP_KEY, TRANSACTION_KEY) and not (key_type == SHARE_KEY and share is not None):
                 return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", nowhere
             try:
@@ -291,7 +291,7 @@ def handlers(broker) -> dict:
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
                 group = coordinator().describe(group_id)
-                share = getattr(broker, "share_coordinator", None)
+                share = broker.share_coordinator
                 if version >= 6 and not isinstance(group, ClassicGroup):  # KIP-1043
                     known = group is not None or (share is not None and share.group(group_id) is not None)
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group."
@@ -334,7 +334,7 @@ def handlers(broker) -> dict:
                 continue
             listed.append(Response.ListedGroup(group_id=group_id, protocol_type=protocol_type, group_state=state,
                                                group_type=kind))
-        share = getattr(broker, "share_coordinator", None)  # set by handlers/share.py, on a single node
+        share = broker.share_coordinator
         for group_id in share.group_ids() if share is not None else ():
             group = share.groups[group_id]
             if not (every_group or access.allows(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
@@ -353,7 +353,7 @@ def handlers(broker) -> dict:
             code = ErrorCode.NONE
             try:
                 access.require(AclOperation.DELETE, ResourceType.GROUP, group_id)
-                share = getattr(broker, "share_coordinator", None)
+                share = broker.share_coordinator
                 if share is not None and share.group(group_id) is not None:
                     share.delete_group(group_id)
                 else:

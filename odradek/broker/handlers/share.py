@@ -1,8 +1,8 @@
 """Share-group APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share
 group offsets (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets).
 
-Wire translation around the ShareCoordinator (odradek/coordinator/share_coordinator.py), created here with the
-handlers. A ShareFetch first applies the acknowledgements it carries, then reads whole batches of each partition of
+Wire translation around the broker's ShareCoordinator (odradek/coordinator/share_coordinator.py; None in a
+ZooKeeper cluster). A ShareFetch first applies the acknowledgements it carries, then reads whole batches of each partition of
 its share session from the first record the share-partition can deliver, acquires up to max_records of them for the
 member and answers those batches with the acquired ranges and their delivery counts (the client drops the records
 outside them); with nothing to acquire it waits up to max_wait_ms for an append or for records to come back. The
@@ -24,7 +24,6 @@ import time
 import uuid
 
 from odradek.clock import now_ms
-from odradek.coordinator.share_coordinator import ShareCoordinator
 from odradek.coordinator.share_group import ASSIGNOR_NAME
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
@@ -46,9 +45,9 @@ def _client_host(connection) -> str:
 
 
 def handlers(broker) -> dict:
-    if broker.config["zookeeper.connect"]:
+    coordinator = broker.share_coordinator
+    if coordinator is None:  # a ZooKeeper cluster
         return {}
-    coordinator = broker.share_coordinator = ShareCoordinator(broker)
     lock_ms = coordinator.limits["lock_duration_ms"]
 
     # -------------------------------------------------------------------------------- ShareGroupHeartbeat

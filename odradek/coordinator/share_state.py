@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from odradek.coordinator.offsets_topic import partition_for
 from odradek.protocol.codec import decoder, encoder, run_decoder
+from odradek.protocol.internal import decode_versioned, encode_versioned
 from odradek.protocol.schema import INT8, INT16, INT32, INT64, STRING, UUID, array, field, message, struct as struct_
 
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -88,28 +89,26 @@ def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int, part
     return partition_for(coordinator_key(group_id, topic_id, partition), partitions)
 
 
-def _encode(schema, record_type: int, obj) -> bytes:
+def _key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
+    """The int16 record type, then the key body (version 0 for both types)."""
     out = [_INT16.pack(record_type)]
-    encoder(schema, 0)(obj, out)
+    encoder(ShareStateKey, 0)(ShareStateKey(group_id=group_id, topic_id=topic_id, partition=partition), out)
     return b"".join(out)
 
 
 def snapshot_record(group_id: str, topic_id: uuid.UUID, partition: int, *, start_offset: int,
                     batches: list[tuple[int, int, int, int]], snapshot_epoch: int, create_ms: int,
                     write_ms: int) -> tuple[bytes, bytes]:
-    key = _encode(ShareStateKey, SNAPSHOT_TYPE, ShareStateKey(group_id=group_id, topic_id=topic_id,
-                                                              partition=partition))
     value = ShareSnapshotValue(
         snapshot_epoch=snapshot_epoch, state_epoch=0, leader_epoch=-1, start_offset=start_offset,
         create_timestamp=create_ms, write_timestamp=write_ms,
         state_batches=[_StateBatch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
                        for f, la, s, c in batches])
-    return key, _encode(ShareSnapshotValue, 0, value)
+    return _key(SNAPSHOT_TYPE, group_id, topic_id, partition), encode_versioned(ShareSnapshotValue, 0, value)
 
 
 def tombstone(group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[bytes, None]:
-    return _encode(ShareStateKey, SNAPSHOT_TYPE, ShareStateKey(group_id=group_id, topic_id=topic_id,
-                                                               partition=partition)), None
+    return _key(SNAPSHOT_TYPE, group_id, topic_id, partition), None
 
 
 def parse_record(key: bytes, value: bytes | None) -> ShareStateRecord | None:
@@ -122,6 +121,6 @@ def parse_record(key: bytes, value: bytes | None) -> ShareStateRecord | None:
     if value is None:
         return ShareStateRecord(ident, record_type, -1, [], 0, True)
     schema = ShareSnapshotValue if record_type == SNAPSHOT_TYPE else ShareUpdateValue
-    v, _ = run_decoder(decoder(schema, 0), memoryview(value), 2, schema.__name__)
+    _, v = decode_versioned(schema, value)
     batches = [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in v.state_batches]
     return ShareStateRecord(ident, record_type, v.start_offset, batches, v.snapshot_epoch, False)

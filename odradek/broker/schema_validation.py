@@ -12,7 +12,9 @@ record name is the framed schema's: Avro's full name, JSON Schema's title, Proto
 The schemas come from above: the broker sits below the schema registry in the layers and reads no `_schemas` of
 its own, so whoever runs a registry beside a broker installs it as the broker's SchemaSource (`install`; `odradek
 serve` with `schema.registry.port` installs the registry it starts, odradek.registry.validation). A topic with
-validation on, on a broker with no source, refuses every batch: it cannot check them.
+validation on, on a broker with no source, refuses every batch (INVALID_RECORD): it cannot check them; while the
+source is not ready (the registry beside a broker that just started has not read `_schemas` to its end), batches
+are refused with REQUEST_TIMED_OUT, which producers retry.
 
 Only a partition whose topic has validation on pays anything (LogConfig.schema_validation, read once per
 partition); its batches, already through records.validation, are decoded again (records.batch.decode_batch) and
@@ -36,6 +38,9 @@ MAGIC = 0
 
 class SchemaSource(Protocol):
     """The registry's schemas, as the broker needs them (called on the broker's event loop: no waiting on I/O)."""
+
+    def ready(self) -> bool:
+        """Whether the schemas are all known (a registry that has read `_schemas` to its end)."""
 
     def registered(self, subject: str) -> frozenset[int]:
         """The ids of the subject's live (not deleted) versions."""
@@ -65,6 +70,9 @@ def check(broker, topic: str, config: LogConfig, records, headers: Sequence[Batc
     if source is None:
         raise KafkaError(ErrorCode.INVALID_RECORD, f"Topic {topic} validates records by schema but this broker "
                                                    "has no schema registry to validate them with")
+    if not source.ready():  # retriable: the producer tries again, as it does while a leader is elected
+        raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"Topic {topic} validates records by schema and the schema "
+                                                      "registry has not read its schemas yet")
     sides = [(name, strategy) for name, on, strategy in (
         ("key", config.confluent_key_schema_validation, config.confluent_key_subject_name_strategy),
         ("value", config.confluent_value_schema_validation, config.confluent_value_subject_name_strategy)) if on]

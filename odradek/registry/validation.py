@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
 import urllib.parse
 from collections.abc import Callable
 
@@ -29,6 +30,10 @@ class RegistrySchemas:
         self.service = Registry(store)
         self._decoders = Decoders(self._fetch, strict=True)
         self._names: dict[int, str | None] = {}
+        self.serving = threading.Event()  # set by whoever starts the registry, once it serves (has read _schemas)
+
+    def ready(self) -> bool:
+        return self.serving.is_set()
 
     def registered(self, subject: str) -> frozenset[int]:
         with self.store.lock:

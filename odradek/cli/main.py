@@ -19,6 +19,10 @@ import logging
 import os
 import signal
 import sys
+import threading
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import confluent_kafka
@@ -198,8 +202,26 @@ def _start_schema_registry(broker, host: str, port: int, registry_port: int) -> 
 
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     registry = SchemaRegistry(SchemaRegistrySettings(f"{local}:{port}", port=registry_port))
-    schema_validation.install(broker, RegistrySchemas(registry.store))
-    return registry.start_thread()
+    schemas = RegistrySchemas(registry.store)
+    schema_validation.install(broker, schemas)
+    url = registry.start_thread()
+    threading.Thread(target=_when_serving, args=(url, schemas.serving), name="odradek-registry-ready",
+                     daemon=True).start()
+    return url
+
+
+def _when_serving(url: str, serving: threading.Event) -> None:
+    """Sets `serving` once the registry at `url` answers (requests wait until it has read its topic to the end)."""
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/", timeout=60):
+                serving.set()
+                return
+        except urllib.error.HTTPError:
+            serving.set()  # an answer all the same
+            return
+        except OSError:
+            time.sleep(0.5)  # not listening yet, or gone: the broker's validated topics wait meanwhile
 
 
 def _start_rest_proxy(host: str, port: int, proxy_port: int, registry_url: str | None) -> str:

@@ -57,6 +57,8 @@ class ConfigValue:
     source: str  # DYNAMIC_TOPIC_CONFIG for the topic's own override, DEFAULT_CONFIG, STATIC_BROKER_CONFIG, ...
     read_only: bool
     sensitive: bool
+    synonyms: tuple[tuple[str, str | None, str], ...] = ()  # (name, value, source), most specific first: given
+    # for the cluster-wide broker defaults only (confluent-kafka keeps one synonym per name, so not its answers)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,7 +187,19 @@ class Admin:
 
     def alter_configs(self, kind: ConfigResource.Type, name: str, set_configs: Mapping[str, str],
                       delete_configs: Iterable[str] = ()) -> None:
-        """IncrementalAlterConfigs of one resource (a topic by name, a broker by its id, "" for every broker)."""
+        """IncrementalAlterConfigs of one resource (a topic by name, a broker by its id, "" for every broker: the
+        cluster-wide defaults, which confluent-kafka refuses to name, go over Admin.call)."""
+        if kind == ConfigResource.Type.BROKER and name == "":
+            request = api("IncrementalAlterConfigs").request
+            changes = [request.AlterableConfig(name=key, config_operation=AlterConfigOpType.SET.value, value=value)
+                       for key, value in set_configs.items()]
+            changes += [request.AlterableConfig(name=key, config_operation=AlterConfigOpType.DELETE.value, value=None)
+                        for key in delete_configs]
+            answer = self.call("IncrementalAlterConfigs", (0, 1), validate_only=False, resources=[
+                request.AlterConfigsResource(resource_type=kind.value, resource_name="", configs=changes)])
+            for result in answer.responses:
+                raise_for_error(result.error_code, result.error_message)
+            return
         entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
                    for key, value in set_configs.items()]
         entries += [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in delete_configs]
@@ -197,7 +211,20 @@ class Admin:
         return self.config_values(ConfigResource.Type.TOPIC, name)
 
     def config_values(self, kind: ConfigResource.Type, name: str) -> list[ConfigValue]:
-        """Every setting of one resource (a topic, or a broker by its id) with its source, sorted by name."""
+        """Every setting of one resource (a topic, or a broker by its id) with its source, sorted by name; for "",
+        the cluster-wide broker defaults set (dynamic ones only, as Kafka answers them), with their synonyms."""
+        if kind == ConfigResource.Type.BROKER and name == "":
+            answer = self.call("DescribeConfigs", (1, 4), include_synonyms=True, include_documentation=False,
+                               resources=[api("DescribeConfigs").request.DescribeConfigsResource(
+                                   resource_type=kind.value, resource_name="", configuration_keys=None)])
+            result = answer.results[0]
+            raise_for_error(result.error_code, result.error_message)
+            source = confluent_kafka.admin.ConfigSource
+            return sorted((ConfigValue(entry.name, entry.value, source(entry.config_source).name, entry.read_only,
+                                       entry.is_sensitive, tuple((synonym.name, synonym.value,
+                                                                  source(synonym.source).name)
+                                                                 for synonym in entry.synonyms))
+                           for entry in result.configs), key=lambda value: value.name)
         resource = ConfigResource(kind, name)
         entries = self._wait(self._client.describe_configs([resource])[resource])
         return [ConfigValue(key, entry.value, confluent_kafka.admin.ConfigSource(entry.source).name,

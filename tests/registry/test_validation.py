@@ -183,3 +183,15 @@ def test_key_validation_and_a_record_name_strategy(broker, admin, client):
 def test_invalid_strategy_is_invalid_config(admin):
     with pytest.raises(ClientError, match="INVALID_CONFIG"):
         topic_with(admin, {"confluent.value.subject.name.strategy": "com.acme.MyStrategy"})
+
+
+def test_a_broker_without_a_registry_refuses_what_it_cannot_validate(tmp_path):
+    process = BrokerProcess(tmp_path / "data").start()
+    try:
+        admin = Admin(process.bootstrap_servers)
+        topic = topic_with(admin, {"confluent.value.schema.validation": "true"})
+        plain = topic_with(admin, {})
+        assert refused(delivered(process, topic, [(None, framed(1, b"\x02"))])[0])
+        assert delivered(process, plain, [(None, b"anything")]) == [None]
+    finally:
+        process.stop()

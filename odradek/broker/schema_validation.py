@@ -32,7 +32,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import BatchHeader, decode_batch
 from odradek.records.validation import MAX_RECORD_ERRORS, RecordsRefused
 
-TOPIC_NAME, RECORD_NAME, TOPIC_RECORD_NAME = SUBJECT_NAME_STRATEGIES
+TOPIC_NAME, RECORD_NAME = SUBJECT_NAME_STRATEGIES[:2]  # and TopicRecordNameStrategy
 MAGIC = 0
 
 
@@ -56,12 +56,9 @@ class SchemaSource(Protocol):
 _sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # broker -> its SchemaSource
 
 
-def install(broker, source: SchemaSource | None) -> None:
-    """Validate the broker's produced records against `source` (None: no source)."""
-    if source is None:
-        _sources.pop(broker, None)
-    else:
-        _sources[broker] = source
+def install(broker, source: SchemaSource) -> None:
+    """Validate the broker's produced records against `source`."""
+    _sources[broker] = source
 
 
 def check(broker, topic: str, config: LogConfig, records, headers: Sequence[BatchHeader]) -> None:
@@ -76,7 +73,7 @@ def check(broker, topic: str, config: LogConfig, records, headers: Sequence[Batc
     sides = [(name, strategy) for name, on, strategy in (
         ("key", config.confluent_key_schema_validation, config.confluent_key_subject_name_strategy),
         ("value", config.confluent_value_schema_validation, config.confluent_value_subject_name_strategy)) if on]
-    registered: dict[str, frozenset[int]] = {}  # per subject, looked up once per request
+    registered: dict[str, frozenset[int]] = {}  # per subject, looked up once per partition
     errors: list[tuple[int, str]] = []
     position = 0
     view = memoryview(records)
@@ -92,8 +89,8 @@ def check(broker, topic: str, config: LogConfig, records, headers: Sequence[Batc
                     break
     if errors:
         shown = "; ".join(f"record {index}: {text}" for index, text in errors[:3])
-        raise RecordsRefused(ErrorCode.INVALID_RECORD, f"{len(errors)} records refused by the schema validation of "
-                                                       f"topic {topic}: {shown}", errors[:MAX_RECORD_ERRORS])
+        raise RecordsRefused(ErrorCode.INVALID_RECORD, f"Schema validation of topic {topic} refused {len(errors)} "
+                                                       f"of the batch's records: {shown}", errors[:MAX_RECORD_ERRORS])
 
 
 def subject_of(topic: str, side: str, strategy: str, record_name: str | None) -> str | None:

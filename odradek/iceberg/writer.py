@@ -57,7 +57,7 @@ class IcebergWriter:
         self._catalog = None
         self._registry = State()  # the schema registry's schemas, for the schema modes
         self._registry_offset = 0  # where the next read of _schemas starts
-        self._parsed: dict[int, tuple] = {}  # schema id -> (table schema, fastavro schema), or the Untranslatable
+        self._parsed: dict = {}  # schema id (Protobuf: with message indexes) -> its Translation, or Untranslatable
         self._thread = threading.Thread(target=self._run, name="iceberg-writer", daemon=True)
 
     def start(self) -> None:

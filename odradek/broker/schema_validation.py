@@ -7,7 +7,7 @@ A null key or value (a keyless record, a tombstone) carries no schema and passes
 
 The subject is the one `confluent.{key,value}.subject.name.strategy` names: TopicNameStrategy `<topic>-key` /
 `<topic>-value`, RecordNameStrategy the record's full name, TopicRecordNameStrategy `<topic>-<record name>` (the
-record name is the framed schema's: Avro's full name, JSON Schema's title, Protobuf's first message).
+record name is the framed schema's: Avro's full name, JSON Schema's title, the Protobuf message its indexes name).
 
 The schemas come from above: the broker sits below the schema registry in the layers and reads no `_schemas` of
 its own, so whoever runs a registry beside a broker installs it as the broker's SchemaSource (`install`; `odradek
@@ -45,8 +45,9 @@ class SchemaSource(Protocol):
     def registered(self, subject: str) -> frozenset[int]:
         """The ids of the subject's live (not deleted) versions."""
 
-    def record_name(self, schema_id: int) -> str | None:
-        """The full name of the schema's record (None: no such schema, or it names none)."""
+    def record_name(self, schema_id: int, payload: bytes) -> str | None:
+        """The full name of the record a payload (after the id) written with the schema holds (None: no such schema,
+        or it names none)."""
 
     def decoder(self, schema_id: int) -> Callable[[bytes], object] | None:
         """A strict decoder of the payloads written with the schema (raising ValueError for one that does not
@@ -110,7 +111,8 @@ def _problem(source: SchemaSource, topic: str, side: str, strategy: str, data: b
     if len(data) < 5 or data[0] != MAGIC:
         return f"Record's {side} is not framed by a schema id"
     schema_id = int.from_bytes(data[1:5], "big")
-    subject = subject_of(topic, side, strategy, None if strategy == TOPIC_NAME else source.record_name(schema_id))
+    subject = subject_of(topic, side, strategy,
+                         None if strategy == TOPIC_NAME else source.record_name(schema_id, data[5:]))
     if subject is None:
         return f"Schema id {schema_id} of the record's {side} names no record for {strategy.rsplit('.', 1)[-1]}"
     ids = registered.get(subject)

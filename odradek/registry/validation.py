@@ -11,13 +11,14 @@ of the registry's service directly; built once per id, as an id never changes it
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 import threading
 import urllib.parse
 from collections.abc import Callable
 
-from odradek.registry.framing import Decoders
+from odradek.registry.framing import Decoders, Undecodable, _zigzag
 from odradek.registry.service import Registry, RegistryError
 from odradek.registry.store import KafkaStore
 
@@ -29,7 +30,7 @@ class RegistrySchemas:
         self.store = store
         self.service = Registry(store)
         self._decoders = Decoders(self._fetch, strict=True)
-        self._names: dict[int, str | None] = {}
+        self._namers: dict[int, Callable[[bytes], str | None]] = {}
         self.serving = threading.Event()  # set by whoever starts the registry, once it serves (has read _schemas)
 
     def ready(self) -> bool:
@@ -42,30 +43,30 @@ class RegistrySchemas:
     def decoder(self, schema_id: int) -> Callable[[bytes], object] | None:
         return self._decoders.decoder(schema_id)
 
-    def record_name(self, schema_id: int) -> str | None:
-        if schema_id not in self._names:
+    def record_name(self, schema_id: int, payload: bytes) -> str | None:
+        if schema_id not in self._namers:
             try:
                 version = self.service.schema_by_id(schema_id)
             except RegistryError:
                 return None
-            self._names[schema_id] = self._record_name(version)
-        return self._names[schema_id]
+            self._namers[schema_id] = self._namer(version)
+        return self._namers[schema_id](payload)
 
-    def _record_name(self, version) -> str | None:
-        """Avro's full name, JSON Schema's title, the first message of a Protobuf file (Confluent's record names)."""
+    def _namer(self, version) -> Callable[[bytes], str | None]:
+        """The record name of a payload written with the schema, as Confluent's serializers name records: Avro's
+        full name, JSON Schema's title, the full name of the Protobuf message the payload's indexes select."""
         if version.schema_type == "PROTOBUF":
             from google.protobuf import descriptor_pb2
             proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(self.service.serialized(version)))
-            if not proto.message_type:
-                return None
-            return ".".join(filter(None, (proto.package, proto.message_type[0].name)))
+            return lambda payload: _message_name(proto, payload)
         document = json.loads(version.schema)
-        if not isinstance(document, dict):
-            return None
-        if version.schema_type == "JSON":
-            return document.get("title")
-        name, namespace = document.get("name"), document.get("namespace")
-        return name if not name or "." in name or not namespace else f"{namespace}.{name}"
+        name = None
+        if isinstance(document, dict) and version.schema_type == "JSON":
+            name = document.get("title")
+        elif isinstance(document, dict):
+            name, namespace = document.get("name"), document.get("namespace")
+            name = name if not name or "." in name or not namespace else f"{namespace}.{name}"
+        return lambda payload: name
 
     def _fetch(self, path: str) -> dict:
         """What the REST API answers for the paths framing.Decoders asks (LookupError: nothing)."""
@@ -81,3 +82,18 @@ class RegistrySchemas:
             raise LookupError(path) from None
         schema = self.service.serialized(version) if version.schema_type == "PROTOBUF" else version.schema
         return {"schema": schema, "schemaType": version.schema_type, "references": version.references}
+
+
+def _message_name(proto, payload: bytes) -> str | None:
+    """The full name of the message a Protobuf payload's indexes (framing) select in its file; None if none."""
+    try:
+        stream = io.BytesIO(payload)
+        indexes = [_zigzag(stream) for _ in range(_zigzag(stream))] or [0]
+        message = proto.message_type[indexes[0]]
+        names = [proto.package, message.name] if proto.package else [message.name]
+        for index in indexes[1:]:
+            message = message.nested_type[index]
+            names.append(message.name)
+    except (Undecodable, IndexError):
+        return None
+    return ".".join(names)

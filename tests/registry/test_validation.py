@@ -180,6 +180,26 @@ def test_key_validation_and_a_record_name_strategy(broker, admin, client):
         1: f"Schema id {invoice_id} is not registered for subject com.acme.Invoice"}
 
 
+def test_record_name_of_a_protobuf_message_is_the_one_its_indexes_name(broker, admin, client):
+    topic = topic_with(admin, {"confluent.value.schema.validation": "true",
+                               "confluent.value.subject.name.strategy": RECORD_NAME})
+    proto = descriptor_pb2.FileDescriptorProto()
+    proto.CopyFrom(parse("PROTOBUF", 'syntax = "proto3";\npackage till;\nmessage Basket {\n  string owner = 1;\n}\n'
+                         "message Receipt {\n  int64 total = 1;\n}\n").parsed)
+    proto.name = f"till_{uuid.uuid4().hex[:6]}.proto"
+    descriptor_pool.Default().Add(proto)
+    receipt = GetMessageClass(descriptor_pool.Default().FindMessageTypeByName("till.Receipt"))
+    value = ProtobufSerializer(receipt, client, {"use.deprecated.format": False,
+                                                 "subject.name.strategy": record_subject_name_strategy})(
+        receipt(total=12), SerializationContext(topic, MessageField.VALUE))
+    assert client.get_latest_version("till.Receipt").schema_id == int.from_bytes(value[1:5], "big")
+    assert delivered(broker, topic, [(None, value)]) == [None]
+    as_basket = value[:5] + b"\x00" + value[6:]  # the same file's first message: no such subject
+    assert value[5:6] == b"\x02"  # one index (zigzag 1), then 1: the second message
+    assert record_errors(broker, topic, [as_basket]) == {
+        0: f"Schema id {int.from_bytes(value[1:5], 'big')} is not registered for subject till.Basket"}
+
+
 def test_invalid_strategy_is_invalid_config(admin):
     with pytest.raises(ClientError, match="INVALID_CONFIG"):
         topic_with(admin, {"confluent.value.subject.name.strategy": "com.acme.MyStrategy"})

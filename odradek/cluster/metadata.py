@@ -136,6 +136,8 @@ class ClusterMetadata:
         # dynamic broker configs by resource name: "" the cluster default, "<node id>" one broker (Kafka's
         # ConfigRecords for a BROKER resource)
         self.broker_configs: dict[str, dict[str, str]] = {}
+        # a group's configs by group id (Kafka's ConfigRecords for a GROUP resource)
+        self.group_configs: dict[str, dict[str, str]] = {}
         self.acls: list[AclBinding] = []  # the authorizer's bindings, in creation order; replaced whole on a change
         self.client_quotas: dict[Entity, dict[str, float]] = {}  # quota entity -> {quota key: value}
         # SCRAM credentials: user -> mechanism -> Kafka's credential text (odradek.security.scram), as Kafka keeps
@@ -176,9 +178,11 @@ class ClusterMetadata:
         return metadata
 
     def _take_settings(self, stored: dict[str, Any]) -> None:
-        """The snapshot's or a journal entry's producer id block, dynamic broker configs, ACLs, quotas, SCRAM."""
+        """The snapshot's or a journal entry's producer id block, dynamic broker configs, group configs, ACLs,
+        quotas, SCRAM."""
         self.next_producer_id_block = stored.get("next_producer_id_block", 0)
         self.broker_configs = {name: dict(configs) for name, configs in stored.get("broker_configs", {}).items()}
+        self.group_configs = {name: dict(configs) for name, configs in stored.get("group_configs", {}).items()}
         self.acls = [AclBinding.from_json(acl) for acl in stored.get("acls", [])]
         self.client_quotas = {entity_of(entry["entity"].items()): dict(entry["values"])
                               for entry in stored.get("client_quotas", [])}
@@ -249,9 +253,10 @@ class ClusterMetadata:
         self._record({"settings": self._persisted_settings()})
 
     def _persisted_settings(self) -> dict[str, Any]:
-        """The snapshot's fields besides the topics: the producer id block, dynamic broker configs, ACLs, client
-        quotas and SCRAM credentials."""
+        """The snapshot's fields besides the topics: the producer id block, dynamic broker configs, group configs,
+        ACLs, client quotas and SCRAM credentials."""
         return {"next_producer_id_block": self.next_producer_id_block, "broker_configs": self.broker_configs,
+                "group_configs": self.group_configs,
                 "acls": [acl.to_json() for acl in self.acls],
                 "client_quotas": [{"entity": dict(entity), "values": values}
                                   for entity, values in self.client_quotas.items()],
@@ -411,6 +416,14 @@ class ClusterMetadata:
             self.broker_configs[resource_name] = dict(configs)
         else:
             self.broker_configs.pop(resource_name, None)
+        self._record_settings()
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """Replace a group's configs (validated by the caller); none left forgets the group's entry."""
+        if configs:
+            self.group_configs[group_id] = dict(configs)
+        else:
+            self.group_configs.pop(group_id, None)
         self._record_settings()
 
     def check_acl(self, acl: AclBinding) -> None:

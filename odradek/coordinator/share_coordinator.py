@@ -8,7 +8,8 @@ share-partition's state (an acquisition, which counts a delivery, an acknowledge
 a snapshot before the request that made it is answered, so an acknowledged record is never delivered again after a
 restart or kill -9, and a delivery is counted against the limit even when the broker dies with the record acquired.
 A share-partition is read back from the state topic the first time it is used after a start; one never seen starts
-at the log end (share.auto.offset.reset latest, Kafka's default).
+where the group's share.auto.offset.reset puts it (the log end by default). A group's configs (share_configs.py,
+kept in the catalogue) give its share-partitions their lock duration and delivery limit, also when they change.
 
 Membership is not persisted (a member of a broker that restarted hears UNKNOWN_MEMBER_ID and joins again); a
 share group with state but no member since the start is found by reading the whole state topic once, when an
@@ -28,6 +29,7 @@ import uuid
 from odradek.clock import now_ms
 from odradek.cluster.append_waits import next_change, resolve
 from odradek.coordinator.assignors import TopicInfo
+from odradek.coordinator.share_configs import ShareGroupSettings, settings
 from odradek.coordinator.share_group import ShareGroup, ShareHeartbeatResult
 from odradek.coordinator.share_partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, SharePartition
 from odradek.coordinator.share_state import (SHARE_STATE_TOPIC, SNAPSHOT_TYPE, parse_record, snapshot_record,
@@ -49,9 +51,6 @@ class ShareCoordinator:
     def __init__(self, broker):
         self.broker = broker
         config = broker.config
-        self.limits = dict(lock_duration_ms=config["group.share.record.lock.duration.ms"],
-                           delivery_limit=config["group.share.delivery.count.limit"],
-                           max_locks=config["group.share.partition.max.record.locks"])
         self.session_timeout_ms = config["group.share.session.timeout.ms"]
         self.heartbeat_interval_ms = config["group.share.heartbeat.interval.ms"]
         self.groups: dict[str, ShareGroup] = {}
@@ -62,6 +61,24 @@ class ShareCoordinator:
         self._created_ms: dict[Key, int] = {}
         self._waiters: set[asyncio.Future] = set()
         self._timer: asyncio.TimerHandle | None = None
+
+    def settings(self, group_id: str) -> ShareGroupSettings:
+        """What the group runs with: its group configs over the broker's (share_configs.py)."""
+        return settings(self.broker.metadata.group_configs.get(group_id, {}), self.broker.config)
+
+    def _limits(self, group_id: str) -> dict:
+        group = self.settings(group_id)
+        return dict(lock_duration_ms=group.lock_duration_ms, delivery_limit=group.delivery_limit,
+                    max_locks=self.broker.config["group.share.partition.max.record.locks"])
+
+    def configs_changed(self, group_id: str) -> None:
+        """The group's configs were altered: its share-partitions take the new lock duration and delivery limit
+        (a record acquired already keeps its lock's deadline)."""
+        limits = self._limits(group_id)
+        for key, partition in self.partitions.items():
+            if key[0] == group_id:
+                partition.lock_duration_ms, partition.delivery_limit = (limits["lock_duration_ms"],
+                                                                        limits["delivery_limit"])
 
     @property
     def num_state_partitions(self) -> int:
@@ -129,25 +146,41 @@ class ShareCoordinator:
         return session
 
     # -------------------------------------------------------------------------------------- share-partitions
-    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int, log_end: int) -> SharePartition:
+    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int, leader) -> SharePartition:
+        """The share-partition of the group on partition `leader` (a cluster Partition): as stored, else new where
+        the group's share.auto.offset.reset puts it."""
         key = (group_id, topic_id, index)
         partition = self.partitions.get(key)
         if partition is None:
             stored = self._stored_states(state_partition_for(group_id, topic_id, index,
                                                              self.num_state_partitions)).get(key)
             if stored is None:
-                partition = SharePartition(log_end, **self.limits)
+                partition = SharePartition(self._reset_offset(group_id, leader), **self._limits(group_id))
                 self._created_ms[key] = now_ms()
             else:
-                partition = SharePartition.restored(stored[0], stored[1], **self.limits)
+                partition = SharePartition.restored(stored[0], stored[1], **self._limits(group_id))
             self.partitions[key] = partition
         return partition
 
+    def _reset_offset(self, group_id: str, leader) -> int:
+        """Where a share-partition without state starts (share.auto.offset.reset): the high watermark (latest),
+        the log start (earliest), or the first record at most the duration old (by_duration; the high watermark
+        when there is none)."""
+        group = self.settings(group_id)
+        if group.auto_offset_reset == "earliest":
+            return leader.log.log_start_offset
+        duration = group.reset_duration_ms
+        if duration is not None:
+            found = leader.log.offset_for_timestamp(now_ms() - duration)
+            if found is not None:
+                return min(found[0], leader.high_watermark)
+        return leader.high_watermark
+
     def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
-                    batches: list[tuple[int, int, list[int]]], log_end: int) -> None:
+                    batches: list[tuple[int, int, list[int]]], leader) -> None:
         """Apply a partition's acknowledgement batches and persist them; INVALID_RECORD_STATE (and the batches
         before the failing one applied) as Kafka answers a batch naming records this member does not hold."""
-        partition = self.share_partition(group_id, topic_id, index, log_end)
+        partition = self.share_partition(group_id, topic_id, index, leader)
         now = now_ms()
         try:
             for first, last, types in batches:
@@ -267,7 +300,7 @@ class ShareCoordinator:
         group = self._empty_group(group_id, create=True)
         for (topic_id, index), start in starts.items():
             key = (group_id, topic_id, index)
-            self.partitions[key] = SharePartition(start, **self.limits)
+            self.partitions[key] = SharePartition(start, **self._limits(group_id))
             self._created_ms[key] = now_ms()
             self.persist(key)
         group.state_timestamp_ms = now_ms()

@@ -4,10 +4,12 @@ Plain code with explicit `now_ms`, as Kafka's SharePartition without its I/O. Th
 (every record before it is done: acknowledged or archived) to the end offset (the next record never fetched). A
 record in the window is AVAILABLE (to be delivered, again if its delivery count is above 0), ACQUIRED by one member
 until its lock expires, ACKNOWLEDGED or ARCHIVED; the ids are Kafka's RecordState ids, which the state topic stores.
-Acquiring a record counts a delivery. A record released (RELEASE, its lock expiring, its holder leaving) becomes
-AVAILABLE again, or ARCHIVED once its delivery count has reached the delivery limit; REJECT and GAP archive it,
-ACCEPT acknowledges it, RENEW extends its lock. The start offset moves past every record that is done, so the window
-holds at most `max_locks` records not yet done (group.share.partition.max.record.locks), as Kafka bounds it.
+Acquiring a record counts a delivery; a record a fetch must not deliver (a control batch's, an aborted transaction's
+under share.isolation.level read_committed) is archived instead. A record released (RELEASE, its lock expiring, its
+holder leaving) becomes AVAILABLE again, or ARCHIVED once its delivery count has reached the delivery limit; REJECT
+and GAP archive it, ACCEPT acknowledges it, RENEW extends its lock. The start offset moves past every record that is
+done, so the window holds at most `max_locks` records not yet done (group.share.partition.max.record.locks), as
+Kafka bounds it.
 
 `state_batches` is what is persisted (odradek/coordinator/share_state.py): runs of equal (state, delivery count),
 an acquired record stored as AVAILABLE with the count of its current delivery, as Kafka's persister writes it. A
@@ -69,18 +71,21 @@ class SharePartition:
             return None
         return self.end_offset
 
-    def acquire(self, member: str, batches: Iterable[tuple[int, int]], max_records: int,
-                now_ms: int) -> list[tuple[int, int, int]]:
+    def acquire(self, member: str, batches: Iterable[tuple[int, int]], max_records: int, now_ms: int,
+                skipped: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int, int]]:
         """Acquire for `member` up to `max_records` records of the log batches (first, last offset) a fetch read;
-        the acquired runs as (first, last, delivery count). Offsets between batches (compacted away) are archived
-        as the window passes them."""
+        the acquired runs as (first, last, delivery count). The `skipped` batches it read (control batches, an
+        aborted transaction's under read_committed) and the offsets between batches (compacted away) are archived
+        as the window passes them, never delivered."""
         acquired: list[tuple[int, int, int]] = []
         taken = 0
         deadline = now_ms + self.lock_duration_ms
-        for first, last in batches:
+        ranges = sorted([(first, last, True) for first, last in batches]
+                        + [(first, last, False) for first, last in skipped])
+        for first, last, deliverable in ranges:
             for offset in range(max(first, self.start_offset), last + 1):
                 if taken >= max_records:
-                    return acquired
+                    break
                 record = self.records.get(offset)
                 if record is None:
                     if offset < self.end_offset or self.end_offset - self.start_offset >= self.max_locks:
@@ -90,6 +95,9 @@ class SharePartition:
                     record = self.records[offset] = InFlight()
                     self.end_offset = offset + 1
                 if record.state != AVAILABLE:
+                    continue
+                if not deliverable:
+                    record.state = ARCHIVED
                     continue
                 record.state, record.member, record.lock_deadline_ms = ACQUIRED, member, deadline
                 record.delivery_count += 1

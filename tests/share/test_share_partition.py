@@ -102,3 +102,15 @@ def test_an_acknowledgement_outside_the_window_is_refused_at_once():
             sp.acknowledge("a", first, last, [ACCEPT], now_ms=0)
         assert refused.value.code == ErrorCode.INVALID_RECORD_STATE
     assert sp.acquired_count() == 5  # nothing changed
+
+
+def test_skipped_batches_are_archived_never_delivered():
+    """A control batch and an aborted transaction's batch (read_committed) a fetch read: the window passes them,
+    archived, with no delivery counted, also when they end the read."""
+    sp = SharePartition(0, **LIMITS)
+    assert sp.acquire("a", [(0, 1)], 10, now_ms=0, skipped=[(2, 4), (5, 5)]) == [(0, 1, 1)]
+    assert sp.end_offset == 6 and [sp.records[o].state for o in range(2, 6)] == [ARCHIVED] * 4
+    sp.acknowledge("a", 0, 1, [ACCEPT], now_ms=0)
+    assert sp.start_offset == 6 and not sp.records
+    assert sp.acquire("a", [(8, 9)], 10, now_ms=0, skipped=[(6, 7)]) == [(8, 9, 1)]
+    assert sp.start_offset == 8

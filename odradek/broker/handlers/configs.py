@@ -1,4 +1,4 @@
-"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics and for the broker (its dynamic configs).
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics, the broker (its dynamic configs) and groups.
 
 Every value is reported with the source a Kafka user expects and, when asked, its synonyms in Kafka's order
 (ConfigHelper.configSynonyms): a topic override (TOPIC_CONFIG), then the broker keys that default it, layer by layer
@@ -13,9 +13,11 @@ else is stored (names Kafka does not know and listener-prefixed ones too, descri
 hidden), and Kafka's validation failures are INVALID_REQUEST (KAFKA-13609 keeps them so). A BROKER_LOGGER resource
 ("<node id>") is the broker's Python loggers under log4j's level names, as Kafka's RuntimeLoggerManager serves its
 log4j loggers (`kafka-configs --entity-type broker-loggers`): described with each logger's effective level ("root"
-is the root logger), set or unset (back to inheriting) only by IncrementalAlterConfigs. With an authorizer,
-describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the topic, or on the cluster for a broker or broker
-logger resource.
+is the root logger), set or unset (back to inheriting) only by IncrementalAlterConfigs. A GROUP resource (type 32,
+`kafka-configs --entity-type groups`) is a group id's share group configs (odradek/coordinator/share_configs.py:
+Kafka's names, checks and INVALID_CONFIG answers), kept in the catalogue and told to the share coordinator; they
+are served where share groups are, on a single node. With an authorizer, describing needs DESCRIBE_CONFIGS and
+altering ALTER_CONFIGS on the topic or the group, or on the cluster for a broker or broker logger resource.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from odradek.config import (BROKER_CONFIGS, DEPRECATED_TOPIC_CONFIGS, KAFKA_DYNA
                             TOPIC_DEFAULT_BROKER_KEYS, ConfigKey, ConfigSource, ConfigType, broker_default_for,
                             broker_key_synonyms, dynamic_base_name, dynamic_broker_configs_refusal,
                             validate_topic_configs)
+from odradek.coordinator.share_configs import GROUP_CONFIGS, group_config_key, value_in_force
+from odradek.coordinator.share_configs import validate as validate_group_configs
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
@@ -40,7 +44,7 @@ DescribeConfigsResponse = DESCRIBE_CONFIGS.response
 AlterConfigsResponse = ALTER_CONFIGS.response
 IncrementalAlterConfigsResponse = INCREMENTAL_ALTER_CONFIGS.response
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
@@ -84,13 +88,16 @@ def in_order(entries: list, wanted) -> list:
 
 def require_on(access, operation: AclOperation, resource) -> None:
     """Kafka's check of a config resource: the operation on the topic, or on the cluster for a broker or broker
-    logger resource (TOPIC_ or CLUSTER_AUTHORIZATION_FAILED, with the error's own text, as Kafka's ConfigHelper
-    answers: kafka-topics --describe then says "Topic authorization failed.")."""
+    logger resource, on the group for a group resource (TOPIC_, CLUSTER_ or GROUP_AUTHORIZATION_FAILED, with the
+    error's own text, as Kafka's ConfigHelper answers: kafka-topics --describe then says "Topic authorization
+    failed.")."""
     if resource.resource_type == TOPIC:
         if not access.allows(operation, ResourceType.TOPIC, resource.resource_name):
             raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
     elif resource.resource_type in (BROKER, BROKER_LOGGER):
         access.require_cluster(operation)
+    elif resource.resource_type == GROUP:
+        access.require(operation, ResourceType.GROUP, resource.resource_name)
 
 
 def existing_logger(name: str) -> logging.Logger | None:
@@ -224,6 +231,24 @@ def handlers(broker) -> dict:
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}")
 
+    def group_entries(group_id: str, include_synonyms: bool, include_docs: bool) -> list:
+        """Every served group config: the group's own (GROUP_CONFIG), else what it runs with (DEFAULT_CONFIG)."""
+        own = broker.metadata.group_configs.get(group_id, {})
+        entries = []
+        for key in GROUP_CONFIGS.values():
+            source = ConfigSource.GROUP_CONFIG if key.name in own else ConfigSource.DEFAULT_CONFIG
+            synonyms = [(key.name, own[key.name], source)] if key.name in own and include_synonyms else []
+            entries.append(entry(key, value_in_force(key.name, own, broker.config), source, synonyms,
+                                 include_docs, False))
+        return entries
+
+    def check_group_resource(resource_name: str) -> None:
+        """Group configs are served where share groups are: a single node."""
+        if broker.share_coordinator is None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {GROUP}")
+        if not resource_name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+
     def check_logger_resource_name(resource_name: str) -> None:
         """A BROKER_LOGGER resource is this broker's id, never the cluster default."""
         if resource_name == "":
@@ -254,6 +279,9 @@ def handlers(broker) -> dict:
                 elif resource.resource_type == BROKER_LOGGER:
                     check_logger_resource_name(resource.resource_name)
                     entries = logger_entries()
+                elif resource.resource_type == GROUP:
+                    check_group_resource(resource.resource_name)
+                    entries = group_entries(resource.resource_name, include_synonyms, include_docs)
                 else:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
                                      f"Unsupported resource type {resource.resource_type}")
@@ -288,6 +316,16 @@ def handlers(broker) -> dict:
         broker.check_dynamic_configs(resource.resource_name, new_configs)
         if not validate_only:
             await broker.alter_dynamic_configs(resource.resource_name, new_configs)
+
+    async def alter_group(resource, compute, validate_only: bool):
+        group_id = resource.resource_name
+        check_group_resource(group_id)
+        new_configs = compute(dict(broker.metadata.group_configs.get(group_id, {})), resource.configs,
+                              group_config_key)
+        validate_group_configs(new_configs, broker.config)
+        if not validate_only:
+            await broker.catalogue_write(broker.metadata.set_group_configs, group_id, new_configs)
+            broker.share_coordinator.configs_changed(group_id)
 
     def topic_key(name: str) -> ConfigKey | None:
         """The topic key of that name (None for a deprecated one, which is taken and ignored)."""
@@ -339,6 +377,8 @@ def handlers(broker) -> dict:
                         await alter_topic(resource, compute, request.validate_only)
                     elif resource.resource_type == BROKER:
                         await alter_broker(resource, compute, request.validate_only)
+                    elif resource.resource_type == GROUP:
+                        await alter_group(resource, compute, request.validate_only)
                     elif resource.resource_type == BROKER_LOGGER and response_class is AlterConfigsResponse:
                         raise KafkaError(ErrorCode.INVALID_REQUEST, "AlterConfigs is deprecated and does not "
                                                                     "support the resource type BROKER_LOGGER")

@@ -1,16 +1,18 @@
 """Share-group APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share
 group offsets (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets).
 
-Wire translation around the broker's ShareCoordinator (odradek/coordinator/share_coordinator.py; None in a
-ZooKeeper cluster). A ShareFetch first applies the acknowledgements it carries, then reads whole batches of each partition of
+Wire translation around the broker's ShareCoordinator (odradek/coordinator/share_coordinator.py; None in a ZooKeeper
+cluster). A ShareFetch first applies the acknowledgements it carries, then reads whole batches of each partition of
 its share session from the first record the share-partition can deliver, acquires up to max_records of them for the
 member and answers those batches with the acquired ranges and their delivery counts (the client drops the records
 outside them); with nothing to acquire it waits up to max_wait_ms for an append or for records to come back. The
-batches are read from the log below the high watermark (share.isolation.level read_uncommitted, Kafka's default);
-control batches are never acquired. AlterShareGroupOffsets sets the start offset of an empty group's share-
-partitions (making the group if it is new, as Kafka does), DeleteShareGroupOffsets forgets a topic's state, and both
-refuse a group with members (NON_EMPTY_GROUP). With an authorizer, READ on the group and on each topic to fetch,
-acknowledge and alter offsets, DESCRIBE on the group and topics to describe, DELETE on the group to delete offsets.
+batches are read from the log below the high watermark, or with the group's share.isolation.level read_committed
+below the last stable offset; control batches and (read_committed) an aborted transaction's are archived, never
+acquired. The acquisition lock timeout answered is the group's share.record.lock.duration.ms. AlterShareGroupOffsets
+sets the start offset of an empty group's share-partitions (making the group if it is new, as Kafka does),
+DeleteShareGroupOffsets forgets a topic's state, and both refuse a group with members (NON_EMPTY_GROUP). With an
+authorizer, READ on the group and on each topic to fetch, acknowledge and alter offsets, DESCRIBE on the group and
+topics to describe, DELETE on the group to delete offsets.
 
 These APIs are served on a single node only: in a ZooKeeper cluster the share-partition's state partition may be
 led by another broker, which Kafka reaches through the share coordinator's inter-broker APIs (83-87), not
@@ -29,7 +31,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
-from odradek.records.batch import whole_batches
+from odradek.records.batch import committed_batches, whole_batches
 
 SHARE_GROUP_HEARTBEAT = api("ShareGroupHeartbeat")
 SHARE_GROUP_DESCRIBE = api("ShareGroupDescribe")
@@ -48,7 +50,6 @@ def handlers(broker) -> dict:
     coordinator = broker.share_coordinator
     if coordinator is None:  # a ZooKeeper cluster
         return {}
-    lock_ms = coordinator.limits["lock_duration_ms"]
 
     # -------------------------------------------------------------------------------- ShareGroupHeartbeat
     def answer_heartbeat(connection, header, request):
@@ -122,7 +123,7 @@ def handlers(broker) -> dict:
                     partition = broker.partition(known.name, p.partition_index)
                     coordinator.acknowledge(group_id, member_id, topic.topic_id, p.partition_index,
                                             [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                                             for b in p.acknowledgement_batches], partition.high_watermark)
+                                             for b in p.acknowledgement_batches], partition)
                 except KafkaError as exc:
                     error = exc
                 results[(topic.topic_id, p.partition_index)] = error
@@ -140,6 +141,7 @@ def handlers(broker) -> dict:
         by_id = broker.metadata.topics_by_id
         out = {}
         now = now_ms()
+        read_committed = coordinator.settings(group_id).read_committed
         for topic_id, index in sorted(keys):
             if max_records <= 0:
                 break
@@ -149,20 +151,24 @@ def handlers(broker) -> dict:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 partition = broker.partition(known.name, index)
                 log = partition.log
-                high_watermark = partition.high_watermark
-                share = coordinator.share_partition(group_id, topic_id, index, high_watermark)
+                bound = partition.last_stable_offset if read_committed else partition.high_watermark
+                share = coordinator.share_partition(group_id, topic_id, index, partition)
                 if share.start_offset < log.log_start_offset:
                     share.move_start(log.log_start_offset)
                 offset = share.next_fetch_offset()
-                if offset is None or offset >= high_watermark:
+                if offset is None or offset >= bound:
                     continue
-                region = log.read(offset, max_bytes, max_offset=high_watermark)
+                region = log.read(offset, max_bytes, max_offset=bound)
                 if region is None:
                     continue
                 data = region.read_bytes()
-                batches = [(h.base_offset, h.last_offset) for h, _ in whole_batches(data)
-                           if not h.is_control and h.base_offset < high_watermark]
-                acquired = share.acquire(member_id, batches, max_records, now)
+                read = [(h, batch) for h, batch in whole_batches(data) if h.base_offset < bound]
+                seen = committed_batches(read, log.aborted_transactions(offset, bound)) if read_committed else read
+                delivered = {h.base_offset for h, _ in seen if not h.is_control}
+                ranges = {True: [], False: []}
+                for h, _ in read:
+                    ranges[h.base_offset in delivered].append((h.base_offset, h.last_offset))
+                acquired = share.acquire(member_id, ranges[True], max_records, now, skipped=ranges[False])
                 if acquired:
                     coordinator.acquired((group_id, topic_id, index))
                     out[(topic_id, index)] = (None, data, acquired)
@@ -171,7 +177,7 @@ def handlers(broker) -> dict:
                 out[(topic_id, index)] = (exc, b"", [])
         return out
 
-    def fetch_response(header, acks, acquired, error: KafkaError | None = None):
+    def fetch_response(header, group_id: str, acks, acquired, error: KafkaError | None = None):
         Response = SHARE_FETCH.response
         if error is not None:
             return Response(throttle_time_ms=0, error_code=error.code, error_message=error.message)
@@ -190,7 +196,8 @@ def handlers(broker) -> dict:
                 current_leader=leader_of(Response, names.get(topic_id), index), records=data,
                 acquired_records=[Response.AcquiredRecords(first_offset=f, last_offset=la, delivery_count=c)
                                   for f, la, c in ranges]))
-        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE,
+                        acquisition_lock_timeout_ms=coordinator.settings(group_id).lock_duration_ms,
                         responses=[Response.ShareFetchableTopicResponse(topic_id=t, partitions=parts)
                                    for t, parts in by_topic.items()])
 
@@ -207,15 +214,15 @@ def handlers(broker) -> dict:
                     access.require(AclOperation.READ, ResourceType.TOPIC, names[topic_id])
             session = coordinator.session(group_id, member_id, request.share_session_epoch, added, forgotten)
         except KafkaError as exc:
-            return fetch_response(header, {}, {}, exc)
+            return fetch_response(header, group_id, {}, {}, exc)
         acks = acknowledge(group_id, member_id, request.topics)
         if session is None:
-            return fetch_response(header, acks, {})
+            return fetch_response(header, group_id, acks, {})
         max_records = request.max_records if request.max_records > 0 else 500
         max_bytes = max(1, min(request.max_bytes, 64 << 20))
         acquired = acquire(group_id, member_id, session.partitions, max_records, max_bytes)
         if any(ranges for _, _, ranges in acquired.values()) or request.max_wait_ms <= 0 or broker.stopping:
-            return fetch_response(header, acks, acquired)
+            return fetch_response(header, group_id, acks, acquired)
         return long_poll(header, request, session, acks, max_records, max_bytes, group_id, member_id)
 
     async def long_poll(header, request, session, acks, max_records, max_bytes, group_id, member_id):
@@ -228,7 +235,7 @@ def handlers(broker) -> dict:
             acquired = acquire(group_id, member_id, session.partitions, max_records, max_bytes)
             if (any(ranges for _, _, ranges in acquired.values()) or broker.stopping
                     or time.monotonic() >= deadline):
-                return fetch_response(header, acks, acquired)
+                return fetch_response(header, group_id, acks, acquired)
 
     # ---------------------------------------------------------------------------------- ShareAcknowledge
     def answer_share_acknowledge(connection, header, request):
@@ -249,7 +256,8 @@ def handlers(broker) -> dict:
                 partition_index=index, error_code=error.code if error else ErrorCode.NONE,
                 error_message=error.message if error else None,
                 current_leader=leader_of(Response, names.get(topic_id), index)))
-        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
+        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE,
+                        acquisition_lock_timeout_ms=coordinator.settings(group_id).lock_duration_ms,
                         responses=[Response.ShareAcknowledgeTopicResponse(topic_id=t, partitions=parts)
                                    for t, parts in by_topic.items()])
 

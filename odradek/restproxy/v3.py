@@ -1,5 +1,6 @@
 """Confluent REST Proxy's v3 API (its OpenAPI document, api/v3/openapi.yaml of confluentinc/kafka-rest, is the
-reference): the cluster, brokers and their configs, topics (create, delete, partition count, configs), partitions,
+reference): the cluster, brokers and their configs, the cluster-wide broker defaults (broker-configs), topics
+(create, delete, partition count, configs), partitions,
 consumer groups with their consumers and lag, ACLs, and records produced one at a time or streamed.
 
 Every resource has its `kind` (KafkaTopic, KafkaTopicList, ...), `metadata.self` (its URL under the request's
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import collections
+import dataclasses
 import datetime
 import json
 import re
@@ -75,6 +77,19 @@ def enum_of(kind, text, name: str, default: str):
     except KeyError:
         raise RestError(400, BAD_REQUEST, f"{name} {text!r} is not one of "
                                           f"{', '.join(member.name for member in kind)}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigOwner:
+    """What configs belong to: their kind, the Admin resource (type and name), the URL parts of their list, the
+    resource name's prefix before a config's name, and the fields each config carries of its owner."""
+    kind: str
+    type: ConfigResource.Type
+    name: str
+    parts: tuple
+    crn: str
+    fields: dict
+    checks_set: bool = True  # a config set must be one the owner lists (not for the cluster-wide defaults)
 
 
 class Links:
@@ -157,82 +172,133 @@ def routes(proxy: Proxy) -> list[Route]:
         return answer(broker_json(links, await one_broker(request, clients)))
 
     # ---------------------------------------------------------------------------------------- configs
-    def config_json(links: Links, kind: str, owner: tuple, crn: str, entry, **fields) -> dict:
-        source = "UNKNOWN" if entry.source == "UNKNOWN_CONFIG" else entry.source
-        return links.resource(kind, (*owner, "configs", entry.name), f"{crn}/config={entry.name}", **fields,
-                              name=entry.name, value=None if entry.sensitive else entry.value,
+    # Three owners of configs: a broker (KafkaBrokerConfig, BROKER resource "<id>"), the cluster-wide broker
+    # defaults (KafkaClusterConfig, BROKER resource ""; only those set are listed, as Kafka answers) and a topic
+    # (KafkaTopicConfig). As Confluent's config managers: changing a broker's or a topic's config that it does not
+    # list is 404, as is resetting a cluster default that is not set; setting a cluster default is not checked
+    # (there is no list of the names it may take).
+    def config_json(links: Links, owner: ConfigOwner, entry) -> dict:
+        def source_of(name: str) -> str:
+            return "UNKNOWN" if name == "UNKNOWN_CONFIG" else name
+
+        hidden = entry.sensitive
+        return links.resource(owner.kind, (*owner.parts, entry.name), f"{owner.crn}{entry.name}", **owner.fields,
+                              name=entry.name, value=None if hidden else entry.value,
                               is_default=entry.source == "DEFAULT_CONFIG", is_read_only=entry.read_only,
-                              is_sensitive=entry.sensitive, source=source, synonyms=[])
+                              is_sensitive=entry.sensitive, source=source_of(entry.source),
+                              synonyms=[{"name": name, "value": None if hidden else value, "source": source_of(source)}
+                                        for name, value, source in entry.synonyms])
 
-    async def broker_configs(request: Request) -> Response:
-        clients, links = await context(request)
-        broker = await one_broker(request, clients)
-        entries = await proxy.call(clients.admin.config_values, ConfigResource.Type.BROKER, str(broker.node_id))
-        owner = ("brokers", broker.node_id)
-        return answer(links.listing("KafkaBrokerConfigList", (*owner, "configs"), [
-            config_json(links, "KafkaBrokerConfig", owner, f"/broker={broker.node_id}", entry,
-                        broker_id=broker.node_id) for entry in entries]))
+    def broker_owner(broker_id: int) -> ConfigOwner:
+        return ConfigOwner("KafkaBrokerConfig", ConfigResource.Type.BROKER, str(broker_id),
+                           ("brokers", broker_id, "configs"), f"/broker={broker_id}/config=", {"broker_id": broker_id})
 
-    async def topic_entries(request: Request, clients) -> list:
+    def topic_owner(name: str) -> ConfigOwner:
+        return ConfigOwner("KafkaTopicConfig", ConfigResource.Type.TOPIC, name, ("topics", name, "configs"),
+                           f"/topic={name}/config=", {"topic_name": name})
+
+    async def config_owner(request: Request, clients, which: str) -> ConfigOwner:
+        """The owner a request's path names (404 for a broker or topic that does not exist)."""
+        if which == "broker":
+            return broker_owner((await one_broker(request, clients)).node_id)
+        if which == "cluster":
+            return ConfigOwner("KafkaClusterConfig", ConfigResource.Type.BROKER, "", ("broker-configs",),
+                               "/broker-config=", {"config_type": "BROKER"}, checks_set=False)
         name = request.path_params["topic"]
         await proxy.call(clients.partition_count, name)  # 40401 if it does not exist
-        return await proxy.call(clients.admin.topic_config_values, name)
+        return topic_owner(name)
 
-    def topic_config_json(links: Links, name: str, entry) -> dict:
-        return config_json(links, "KafkaTopicConfig", ("topics", name), f"/topic={name}", entry, topic_name=name)
+    async def entries_of(clients, owner: ConfigOwner) -> list:
+        return await proxy.call(clients.admin.config_values, owner.type, owner.name)
 
-    async def topic_configs(request: Request) -> Response:
+    async def require_listed(clients, owner: ConfigOwner, names) -> None:
+        listed = {entry.name for entry in await entries_of(clients, owner)}
+        for name in names:
+            if name not in listed:
+                raise not_found(f"Config {name}")
+
+    async def alter(clients, owner: ConfigOwner, set_configs: dict, delete_configs: list,
+                    validate_only: bool = False) -> Response:
+        await require_listed(clients, owner, [*(set_configs if owner.checks_set else ()), *delete_configs])
+        if not validate_only:
+            await proxy.call(clients.admin.alter_configs, owner.type, owner.name, set_configs, delete_configs)
+        return Response(status_code=204)
+
+    def config_handlers(which: str) -> tuple:
+        async def listing(request: Request) -> Response:
+            clients, links = await context(request)
+            owner = await config_owner(request, clients, which)
+            return answer(links.listing(f"{owner.kind}List", owner.parts, [
+                config_json(links, owner, entry) for entry in await entries_of(clients, owner)]))
+
+        async def one(request: Request) -> Response:
+            clients, links = await context(request)
+            owner, key = await config_owner(request, clients, which), request.path_params["name"]
+            for entry in await entries_of(clients, owner):
+                if entry.name == key:
+                    return answer(config_json(links, owner, entry))
+            raise not_found(f"Config {key}")
+
+        async def update(request: Request) -> Response:
+            require_json(request)
+            value = field(await json_body(request, proxy), "value", str)
+            clients, _ = await context(request)
+            owner = await config_owner(request, clients, which)
+            return await alter(clients, owner, {request.path_params["name"]: value or ""}, [])
+
+        async def reset(request: Request) -> Response:
+            clients, _ = await context(request)
+            owner = await config_owner(request, clients, which)
+            return await alter(clients, owner, {}, [request.path_params["name"]])
+
+        async def batch(request: Request) -> Response:
+            require_json(request)
+            body = await json_body(request, proxy)
+            set_configs, delete_configs = {}, []
+            for change in field(body, "data", list, required=True):
+                key = field(change, "name", str, required=True)
+                operation = str(field(change, "operation", str, default="SET")).upper()
+                if operation == "DELETE":
+                    delete_configs.append(key)
+                elif operation == "SET":
+                    set_configs[key] = field(change, "value", str, default="") or ""
+                else:
+                    raise RestError(400, BAD_REQUEST, f"operation {operation!r} is not SET or DELETE")
+            clients, _ = await context(request)
+            owner = await config_owner(request, clients, which)
+            return await alter(clients, owner, set_configs, delete_configs,
+                               field(body, "validate_only", bool, default=False))
+
+        return listing, one, update, reset, batch
+
+    async def every_broker_configs(request: Request) -> Response:
         clients, links = await context(request)
-        name = request.path_params["topic"]
-        entries = await topic_entries(request, clients)
-        return answer(links.listing("KafkaTopicConfigList", ("topics", name, "configs"),
-                                    [topic_config_json(links, name, entry) for entry in entries]))
+        info = await proxy.call(clients.admin.describe_cluster)
+        owners = [broker_owner(broker.node_id) for broker in info.brokers]
+        return answer(await every_config(clients, links, "KafkaBrokerConfigList", ("brokers", "-", "configs"),
+                                         owners))
 
-    async def topic_config(request: Request) -> Response:
+    async def every_topic_configs(request: Request) -> Response:
         clients, links = await context(request)
-        name, key = request.path_params["topic"], request.path_params["name"]
-        for entry in await topic_entries(request, clients):
-            if entry.name == key:
-                return answer(topic_config_json(links, name, entry))
-        raise not_found(f"Config {key}")
+        names = await proxy.call(clients.admin.list_topics, True)
+        owners = [topic_owner(name) for name in names]
+        return answer(await every_config(clients, links, "KafkaTopicConfigList", ("topics", "-", "configs"),
+                                         owners))
 
-    async def set_topic_config(request: Request) -> Response:
-        require_json(request)
-        body = await json_body(request, proxy)
-        value = field(body, "value", str)
-        clients, _ = await context(request)
-        name = request.path_params["topic"]
-        await proxy.call(clients.partition_count, name)
-        await proxy.call(clients.admin.alter_topic_configs, name, {request.path_params["name"]: value or ""})
-        return Response(status_code=204)
+    async def every_config(clients, links: Links, kind: str, parts: tuple, owners: list) -> dict:
+        """Every config of every owner, owner by owner (one DescribeConfigs each, all asked at once); a topic
+        deleted meanwhile is left out."""
+        async def entries_or_none(owner: ConfigOwner):
+            try:
+                return await entries_of(clients, owner)
+            except RestError as exc:
+                if exc.status == 404 and owner.type == ConfigResource.Type.TOPIC:
+                    return []
+                raise
 
-    async def reset_topic_config(request: Request) -> Response:
-        clients, _ = await context(request)
-        name = request.path_params["topic"]
-        await proxy.call(clients.partition_count, name)
-        await proxy.call(clients.admin.alter_topic_configs, name, {}, [request.path_params["name"]])
-        return Response(status_code=204)
-
-    async def alter_topic_configs(request: Request) -> Response:
-        require_json(request)
-        body = await json_body(request, proxy)
-        changes = field(body, "data", list, required=True)
-        set_configs, delete_configs = {}, []
-        for change in changes:
-            key = field(change, "name", str, required=True)
-            operation = str(field(change, "operation", str, default="SET")).upper()
-            if operation == "DELETE":
-                delete_configs.append(key)
-            elif operation == "SET":
-                set_configs[key] = field(change, "value", str, default="")
-            else:
-                raise RestError(400, BAD_REQUEST, f"operation {operation!r} is not SET or DELETE")
-        clients, _ = await context(request)
-        name = request.path_params["topic"]
-        await proxy.call(clients.partition_count, name)
-        if not field(body, "validate_only", bool, default=False):
-            await proxy.call(clients.admin.alter_topic_configs, name, set_configs, delete_configs)
-        return Response(status_code=204)
+        found = await asyncio.gather(*(entries_or_none(owner) for owner in owners))
+        return links.listing(kind, parts, [config_json(links, owner, entry)
+                                           for owner, entries in zip(owners, found) for entry in entries])
 
     # ----------------------------------------------------------------------------------------- topics
     def topic_json(links: Links, name: str, layouts: list) -> dict:
@@ -478,22 +544,27 @@ def routes(proxy: Proxy) -> list[Route]:
             return DuplexResponse(producing.results(_chunks_of(body)), media_type="application/json")
         return DuplexResponse(producing.results(request.stream()), media_type="application/json")
 
+    def config_routes(path: str, which: str) -> list[Route]:
+        listing, one, update, reset, batch = config_handlers(which)
+        return [Route(path, listing, methods=["GET"]), Route(f"{path}:alter", batch, methods=["POST"]),
+                Route(f"{path}/{{name}}", one, methods=["GET"]), Route(f"{path}/{{name}}", update, methods=["PUT"]),
+                Route(f"{path}/{{name}}", reset, methods=["DELETE"])]
+
     return [
         Route("/v3/clusters", clusters, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}", cluster, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/brokers", brokers, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/brokers/{broker_id:int}", broker, methods=["GET"]),
-        Route("/v3/clusters/{cluster_id}/brokers/{broker_id:int}/configs", broker_configs, methods=["GET"]),
+        *config_routes("/v3/clusters/{cluster_id}/brokers/{broker_id:int}/configs", "broker"),
+        Route("/v3/clusters/{cluster_id}/brokers/-/configs", every_broker_configs, methods=["GET"]),
+        *config_routes("/v3/clusters/{cluster_id}/broker-configs", "cluster"),
+        Route("/v3/clusters/{cluster_id}/topics/-/configs", every_topic_configs, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics", topics, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics", create_topic, methods=["POST"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}", topic, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}", delete_topic, methods=["DELETE"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}", update_topic, methods=["PATCH"]),
-        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs", topic_configs, methods=["GET"]),
-        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs:alter", alter_topic_configs, methods=["POST"]),
-        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs/{name}", topic_config, methods=["GET"]),
-        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs/{name}", set_topic_config, methods=["PUT"]),
-        Route("/v3/clusters/{cluster_id}/topics/{topic}/configs/{name}", reset_topic_config, methods=["DELETE"]),
+        *config_routes("/v3/clusters/{cluster_id}/topics/{topic}/configs", "topic"),
         Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions", partitions, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions/{partition_id:int}", partition, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}/records", produce, methods=["POST"]),

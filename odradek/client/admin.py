@@ -186,16 +186,17 @@ class Admin:
         self.alter_configs(ConfigResource.Type.TOPIC, name, set_configs, delete_configs)
 
     def alter_configs(self, kind: ConfigResource.Type, name: str, set_configs: Mapping[str, str],
-                      delete_configs: Iterable[str] = ()) -> None:
+                      delete_configs: Iterable[str] = (), validate_only: bool = False) -> None:
         """IncrementalAlterConfigs of one resource (a topic by name, a broker by its id, "" for every broker: the
-        cluster-wide defaults, which confluent-kafka refuses to name, go over Admin.call)."""
+        cluster-wide defaults, which confluent-kafka refuses to name, go over Admin.call); validate_only: the
+        broker checks the changes and makes none."""
         if kind == ConfigResource.Type.BROKER and name == "":
             request = api("IncrementalAlterConfigs").request
             changes = [request.AlterableConfig(name=key, config_operation=AlterConfigOpType.SET.value, value=value)
                        for key, value in set_configs.items()]
             changes += [request.AlterableConfig(name=key, config_operation=AlterConfigOpType.DELETE.value, value=None)
                         for key in delete_configs]
-            answer = self.call("IncrementalAlterConfigs", (0, 1), validate_only=False, resources=[
+            answer = self.call("IncrementalAlterConfigs", (0, 1), validate_only=validate_only, resources=[
                 request.AlterConfigsResource(resource_type=kind.value, resource_name="", configs=changes)])
             for result in answer.responses:
                 raise_for_error(result.error_code, result.error_message)
@@ -204,7 +205,7 @@ class Admin:
                    for key, value in set_configs.items()]
         entries += [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in delete_configs]
         resource = ConfigResource(kind, name, incremental_configs=entries)
-        self._wait(self._client.incremental_alter_configs([resource])[resource])
+        self._wait(self._client.incremental_alter_configs([resource], validate_only=validate_only)[resource])
 
     def topic_config_values(self, name: str) -> list[ConfigValue]:
         """Every setting of the topic, its own overrides and the defaults it inherits, sorted by name."""

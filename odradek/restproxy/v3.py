@@ -220,8 +220,8 @@ def routes(proxy: Proxy) -> list[Route]:
     async def alter(clients, owner: ConfigOwner, set_configs: dict, delete_configs: list,
                     validate_only: bool = False) -> Response:
         await require_listed(clients, owner, [*(set_configs if owner.checks_set else ()), *delete_configs])
-        if not validate_only:
-            await proxy.call(clients.admin.alter_configs, owner.type, owner.name, set_configs, delete_configs)
+        await proxy.call(clients.admin.alter_configs, owner.type, owner.name, set_configs, delete_configs,
+                         validate_only)
         return Response(status_code=204)
 
     def config_handlers(which: str) -> tuple:

@@ -54,6 +54,8 @@ def test_a_brokers_configs_are_read_set_reset_and_altered(http, cluster):
     assert http.post(f"{base}:alter", json={"validate_only": True, "data": [
         {"name": "compression.type", "operation": "DELETE"}]}).status_code == 204
     assert http.get(f"{base}/compression.type").json()["value"] == "lz4"
+    assert status(http.post(f"{base}:alter", json={"validate_only": True, "data": [
+        {"name": "compression.type", "value": "snappier"}]})) == (400, 40002)
     assert http.post(f"{base}:alter", json={"data": [{"name": "compression.type", "operation": "DELETE"},
                                                      {"name": "log.cleaner.threads", "operation": "DELETE"}]}
                      ).status_code == 204
@@ -107,6 +109,11 @@ def test_cluster_wide_broker_defaults_are_set_listed_and_reset(http, cluster):
     assert http.get(base).json()["data"] == []
     assert http.get(f"{cluster}/brokers/1/configs/log.retention.ms").json()["source"] == "DEFAULT_CONFIG"
     assert status(http.put(f"{base}/compression.type", json={"value": "snappier"})) == (400, 40002)
+    assert status(http.post(f"{base}:alter", json={"validate_only": True, "data": [
+        {"name": "compression.type", "value": "snappier"}]})) == (400, 40002)
+    assert http.post(f"{base}:alter", json={"validate_only": True, "data": [
+        {"name": "compression.type", "value": "gzip"}]}).status_code == 204
+    assert http.get(base).json()["data"] == []
 
 
 def test_topic_configs_of_one_topic_and_of_every_topic(http, cluster, broker, topic_name):
@@ -121,6 +128,8 @@ def test_topic_configs_of_one_topic_and_of_every_topic(http, cluster, broker, to
     assert status(http.put(f"{cluster}/topics/nope/configs/retention.ms", json={"value": "1"})) == (404, 40401)
     assert http.post(f"{base}:alter", json={"validate_only": True, "data": [
         {"name": "retention.ms", "value": "1000"}]}).status_code == 204
+    assert status(http.post(f"{base}:alter", json={"validate_only": True, "data": [
+        {"name": "retention.ms", "value": "soon"}]})) == (400, 40002)
     assert admin.topic_configs(topic_name) == {"retention.ms": "60000"}
 
     every = http.get(f"{cluster}/topics/-/configs").json()

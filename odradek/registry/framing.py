@@ -147,7 +147,7 @@ def _protobuf(schema: str, references: list[tuple[str, str]]):
 
     def decode_protobuf(payload: bytes):
         stream = io.BytesIO(payload)
-        indexes = [_zigzag(stream) for _ in range(_zigzag(stream))] or [0]
+        indexes = message_indexes(stream)
         message = root.message_types_by_name[main.message_type[indexes[0]].name]
         for index in indexes[1:]:
             message = message.nested_types[index]
@@ -156,6 +156,13 @@ def _protobuf(schema: str, references: list[tuple[str, str]]):
         return json_format.MessageToDict(decoded)
 
     return decode_protobuf
+
+
+def message_indexes(stream: io.BytesIO) -> list[int]:
+    """The message indexes that open a framed Protobuf payload (after the magic byte and schema id), read from
+    `stream`: a zigzag varint count, then that many zigzag varints, the path to the message type in its file (the
+    first top-level message, [0], when the count is 0), as Confluent's serializers write them."""
+    return [_zigzag(stream) for _ in range(_zigzag(stream))] or [0]
 
 
 def _zigzag(stream: io.BytesIO) -> int:

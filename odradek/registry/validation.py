@@ -18,7 +18,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable
 
-from odradek.registry.framing import Decoders, Undecodable, _zigzag
+from odradek.registry.framing import Decoders, Undecodable, message_indexes
 from odradek.registry.service import Registry, RegistryError
 from odradek.registry.store import KafkaStore
 
@@ -88,7 +88,7 @@ def _message_name(proto, payload: bytes) -> str | None:
     """The full name of the message a Protobuf payload's indexes (framing) select in its file; None if none."""
     try:
         stream = io.BytesIO(payload)
-        indexes = [_zigzag(stream) for _ in range(_zigzag(stream))] or [0]
+        indexes = message_indexes(stream)
         message = proto.message_type[indexes[0]]
         names = [proto.package, message.name] if proto.package else [message.name]
         for index in indexes[1:]:

@@ -11,11 +11,17 @@ import json
 import fastavro
 import httpx
 import pytest
+from google.protobuf import descriptor_pool, timestamp_pb2
+from google.protobuf.message_factory import GetMessageClass
+from pyiceberg.types import ListType, StructType
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from odradek.embedded import BrokerProcess
+from odradek.registry import schemas as registry_schemas
 from odradek.registry import SchemaRegistry, SchemaRegistrySettings
 
 from .conftest import create_topic, produce, rows, table_of, wait_committed
@@ -107,3 +113,98 @@ def test_latest_schema_decodes_plain_avro(broker, registry, topic_name):
     assert [(row["id"], row["qty"]) for row in rows(table)] == [(0, 0), (1, 1), (2, 2)]
     [dead] = rows(table_of(broker.data_dir, topic_name + "~dlq"))
     assert dead["offset"] == 3 and "tombstone" in dead["reason"]
+
+
+# ---- JSON Schema and Protobuf values (odradek/iceberg/json_schema.py, protobuf.py) ----
+
+ORDER_JSON = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "item": {"type": ["string", "null"]}, "price": {"type": "number"},
+    "paid": {"type": "boolean"}, "to": {"type": "object", "properties": {"city": {"type": "string"}}},
+    "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["id"]}
+ORDER_PROTO = """syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+message Order {
+  int64 id = 1;
+  string item = 2;
+  repeated string tags = 3;
+  Kind kind = 4;
+  google.protobuf.Timestamp at = 5;
+  Address to = 6;
+  %s
+  message Address { string city = 1; }
+  enum Kind { PICKUP = 0; DELIVERY = 1; }
+}
+"""
+
+
+def json_serializer(registry, schema: dict) -> JSONSerializer:
+    return JSONSerializer(json.dumps(schema), SchemaRegistryClient({"url": registry.url}))
+
+
+def order_class(extra_field: str):
+    """The message class of ORDER_PROTO with one more field, compiled by protoc as the registry compiles it."""
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(registry_schemas.parse("PROTOBUF", ORDER_PROTO % extra_field).parsed)
+    return GetMessageClass(pool.FindMessageTypeByName("Order"))
+
+
+def columns(table) -> dict:
+    """The value's columns of a table and their types, structs as dicts and lists as lists of their element's."""
+    def shape(field_type):
+        if isinstance(field_type, StructType):
+            return {field.name: shape(field.field_type) for field in field_type.fields}
+        if isinstance(field_type, ListType):
+            return [shape(field_type.element_type)]
+        return str(field_type)
+    return {name: kind for name, kind in shape(table.schema().as_struct()).items() if name != "kafka"}
+
+
+def test_json_schema_values_become_columns_and_evolve(broker, registry, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    httpx.put(f"{registry.url}/config/{topic_name}-value", json={"compatibility": "NONE"}).raise_for_status()
+    v2 = {**ORDER_JSON, "properties": {**ORDER_JSON["properties"], "qty": {"type": "integer"}}}
+    first = framed(json_serializer(registry, ORDER_JSON), topic_name,
+                   {"id": 1, "item": None, "price": 2.5, "paid": True, "to": {"city": "Oslo", "zip": "0150"},
+                    "tags": ["a", "b"], "note": "not a column"})
+    second = framed(json_serializer(registry, v2), topic_name, {"id": 2, "item": "pen", "qty": 3})
+    invalid = first[:5] + b'{"item": "no id"}'  # framed by the first schema's id, not valid for it
+    produce(broker, topic_name, [(0, b"k", first, None), (0, None, second, None), (0, None, invalid, None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 3})
+
+    assert [{key: value for key, value in row.items() if key != "kafka"} for row in rows(table)] == [
+        {"id": 1, "item": None, "price": 2.5, "paid": True, "to": {"city": "Oslo"}, "tags": ["a", "b"], "qty": None},
+        {"id": 2, "item": "pen", "price": None, "paid": None, "to": None, "tags": None, "qty": 3}]
+    assert columns(table) == {"id": "long", "item": "string", "price": "double", "paid": "boolean",
+                              "to": {"city": "string"}, "tags": ["string"], "qty": "long"}
+    [dead] = rows(table_of(broker.data_dir, topic_name + "~dlq"))
+    assert dead["offset"] == 2 and dead["value"] == invalid
+    assert "not valid for its JSON schema" in dead["reason"] and "'id' is a required property" in dead["reason"]
+
+
+def test_protobuf_values_become_columns_and_evolve(broker, registry, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    httpx.put(f"{registry.url}/config/{topic_name}-value", json={"compatibility": "NONE"}).raise_for_status()
+    client = SchemaRegistryClient({"url": registry.url})
+    values = []
+    # the first version, a compatible second (a field added), an incompatible third (qty's type changed)
+    for extra, fields in (("optional int32 qty = 7;", {"qty": 4}),
+                          ("optional int32 qty = 7;\n  string note = 8;", {"note": "late"}),
+                          ("string qty = 7;", {"qty": "four"})):
+        message_class = order_class(extra)
+        message = message_class(id=2 ** 40, item="pen", tags=["a"], kind=1, to={"city": "Oslo"}, **fields)
+        message.at.FromMilliseconds(1_700_000_000_000)
+        values.append(framed(ProtobufSerializer(message_class, client, {"use.deprecated.format": False}),
+                             topic_name, message))
+    produce(broker, topic_name, [(0, None, value, None) for value in values])
+    table = wait_committed(broker.data_dir, topic_name, {0: 3})
+
+    written = rows(table)
+    assert [(row["id"], row["item"], row["tags"], row["kind"], row["to"], row["qty"], row["note"])
+            for row in written] == [(2 ** 40, "pen", ["a"], "DELIVERY", {"city": "Oslo"}, 4, None),
+                                    (2 ** 40, "pen", ["a"], "DELIVERY", {"city": "Oslo"}, None, "late")]
+    assert written[0]["at"].timestamp() == 1_700_000_000
+    assert columns(table) == {"id": "long", "item": "string", "tags": ["string"], "kind": "string",
+                              "at": "timestamptz", "to": {"city": "string"}, "qty": "int", "note": "string"}
+    [dead] = rows(table_of(broker.data_dir, topic_name + "~dlq"))
+    assert dead["offset"] == 2 and "does not evolve the table" in dead["reason"]

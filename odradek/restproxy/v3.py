@@ -1,6 +1,6 @@
 """Confluent REST Proxy's v3 API (its OpenAPI document, api/v3/openapi.yaml of confluentinc/kafka-rest, is the
 reference): the cluster, brokers and their configs, the cluster-wide broker defaults (broker-configs), topics
-(create, delete, partition count, configs), partitions,
+(create, delete, partition count, configs), partitions and their replicas (by partition and by broker),
 consumer groups with their consumers and lag, ACLs, and records produced one at a time or streamed.
 
 Every resource has its `kind` (KafkaTopic, KafkaTopicList, ...), `metadata.self` (its URL under the request's
@@ -386,11 +386,44 @@ def routes(proxy: Proxy) -> list[Route]:
 
     async def partition(request: Request) -> Response:
         clients, links = await context(request)
+        name, layout = await layout_of(request, clients)
+        return answer(partition_json(links, name, layout))
+
+    def replica_json(links: Links, name: str, layout, broker_id: int) -> dict:
+        parts = ("topics", name, "partitions", layout.partition, "replicas", broker_id)
+        return links.resource("KafkaReplica", parts, f"/topic={name}/partition={layout.partition}/replica={broker_id}",
+                              topic_name=name, partition_id=layout.partition, broker_id=broker_id,
+                              is_leader=layout.leader == broker_id, is_in_sync=broker_id in layout.isr,
+                              broker=links.related("brokers", broker_id))
+
+    async def layout_of(request: Request, clients):
         name, index = request.path_params["topic"], request.path_params["partition_id"]
         layouts = await layouts_of(clients, name)
         if not 0 <= index < len(layouts):
             raise not_found(f"Partition {name}-{index}")
-        return answer(partition_json(links, name, layouts[index]))
+        return name, layouts[index]
+
+    async def replicas(request: Request) -> Response:
+        clients, links = await context(request)
+        name, layout = await layout_of(request, clients)
+        return answer(links.listing("KafkaReplicaList", ("topics", name, "partitions", layout.partition, "replicas"),
+                                    [replica_json(links, name, layout, broker_id) for broker_id in layout.replicas]))
+
+    async def replica(request: Request) -> Response:
+        clients, links = await context(request)
+        name, layout = await layout_of(request, clients)
+        broker_id = request.path_params["broker_id"]
+        if broker_id not in layout.replicas:
+            raise not_found(f"Replica {broker_id} of partition {name}-{layout.partition}")
+        return answer(replica_json(links, name, layout, broker_id))
+
+    async def broker_replicas(request: Request) -> Response:
+        clients, links = await context(request)
+        broker_id = (await one_broker(request, clients)).node_id
+        layouts = await proxy.call(clients.admin.topic_layouts, True)
+        return answer(links.listing("KafkaReplicaList", ("brokers", broker_id, "partition-replicas"), [
+            replica_json(links, name, layout, broker_id) for name, parts in layouts.items() for layout in parts
+            if broker_id in layout.replicas]))
 
     # -------------------------------------------------------------------------------- consumer groups
     def group_json(links: Links, info) -> dict:
@@ -567,6 +600,12 @@ def routes(proxy: Proxy) -> list[Route]:
         *config_routes("/v3/clusters/{cluster_id}/topics/{topic}/configs", "topic"),
         Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions", partitions, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions/{partition_id:int}", partition, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions/{partition_id:int}/replicas", replicas,
+              methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/partitions/{partition_id:int}/replicas/{broker_id:int}",
+              replica, methods=["GET"]),
+        Route("/v3/clusters/{cluster_id}/brokers/{broker_id:int}/partition-replicas", broker_replicas,
+              methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}/records", produce, methods=["POST"]),
         Route("/v3/clusters/{cluster_id}/consumer-groups", groups, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/consumer-groups/{group}", group, methods=["GET"]),

@@ -1,5 +1,5 @@
 """The REST proxy's v3 API with httpx against a real broker: the cluster and its brokers, topics created, altered,
-configured and deleted, partitions, a consumer group's consumers and lag, records produced one at a time and
+configured and deleted, partitions and their replicas, a consumer group's consumers and lag, records produced one at a time and
 streamed (read back by a native consumer), with the resource shapes (kind, metadata.self, resource_name,
 relationships) and error codes of Confluent's OpenAPI document."""
 
@@ -187,3 +187,28 @@ def test_a_consumer_group_shows_its_consumers_and_lag(http, cluster, broker, top
         "KafkaConsumerGroupLagSummary", 3, 3, topic_name)
     assert group in [g["consumer_group_id"] for g in http.get(f"{cluster}/consumer-groups").json()["data"]]
     http.delete(base)
+
+
+def test_partition_replicas_by_partition_and_by_broker(http, cluster, broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 2)
+    cluster_id = cluster.rsplit("/", 1)[1]
+    partition = http.get(f"{cluster}/topics/{topic_name}/partitions/1").json()
+    leader = http.get(partition["leader"]["related"]).json()
+    path = f"{cluster}/topics/{topic_name}/partitions/1/replicas/1"
+    assert leader == {"kind": "KafkaReplica",
+                      "metadata": {"self": url(http, path), "resource_name":
+                                   f"crn:///kafka={cluster_id}/topic={topic_name}/partition=1/replica=1"},
+                      "cluster_id": cluster_id, "topic_name": topic_name, "partition_id": 1, "broker_id": 1,
+                      "is_leader": True, "is_in_sync": True, "broker": {"related": url(http, f"{cluster}/brokers/1")}}
+    listing = http.get(partition["replicas"]["related"]).json()
+    assert listing["kind"] == "KafkaReplicaList" and listing["data"] == [leader]
+    assert listing["metadata"] == {"self": partition["replicas"]["related"], "next": None}
+    by_broker = http.get(http.get(f"{cluster}/brokers/1").json()["partition_replicas"]["related"]).json()
+    assert by_broker["kind"] == "KafkaReplicaList"
+    assert [(r["topic_name"], r["partition_id"]) for r in by_broker["data"] if r["topic_name"] == topic_name] == [
+        (topic_name, 0), (topic_name, 1)]
+    for missing in (f"{cluster}/topics/{topic_name}/partitions/1/replicas/2",
+                    f"{cluster}/topics/{topic_name}/partitions/2/replicas",
+                    f"{cluster}/topics/nope/partitions/0/replicas",
+                    f"{cluster}/brokers/2/partition-replicas"):
+        assert http.get(missing).status_code == 404, missing

@@ -139,11 +139,12 @@ def test_json_schema_and_protobuf_values_are_decoded(broker, admin, client):
     reading_id = int.from_bytes(good[1:5], "big")
     proto_topic = topic_with(admin, {"confluent.value.schema.validation": "true"})
     proto = descriptor_pb2.FileDescriptorProto()
-    proto.CopyFrom(parse("PROTOBUF", 'syntax = "proto3";\npackage shop;\nmessage Basket {\n  string owner = 1;\n}\n'
+    # a package of its own: the default descriptor pool is the process's, shared with test_serde's shop.Basket
+    proto.CopyFrom(parse("PROTOBUF", 'syntax = "proto3";\npackage checkout;\nmessage Basket {\n  string owner = 1;\n}\n'
                          ).parsed)
     proto.name = f"basket_{uuid.uuid4().hex[:6]}.proto"
     descriptor_pool.Default().Add(proto)
-    basket = GetMessageClass(descriptor_pool.Default().FindMessageTypeByName("shop.Basket"))
+    basket = GetMessageClass(descriptor_pool.Default().FindMessageTypeByName("checkout.Basket"))
     basket_bytes = ProtobufSerializer(basket, client, {"use.deprecated.format": False})(
         basket(owner="ann"), SerializationContext(proto_topic, MessageField.VALUE))
     basket_id = int.from_bytes(basket_bytes[1:5], "big")

@@ -37,6 +37,7 @@ ILLEGAL_STATE = 40903
 JSON_CONVERSION = 42203
 INVALID_CONSUMER_CONFIG = 42204
 INVALID_PAYLOAD = 42206
+PRODUCE_BATCH = 42208  # a records:batch request that breaks its rules (ids not distinct, empty, too many entries)
 KAFKA_ERROR = 50002
 KAFKA_RETRIABLE = 50003
 

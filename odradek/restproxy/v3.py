@@ -1,7 +1,7 @@
 """Confluent REST Proxy's v3 API (its OpenAPI document, api/v3/openapi.yaml of confluentinc/kafka-rest, is the
 reference): the cluster, brokers and their configs, the cluster-wide broker defaults (broker-configs), topics
 (create, delete, partition count, configs), partitions and their replicas (by partition and by broker),
-consumer groups with their consumers and lag, ACLs, and records produced one at a time or streamed.
+consumer groups with their consumers and lag, ACLs, and records produced one at a time, streamed or in a batch.
 
 Every resource has its `kind` (KafkaTopic, KafkaTopicList, ...), `metadata.self` (its URL under the request's
 base URL) and `metadata.resource_name` (crn:///kafka=<cluster id>/topic=<name>...), and relationships as
@@ -32,12 +32,15 @@ from starlette.routing import Route
 
 from odradek.client import ClientError, murmur2_partitioner
 from odradek.restproxy.app import Proxy, body_of, json_body, too_large
-from odradek.restproxy.errors import BAD_REQUEST, NOT_FOUND, UNSUPPORTED_MEDIA_TYPE, RestError, of_client_error
+from odradek.restproxy.errors import (BAD_REQUEST, NOT_FOUND, PRODUCE_BATCH, UNSUPPORTED_MEDIA_TYPE, RestError,
+                                      of_client_error, unprocessable)
 from odradek.restproxy.formats import b64decode, encode_v3, field, media_type, parse_json, schema_format, v3_type
 from odradek.restproxy.schemas import registration_failed
 
 _SPACE = re.compile(r"\s*")
 SCHEMA_TYPES = {"AVRO": "avro", "JSONSCHEMA": "jsonschema", "PROTOBUF": "protobuf"}
+MAX_BATCH_ENTRIES = 10  # Confluent's api.v3.produce.batch.maximum.entries default
+MAX_BATCH_ID_LENGTH = 80
 
 
 def not_found(what: str) -> RestError:
@@ -577,6 +580,40 @@ def routes(proxy: Proxy) -> list[Route]:
             return DuplexResponse(producing.results(_chunks_of(body)), media_type="application/json")
         return DuplexResponse(producing.results(request.stream()), media_type="application/json")
 
+    async def produce_batch(request: Request) -> Response:
+        """Up to MAX_BATCH_ENTRIES records, each with its `id`, sent at once and answered 207 with the results of
+        those the broker took (`successes`) and the errors of the others (`failures`), by id."""
+        require_json(request)
+        entries = field(await json_body(request, proxy), "entries", list, required=True)
+        ids = []
+        for entry in entries:
+            entry_id = entry.get("id") if isinstance(entry, dict) else None
+            if not isinstance(entry_id, str) or not 1 <= len(entry_id) <= MAX_BATCH_ID_LENGTH:
+                raise unprocessable("Batch entry identifier is not a valid string.", PRODUCE_BATCH)
+            ids.append(entry_id)
+        if len(set(ids)) != len(ids):
+            raise unprocessable("Batch entry IDs are not distinct.", PRODUCE_BATCH)
+        if not entries:
+            raise unprocessable("Empty batch.", PRODUCE_BATCH)
+        if len(entries) > MAX_BATCH_ENTRIES:
+            raise unprocessable(f"Too many entries in batch (at most {MAX_BATCH_ENTRIES}).", PRODUCE_BATCH)
+        clients, links = await context(request)
+        name = request.path_params["topic"]
+        try:
+            count = await proxy.call(clients.partition_count, name)
+        except RestError as exc:
+            raise not_found(f"Topic {name}") if exc.status == 404 else exc
+        producing = RecordStream(proxy, clients, links, name, count)
+        sent = [await producing.send(entry) for entry in entries]
+        successes, failures = [], []
+        for entry_id, each in zip(ids, sent):
+            result = await producing.finish(each)
+            if result["error_code"] == 200:
+                successes.append({"id": entry_id, **{k: v for k, v in result.items() if k != "error_code"}})
+            else:
+                failures.append({"id": entry_id, **result})
+        return answer({"successes": successes, "failures": failures}, 207)
+
     def config_routes(path: str, which: str) -> list[Route]:
         listing, one, update, reset, batch = config_handlers(which)
         return [Route(path, listing, methods=["GET"]), Route(f"{path}:alter", batch, methods=["POST"]),
@@ -607,6 +644,7 @@ def routes(proxy: Proxy) -> list[Route]:
         Route("/v3/clusters/{cluster_id}/brokers/{broker_id:int}/partition-replicas", broker_replicas,
               methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/topics/{topic}/records", produce, methods=["POST"]),
+        Route("/v3/clusters/{cluster_id}/topics/{topic}/records:batch", produce_batch, methods=["POST"]),
         Route("/v3/clusters/{cluster_id}/consumer-groups", groups, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/consumer-groups/{group}", group, methods=["GET"]),
         Route("/v3/clusters/{cluster_id}/consumer-groups/{group}/consumers", consumers, methods=["GET"]),

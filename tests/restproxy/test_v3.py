@@ -1,7 +1,7 @@
 """The REST proxy's v3 API with httpx against a real broker: the cluster and its brokers, topics created, altered,
-configured and deleted, partitions and their replicas, a consumer group's consumers and lag, records produced one at a time and
-streamed (read back by a native consumer), with the resource shapes (kind, metadata.self, resource_name,
-relationships) and error codes of Confluent's OpenAPI document."""
+configured and deleted, partitions and their replicas, a consumer group's consumers and lag, records produced one
+at a time, streamed and in batches (read back by a native consumer), with the resource shapes (kind, metadata.self,
+resource_name, relationships) and error codes of Confluent's OpenAPI document."""
 
 from __future__ import annotations
 
@@ -212,3 +212,36 @@ def test_partition_replicas_by_partition_and_by_broker(http, cluster, broker, to
                     f"{cluster}/topics/nope/partitions/0/replicas",
                     f"{cluster}/brokers/2/partition-replicas"):
         assert http.get(missing).status_code == 404, missing
+
+
+def test_a_batch_of_records_is_answered_by_id(http, cluster, broker, topic_name):
+    Admin(broker.bootstrap_servers).create_topic(topic_name, 2)
+    path = f"{cluster}/topics/{topic_name}/records:batch"
+    answer = http.post(path, json={"entries": [
+        {"id": "a", "partition_id": 1, "value": {"type": "STRING", "data": "first"}},
+        {"id": "b", "partition_id": 9, "value": {"data": 1}},
+        {"id": "c", "partition_id": 1, "key": {"type": "STRING", "data": "k"}, "value": {"data": {"n": 2}}}]})
+    assert answer.status_code == 207, answer.text
+    batch = answer.json()
+    assert [(s["id"], s["partition_id"], s["offset"], s["topic_name"]) for s in batch["successes"]] == [
+        ("a", 1, 0, topic_name), ("c", 1, 1, topic_name)]
+    assert batch["successes"][1]["key"] == {"type": "STRING", "size": 1} and "error_code" not in batch["successes"][0]
+    assert [(f["id"], f["error_code"]) for f in batch["failures"]] == [("b", 404)]
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "batch-reader"})
+    consumer.assign([confluent_kafka.TopicPartition(topic_name, 1, 0)])
+    values = []
+    while len(values) < 2:
+        message = consumer.poll(10)
+        assert message is not None and message.error() is None
+        values.append(message.value())
+    consumer.close()
+    assert values == [b"first", b'{"n":2}']
+    for body, expected in [({"entries": [{"id": "x"}, {"id": "x"}]}, (422, 42208)),
+                           ({"entries": []}, (422, 42208)),
+                           ({"entries": [{"id": str(i)} for i in range(11)]}, (422, 42208)),
+                           ({"entries": [{"value": {"data": 1}}]}, (422, 42208)),
+                           ({"records": []}, (422, 422))]:
+        refused = http.post(path, json=body)
+        assert (refused.status_code, refused.json()["error_code"]) == expected, body
+    missing = http.post(f"{cluster}/topics/nope/records:batch", json={"entries": [{"id": "a"}]})
+    assert (missing.status_code, missing.json()["error_code"]) == (404, 404)

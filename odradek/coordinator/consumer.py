@@ -61,19 +61,35 @@ class ConsumerMember:
         return topics
 
 
-class ConsumerGroup:
+class EpochGroup:
+    """What a KIP-848 consumer group and a KIP-932 share group (share_group.py) keep alike: members by id, the
+    group epoch, bumped with the state's timestamp at every change the assignment must follow, and the epoch the
+    target assignment was computed at."""
+
     def __init__(self, group_id: str, *, session_timeout_ms: int, heartbeat_interval_ms: int, now_ms: int):
         self.group_id = group_id
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.group_epoch = 0
         self.assignment_epoch = 0
-        self.members: dict[str, ConsumerMember] = {}
+        self.members: dict = {}
+        self.state_timestamp_ms = now_ms
+
+    def _bump_epoch(self, now_ms: int) -> None:
+        self.group_epoch += 1
+        self.state_timestamp_ms = now_ms
+
+
+class ConsumerGroup(EpochGroup):
+    members: dict[str, ConsumerMember]
+
+    def __init__(self, group_id: str, *, session_timeout_ms: int, heartbeat_interval_ms: int, now_ms: int):
+        super().__init__(group_id, session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
+                         now_ms=now_ms)
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}
         self.subscribed_topic_view: dict[str, TopicInfo] = {}  # what the target was computed from
         self.assignor_name = DEFAULT_ASSIGNOR
-        self.state_timestamp_ms = now_ms
 
     # ------------------------------------------------------------------------------------------ requests
     def heartbeat(self, *, member_id: str, member_epoch: int, instance_id: str | None, rack_id: str | None,
@@ -227,10 +243,6 @@ class ConsumerGroup:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         self._bump_epoch(now_ms)
-
-    def _bump_epoch(self, now_ms: int) -> None:
-        self.group_epoch += 1
-        self.state_timestamp_ms = now_ms
 
     def _subscribed_topic_view(self, topics: Mapping[str, TopicInfo]) -> dict[str, TopicInfo]:
         wanted: set[str] = set()

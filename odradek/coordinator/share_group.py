@@ -1,12 +1,13 @@
 """One share group's membership (KIP-932 ShareGroupHeartbeat) and its assignor.
 
-Plain code with explicit `now_ms`, as consumer.py for KIP-848 groups. A share group has no exclusive ownership:
-records, not partitions, are what members hold (share_partition.py), so there is no revocation step. The group epoch
-is bumped when a member joins or leaves, a subscription changes or a subscribed topic's partition count does; the
-target assignment is then recomputed and every member moves to it at its next heartbeat, its member epoch becoming
-the group epoch, as Kafka's share-group coordinator does. Members generate their own member ids (Kafka 4's
-clients and librdkafka send a UUID with epoch 0). A member that stops heartbeating for the session timeout is
-removed, and the coordinator releases the records it held.
+Plain code with explicit `now_ms`, as consumer.py for KIP-848 groups, whose EpochGroup (members, group and
+assignment epochs) it shares. A share group has no exclusive ownership: records, not partitions, are what members
+hold (share_partition.py), so there is no revocation step. The group epoch is bumped when a member joins or leaves,
+a subscription changes or a subscribed topic's partition count does; the target assignment is then recomputed and
+every member moves to it at its next heartbeat, its member epoch becoming the group epoch, as Kafka's share-group
+coordinator does. Members generate their own member ids (Kafka 4's clients and librdkafka send a UUID with epoch 0).
+A member that stops heartbeating for the session timeout is removed, and the coordinator releases the records it
+held.
 
 `assign` is Kafka's simple share assignor in shape: each subscribed partition goes to at least one member; with
 fewer members than partitions they are spread round-robin, with more, the members are spread over the partitions
@@ -20,6 +21,7 @@ import uuid
 from collections.abc import Mapping
 
 from odradek.coordinator.assignors import Assignment, TopicInfo
+from odradek.coordinator.consumer import EpochGroup
 from odradek.errors import ErrorCode, KafkaError
 
 LEAVE_EPOCH = -1
@@ -57,16 +59,13 @@ def assign(subscriptions: Mapping[str, set[str]], topics: Mapping[str, TopicInfo
     return result
 
 
-class ShareGroup:
+class ShareGroup(EpochGroup):
+    members: dict[str, ShareMember]
+
     def __init__(self, group_id: str, *, session_timeout_ms: int, heartbeat_interval_ms: int, now_ms: int):
-        self.group_id = group_id
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.group_epoch = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, ShareMember] = {}
+        super().__init__(group_id, session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
+                         now_ms=now_ms)
         self.topic_view: dict[str, TopicInfo] = {}
-        self.state_timestamp_ms = now_ms
 
     def heartbeat(self, *, member_id: str, member_epoch: int, rack_id: str | None,
                   subscribed_topic_names: list[str] | None, topics: Mapping[str, TopicInfo], client_id: str,
@@ -85,7 +84,7 @@ class ShareGroup:
             member = self.members.get(member_id)
             if member is None:
                 member = self.members[member_id] = ShareMember(member_id)
-                self._bump(now_ms)
+                self._bump_epoch(now_ms)
         else:
             member = self.members.get(member_id)
             if member is None:
@@ -98,11 +97,11 @@ class ShareGroup:
             member.rack_id = rack_id
         if subscribed_topic_names is not None and sorted(subscribed_topic_names) != member.subscribed_topic_names:
             member.subscribed_topic_names = sorted(subscribed_topic_names)
-            self._bump(now_ms)
+            self._bump_epoch(now_ms)
         view = self._topic_view(topics)
         if view != self.topic_view:
             self.topic_view = view
-            self._bump(now_ms)
+            self._bump_epoch(now_ms)
         if self.assignment_epoch < self.group_epoch:
             target = assign({m.member_id: set(m.subscribed_topic_names) for m in self.members.values()},
                             self.topic_view)
@@ -118,7 +117,7 @@ class ShareGroup:
 
     def remove(self, member_id: str, now_ms: int) -> None:
         del self.members[member_id]
-        self._bump(now_ms)
+        self._bump_epoch(now_ms)
         self.topic_view = self._topic_view(self.topic_view)
 
     def expired_members(self, now_ms: int) -> list[str]:
@@ -135,10 +134,6 @@ class ShareGroup:
         if any(m.member_epoch != self.group_epoch for m in self.members.values()):
             return "Reconciling"
         return "Stable"
-
-    def _bump(self, now_ms: int) -> None:
-        self.group_epoch += 1
-        self.state_timestamp_ms = now_ms
 
     def _topic_view(self, topics: Mapping[str, TopicInfo]) -> dict[str, TopicInfo]:
         wanted = {name for m in self.members.values() for name in m.subscribed_topic_names}

@@ -44,7 +44,10 @@ def value_schema(parsed, name: str) -> Translation:
             value = json.loads(payload)
         except ValueError as exc:
             raise Untranslatable(f"the value is not JSON: {exc}") from None
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        try:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        except Exception as exc:  # noqa: BLE001 - the schema cannot validate (a $ref it cannot resolve...)
+            raise Untranslatable(f"the JSON schema cannot validate the value: {exc}") from None
         if error is not None:
             where = "/".join(str(part) for part in error.absolute_path) or "the value"
             raise Untranslatable(f"the value is not valid for its JSON schema at {where}: {error.message}")

@@ -52,13 +52,16 @@ def value_schema(parsed, indexes: tuple[int, ...], name: str) -> Translation:
     the decoder of its values."""
     pool = descriptor_pool.DescriptorPool()
     added = set()
-    for proto in [*parsed.files.values(), parsed.parsed]:
-        for dependency in proto.dependency:  # the well-known types a serializer does not register as references
-            if dependency not in added and dependency not in parsed.files and dependency.startswith("google/"):
-                pool.AddSerializedFile(_well_known(dependency).serialized_pb)
-                added.add(dependency)
-        pool.Add(proto)
-    messages = pool.FindFileByName(parsed.parsed.name).message_types_by_name
+    try:
+        for proto in [*parsed.files.values(), parsed.parsed]:
+            for dependency in proto.dependency:  # the well-known types a serializer does not register as references
+                if dependency not in added and dependency not in parsed.files and dependency.startswith("google/"):
+                    pool.AddSerializedFile(_well_known(dependency).serialized_pb)
+                    added.add(dependency)
+            pool.Add(proto)
+        messages = pool.FindFileByName(parsed.parsed.name).message_types_by_name
+    except (TypeError, KeyError) as exc:  # a reference that conflicts with another file, or is missing
+        raise Untranslatable(f"the schema's files do not load: {exc}") from None
     file_messages = [messages[item.name] for item in parsed.parsed.message_type]
     try:
         descriptor = file_messages[indexes[0]]
@@ -74,9 +77,9 @@ def value_schema(parsed, indexes: tuple[int, ...], name: str) -> Translation:
         value = message_class()
         try:
             value.ParseFromString(payload)
-        except message.DecodeError as exc:
+            return _row(value)
+        except (message.DecodeError, ValueError, OverflowError) as exc:  # bad bytes; a Timestamp out of range
             raise Untranslatable(f"the value does not parse as {descriptor.full_name}: {exc}") from None
-        return _row(value)
 
     return Translation(table_schema(ids, fields), decode, name)
 

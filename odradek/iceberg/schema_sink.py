@@ -125,7 +125,8 @@ class SchemaSink:
         name = f"schema {version.id}"
         if version.schema_type == "AVRO":
             return avro.value_schema(version.schema, name)
-        try:  # references resolved and parsed as the registry does (protoc compiles a .proto schema)
+        try:  # references resolved and parsed as the registry does (protoc compiles a .proto schema); Registry's
+            # parse reads only the state it is given, not a store
             parsed = Registry(None).parse(self.registry, version.schema_type, version.schema, version.references)
         except RegistryError as exc:
             raise Untranslatable(f"{name} does not parse: {exc.message}") from None

@@ -1,6 +1,6 @@
-"""Serving the console: uvicorn on a socket bound here (127.0.0.1 by default; port 0 picks a free one and the
-bound port is known before serving), either in the foreground (`odradek console`) or in a daemon thread beside a
-broker (`odradek serve --set console.port=...`).
+"""Serving the console as every HTTP service is served (odradek.http_server: 127.0.0.1 by default; port 0 picks a
+free one, known before serving), either in the foreground (`odradek console`) or in a daemon thread beside a broker
+(`odradek serve --set console.port=...`).
 """
 
 from __future__ import annotations
@@ -8,19 +8,15 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
-import socket
-import threading
 from collections.abc import Mapping
-
-import uvicorn
 
 from odradek.console.app import create_app
 from odradek.console.cluster import DEFAULT_READ_GROUP, ClusterView
 from odradek.console.rates import LAG_GROUPS, LagHistory, LagSampler, MetricsSampler
 from odradek.console.schemas import SchemaView
+from odradek.http_server import DEFAULT_HOST, HttpService
 
 log = logging.getLogger("odradek.console")
-DEFAULT_HOST = "127.0.0.1"
 
 
 @dataclasses.dataclass
@@ -45,9 +41,9 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
-class Console:
-    """The console's server; `start()` binds and returns the URL, `serve()` blocks, `start_thread()` serves in a
-    daemon thread (beside a broker, until its process ends)."""
+class Console(HttpService):
+    """The console's server (odradek.http_server), its samplers of the brokers' metrics and the groups' lag started
+    before it serves and stopped, with its clients, once it has served."""
 
     def __init__(self, settings: ConsoleSettings):
         self.settings = settings
@@ -60,38 +56,13 @@ class Console:
         schemas = SchemaView(settings.schema_registry_url) if settings.schema_registry_url else None
         app = create_app(self.view, self.sampler, loopback_only=_loopback(settings.host),
                          lag_history=self.lag_sampler.history, schemas=schemas)
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
-        self._socket: socket.socket | None = None
-        self.url = ""
+        super().__init__(app, settings.host, settings.port, "console", log)
 
-    def start(self) -> str:
-        family = socket.AF_INET6 if ":" in self.settings.host else socket.AF_INET
-        self._socket = socket.socket(family, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((self.settings.host, self.settings.port))
-        self._socket.listen(128)  # connections wait in the backlog until uvicorn serves: the URL works from now
-        port = self._socket.getsockname()[1]
-        host = f"[{self.settings.host}]" if family == socket.AF_INET6 else self.settings.host
-        self.url = f"http://{host}:{port}/"
+    def _starting(self) -> None:
         self.sampler.start()
         self.lag_sampler.start()
-        return self.url
 
-    def serve(self) -> None:
-        """Serve until stop() (or Ctrl-C in the foreground)."""
-        try:
-            self._server.run(sockets=[self._socket])
-        finally:
-            self.sampler.stop()
-            self.lag_sampler.stop()
-            self.view.close()
-
-    def stop(self) -> None:
-        """Ends serve() (and the thread of start_thread)."""
-        self._server.should_exit = True
-
-    def start_thread(self) -> str:
-        url = self.start()
-        threading.Thread(target=self.serve, name="odradek-console", daemon=True).start()
-        log.info("console on %s", url)
-        return url
+    def _closed(self) -> None:
+        self.sampler.stop()
+        self.lag_sampler.stop()
+        self.view.close()

@@ -3,10 +3,10 @@ library, never the CLI.
 
 The layers, bottom up: config, errors, clock and periodic under everything; then records, protocol, storage,
 security, cluster, coordinator, broker (with metrics, its Prometheus endpoint), embedded (brokers in a process),
-client, console (with the schema registry and the REST proxy beside it), iceberg (its writer uses the registry's
-schemas), spark and the CLI, which with the
-package's entry points (__init__, __main__, pytest_plugin) may import anything. A module imports its own layer and
-those below it. Imports inside functions count as much as those at the top: a lazy import is still an arrow.
+client, console (with the schema registry and the REST proxy beside it, and http_server, how the three are
+served), iceberg (its writer uses the registry's schemas), spark and the CLI, which with the package's entry points
+(__init__, __main__, pytest_plugin) may import anything. A module imports its own layer and those below it.
+Imports inside functions count as much as those at the top: a lazy import is still an arrow.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BOTTOM = ("config", "errors", "clock", "periodic")
 LAYERS = ("records", "protocol", "storage", "security", "cluster", "coordinator", ("broker", "metrics"), "embedded",
-          "client", ("console", "registry", "restproxy"), "iceberg", "spark",
+          "client", ("console", "registry", "restproxy", "http_server"), "iceberg", "spark",
           ("cli", "__init__", "__main__", "pytest_plugin"))
 RANK = {name: 0 for name in BOTTOM} | {name: rank for rank, layer in enumerate(LAYERS, 1)
                                        for name in ((layer,) if isinstance(layer, str) else layer)}

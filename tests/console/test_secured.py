@@ -18,17 +18,10 @@ from odradek.console import Console, ConsoleSettings
 from tests.cli.run import odradek_command
 from tests.console.conftest import http_get as get
 from tests.console.conftest import screenshot
-from tests.security.test_acls_sasl import properties_file, start_sasl_broker
+from tests.security.test_acls_sasl import properties_file, sasl_broker  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(120)
 READ_GROUP = "console-reader"
-
-
-@pytest.fixture(scope="module")
-def sasl_broker(tmp_path_factory):
-    sasl = start_sasl_broker(tmp_path_factory.mktemp("console-sasl") / "data")
-    yield sasl
-    sasl.process.stop()
 
 
 def test_console_command_over_sasl_shows_what_its_principal_may_see(sasl_broker, tmp_path, topic_name):

@@ -1,29 +1,20 @@
 """The registry's fixtures: the shared broker of the module (tests/conftest.py) with a schema registry served beside
-it in this process (odradek.registry, port 0), a registry client and an HTTP client on it, and a subject name per
+it in this process (tests/http_services.py), a registry client and an HTTP client on it, and a subject name per
 test so that tests do not see each other's schemas."""
 
 from __future__ import annotations
 
 import uuid
 
-import httpx
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from odradek.registry import SchemaRegistry, SchemaRegistrySettings
-
-
-@pytest.fixture(scope="module")
-def registry(broker):
-    running = SchemaRegistry(SchemaRegistrySettings(broker.bootstrap_servers, port=0))
-    running.start_thread()
-    yield running
-    running.stop()
+from tests.http_services import http_client, registry  # noqa: F401 (registry: the module's registry, a fixture)
 
 
 @pytest.fixture(scope="module")
 def http(registry):
-    with httpx.Client(base_url=registry.url, timeout=30) as client:
+    with http_client(registry) as client:
         yield client
 
 

@@ -6,22 +6,13 @@ test_store)."""
 from __future__ import annotations
 
 import json
-import threading
 
 import httpx
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from odradek.embedded import BrokerProcess
+from tests.http_services import line_of
 from tests.security.conftest import free_port
-
-
-def line_of(stream, timeout: float = 30) -> str:
-    read: list[str] = []
-    reader = threading.Thread(target=lambda: read.append(stream.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert read, "no line within the timeout"
-    return read[0]
 
 
 def test_schema_registry_port_serves_the_registry_beside_the_broker(tmp_path):

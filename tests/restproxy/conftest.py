@@ -1,32 +1,30 @@
-"""The REST proxy's fixtures: one proxy per module (odradek.restproxy.RestProxy in a thread, port 0) in front of
-the module's broker (tests/conftest.py), and an httpx client on it."""
+"""The REST proxy's fixtures: one proxy per module (odradek.restproxy.RestProxy in a thread, port 0, served by
+tests/http_services.py) in front of the module's broker (tests/conftest.py), and an httpx client on it."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from odradek.restproxy import ProxySettings, RestProxy
+from tests.http_services import http_client, served
 
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
 JSON = "application/vnd.kafka.json.v2+json"
 
 
-def start_proxy(bootstrap_servers: str, **settings) -> RestProxy:
-    proxy = RestProxy(ProxySettings(bootstrap_servers, **settings), port=0)
-    proxy.start_thread()
-    return proxy
+def proxy_on(bootstrap_servers: str, **settings) -> RestProxy:
+    """A proxy on a free port in front of the cluster, to serve with tests.http_services.served."""
+    return RestProxy(ProxySettings(bootstrap_servers, **settings), port=0)
 
 
 @pytest.fixture(scope="module")
 def rest_proxy(broker):
-    proxy = start_proxy(broker.bootstrap_servers)
-    yield proxy
-    proxy.stop()
+    with served(proxy_on(broker.bootstrap_servers)) as proxy:
+        yield proxy
 
 
 @pytest.fixture(scope="module")
 def http(rest_proxy):
-    with httpx.Client(base_url=rest_proxy.url, timeout=30) as client:
+    with http_client(rest_proxy) as client:
         yield client

@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 
 import confluent_kafka
-import httpx
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from odradek.client import Admin
-from odradek.registry import SchemaRegistry, SchemaRegistrySettings
-from tests.restproxy.conftest import V2, start_proxy
+from tests.http_services import http_client, registry, served  # noqa: F401 (registry: a fixture)
+from tests.restproxy.conftest import V2, proxy_on
 
 pytestmark = pytest.mark.timeout(120)
 AVRO = "application/vnd.kafka.avro.v2+json"
@@ -29,19 +28,10 @@ POINT = json.dumps({"type": "object", "properties": {"x": {"type": "number"}}, "
 
 
 @pytest.fixture(scope="module")
-def registry(broker):
-    running = SchemaRegistry(SchemaRegistrySettings(broker.bootstrap_servers, port=0))
-    running.start_thread()
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
 def http(broker, registry):
-    proxy = start_proxy(broker.bootstrap_servers, schema_registry_url=registry.url)
-    with httpx.Client(base_url=proxy.url, timeout=30) as client:
+    with served(proxy_on(broker.bootstrap_servers, schema_registry_url=registry.url)) as proxy, \
+            http_client(proxy) as client:
         yield client
-    proxy.stop()
 
 
 def read(http, group: str, topic: str, fmt: str, count: int) -> list:

@@ -12,26 +12,19 @@ import httpx
 import pytest
 
 from odradek.restproxy import ProxySettings, RestProxy
-from tests.restproxy.conftest import BINARY, V2, start_proxy
+from tests.http_services import served
+from tests.restproxy.conftest import BINARY, V2, proxy_on
 from tests.security.conftest import certificates  # noqa: F401  (the session's test certificates)
-from tests.security.test_acls_sasl import PASSWORDS, start_sasl_broker
+from tests.security.test_acls_sasl import PASSWORDS, sasl_broker  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(120)
 SASL = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
 
 
 @pytest.fixture(scope="module")
-def sasl_broker(tmp_path_factory):
-    sasl = start_sasl_broker(tmp_path_factory.mktemp("restproxy-sasl") / "data")
-    yield sasl
-    sasl.process.stop()
-
-
-@pytest.fixture(scope="module")
 def secured(sasl_broker):
-    proxy = start_proxy(sasl_broker.bootstrap_servers, client_config=SASL, basic_auth=True)
-    yield proxy
-    proxy.stop()
+    with served(proxy_on(sasl_broker.bootstrap_servers, client_config=SASL, basic_auth=True)) as proxy:
+        yield proxy
 
 
 def client(proxy, user: str | None, password: str | None = None) -> httpx.Client:
@@ -130,13 +123,11 @@ def test_a_consumer_instance_reads_as_its_user_and_is_hers_alone(secured, cluste
 def test_the_proxy_serves_https_with_a_pem_certificate(sasl_broker, certificates):
     proxy = RestProxy(ProxySettings(sasl_broker.bootstrap_servers, client_config=SASL, basic_auth=True), port=0,
                       ssl_certfile=certificates.path("broker.pem"), ssl_keyfile=certificates.path("broker.key"))
-    url = proxy.start_thread()
-    try:
-        assert url.startswith("https://127.0.0.1:")
+    with served(proxy):
+        assert proxy.url.startswith("https://127.0.0.1:")
         trusted = ssl.create_default_context(cafile=certificates.path("ca.pem"))
-        with httpx.Client(base_url=url, verify=trusted, auth=("admin", PASSWORDS["admin"]), timeout=30) as https:
+        with httpx.Client(base_url=proxy.url, verify=trusted, auth=("admin", PASSWORDS["admin"]),
+                          timeout=30) as https:
             assert https.get("/brokers").json() == {"brokers": [1]}
-        with httpx.Client(base_url=url, timeout=30) as unverified, pytest.raises(httpx.ConnectError):
+        with httpx.Client(base_url=proxy.url, timeout=30) as unverified, pytest.raises(httpx.ConnectError):
             unverified.get("/brokers")  # a client that does not trust the test CA refuses the certificate
-    finally:
-        proxy.stop()

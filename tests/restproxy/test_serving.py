@@ -6,26 +6,17 @@ from __future__ import annotations
 
 import base64
 import subprocess
-import threading
 
 import httpx
 import pytest
 
 from odradek.embedded import BrokerProcess
 from tests.cli.run import odradek_command
+from tests.http_services import line_of
 from tests.restproxy.conftest import BINARY
 from tests.security.conftest import free_port
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def line_of(stream, timeout: float = 30) -> str:
-    read: list[str] = []
-    reader = threading.Thread(target=lambda: read.append(stream.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert read, "no line within the timeout"
-    return read[0]
 
 
 def test_rest_proxy_port_serves_the_proxy_beside_the_broker_with_its_registry(tmp_path, topic_name):

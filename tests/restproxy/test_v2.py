@@ -12,7 +12,8 @@ import confluent_kafka
 import pytest
 
 from odradek.client import Admin
-from tests.restproxy.conftest import BINARY, JSON, V2, start_proxy
+from tests.http_services import http_client, served
+from tests.restproxy.conftest import BINARY, JSON, V2, proxy_on
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -132,17 +133,11 @@ def test_bad_produce_requests_get_the_proxys_error_codes_never_a_500(http, admin
 
 
 def test_a_request_body_over_the_limit_is_refused_with_413(broker, admin, topic_name):
-    import httpx
-
     topic = topic_of(admin, topic_name)
-    proxy = start_proxy(broker.bootstrap_servers, max_request_bytes=1000)
-    try:
-        with httpx.Client(base_url=proxy.url, timeout=30) as http:
-            answer = produce(http, f"/topics/{topic}", [{"value": b64(b"x" * 2000)}])
-            assert (answer.status_code, answer.json()["error_code"]) == (413, 413)
-            assert produce(http, f"/topics/{topic}", [{"value": b64(b"x" * 100)}]).status_code == 200
-    finally:
-        proxy.stop()
+    with served(proxy_on(broker.bootstrap_servers, max_request_bytes=1000)) as proxy, http_client(proxy) as http:
+        answer = produce(http, f"/topics/{topic}", [{"value": b64(b"x" * 2000)}])
+        assert (answer.status_code, answer.json()["error_code"]) == (413, 413)
+        assert produce(http, f"/topics/{topic}", [{"value": b64(b"x" * 100)}]).status_code == 200
 
 
 # ------------------------------------------------------------------------------------- consumer instances
@@ -271,23 +266,17 @@ def test_bad_consumer_requests_get_the_proxys_error_codes(http, admin, topic_nam
 
 
 def test_an_idle_instance_expires_and_leaves_its_group(broker, admin, topic_name):
-    import httpx
-
     topic = topic_of(admin, topic_name)
-    proxy = start_proxy(broker.bootstrap_servers, instance_timeout_ms=1500)
     group = f"g-{topic}"
-    try:
-        with httpx.Client(base_url=proxy.url, timeout=30) as http:
-            create(http, group, name="idle")
-            base = f"/consumers/{group}/instances/idle"
-            call(http, "POST", f"{base}/subscription", {"topics": [topic]})
-            records(http, base, timeout=1000)
-            assert admin.group_member_counts([group]) == {group: 1}
-            for _ in range(100):
-                if not len(proxy.proxy.instances):
-                    break
-                time.sleep(0.1)
-            assert call(http, "GET", f"{base}/subscription").json()["error_code"] == 40403
-            assert admin.group_member_counts([group]) == {group: 0}
-    finally:
-        proxy.stop()
+    with served(proxy_on(broker.bootstrap_servers, instance_timeout_ms=1500)) as proxy, http_client(proxy) as http:
+        create(http, group, name="idle")
+        base = f"/consumers/{group}/instances/idle"
+        call(http, "POST", f"{base}/subscription", {"topics": [topic]})
+        records(http, base, timeout=1000)
+        assert admin.group_member_counts([group]) == {group: 1}
+        for _ in range(100):
+            if not len(proxy.proxy.instances):
+                break
+            time.sleep(0.1)
+        assert call(http, "GET", f"{base}/subscription").json()["error_code"] == 40403
+        assert admin.group_member_counts([group]) == {group: 0}

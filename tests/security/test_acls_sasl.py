@@ -28,7 +28,7 @@ class SaslBroker:
 
 def start_sasl_broker(data_dir) -> SaslBroker:
     """A broker whose SASL_PLAINTEXT listener knows PASSWORDS' users, with ACLs on and User:admin a super user
-    (tests/console uses it too)."""
+    (tests/registry uses it too; tests/console and tests/restproxy the sasl_broker fixture)."""
     sasl_port = free_port()
     users = " ".join(f'user_{user}="{password}"' for user, password in PASSWORDS.items())
     process = BrokerProcess(data_dir, settings={
@@ -43,10 +43,16 @@ def start_sasl_broker(data_dir) -> SaslBroker:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    sasl = start_sasl_broker(tmp_path_factory.mktemp("acl-sasl") / "data")
+def sasl_broker(tmp_path_factory):
+    """The module's SASL broker (tests/console and tests/restproxy import this fixture)."""
+    sasl = start_sasl_broker(tmp_path_factory.mktemp("sasl") / "data")
     yield sasl
     sasl.process.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(sasl_broker):
+    return sasl_broker
 
 
 def properties_file(tmp_path, broker: SaslBroker, user: str):

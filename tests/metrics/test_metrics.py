@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 import urllib.request
 
@@ -10,15 +9,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.client import Admin, ConsumerConnector, Producer
-from odradek.embedded import BrokerProcess
+from odradek.embedded import BrokerProcess, _free_port as free_port  # the one free-port probe
 from tests.broker.raw_client import RawClient
 from tests.broker.test_many_partitions import fetch_values
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scrape(port: int) -> dict[tuple[str, frozenset], float]:

@@ -5,22 +5,15 @@ certificates it and its clients use."""
 from __future__ import annotations
 
 import contextlib
-import socket
 from dataclasses import dataclass
 
 import pytest
 
-from odradek.embedded import BrokerProcess
+from odradek.embedded import BrokerProcess, _free_port as free_port  # the one free-port probe
 from tests.broker.raw_client import RawClient
 from tests.security.certificates import Certificates, make_certificates
 
 PLAIN_USERS = {"alice": "alice-secret", "admin": "admin-secret"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def call_once(port: int, api_name: str, version: int, **fields):

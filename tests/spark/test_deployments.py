@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from odradek.embedded import _free_port
 from odradek.spark.generators import produce_orders
 
 from .helpers import create_topic, produce
@@ -113,12 +113,6 @@ def test_an_unreachable_master_is_one_line_and_a_failed_exit(broker, topic_name,
     assert run.stderr.splitlines() == [f"odradek: cannot reach the Spark master {master} "
                                        f"({master.removeprefix('spark://')}: [Errno 111] Connection refused)"]
     assert not (tmp_path / "warehouse").exists()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float = 120) -> None:

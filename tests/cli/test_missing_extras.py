@@ -26,6 +26,21 @@ def test_console_without_its_extra(module):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(("module", "command"), [
+    ("uvicorn", ["schema-registry", "--port", "0"]), ("fastavro", ["schema-registry", "--port", "0"]),
+    ("jsonschema", ["schema-registry", "--port", "0"]), ("google.protobuf", ["schema-registry", "--port", "0"]),
+    ("grpc_tools", ["schema-registry", "--port", "0"]), ("starlette", ["rest-proxy", "--port", "0"]),
+    ("google.protobuf", ["rest-proxy", "--port", "0"]), ("pyiceberg", ["iceberg", "describe", "t"]),
+    ("pyarrow", ["iceberg", "describe", "t"])])
+def test_the_registry_proxy_and_iceberg_without_their_extras(module, command):
+    """The registry and the proxy need the registry extra (the console's web stack is in it too), iceberg its own
+    (pyarrow is in spark's too): each command names the one it needs, before it reaches for a cluster."""
+    result = _odradek_without([module], *command, "--bootstrap-server", "127.0.0.1:1")
+    extra = "iceberg" if command[0] == "iceberg" else "registry"
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines() == [f"odradek: {command[0]} needs pip install 'odradek[{extra}]'"]
+
+
 def test_a_missing_core_module_is_still_a_traceback():
     """Only the extras' modules get the one line: anything else missing is a bug to see whole."""
     from odradek.cli.extras import missing_extra_line
@@ -33,3 +48,7 @@ def test_a_missing_core_module_is_still_a_traceback():
     assert missing_extra_line("serve", ModuleNotFoundError("no", name="cramjam")) is None
     assert missing_extra_line("console", ModuleNotFoundError("no", name="jinja2.ext")) == \
         "odradek: console needs pip install 'odradek[console]'"
+    assert missing_extra_line("schema-registry", ModuleNotFoundError("no", name="google")) == \
+        "odradek: schema-registry needs pip install 'odradek[registry]'"  # no google package at all
+    assert missing_extra_line("serve", ModuleNotFoundError("no", name="pyarrow")) == \
+        "odradek: serve needs pip install 'odradek[spark]'"  # a command with no extra of its own: the first

@@ -22,7 +22,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from odradek.embedded import BrokerProcess
 from odradek.registry import schemas as registry_schemas
-from tests.http_services import registry  # noqa: F401 (a fixture: the registry beside the module's broker)
+from odradek.registry import SchemaRegistry, SchemaRegistrySettings
 
 from .conftest import create_topic, produce, rows, table_of, wait_committed
 
@@ -40,6 +40,14 @@ def broker(tmp_path_factory):
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def registry(broker):
+    running = SchemaRegistry(SchemaRegistrySettings(broker.bootstrap_servers, port=0))
+    running.start_thread()
+    yield running
+    running.stop()
 
 
 def serializer(registry, schema: dict) -> AvroSerializer:
@@ -200,3 +208,31 @@ def test_protobuf_values_become_columns_and_evolve(broker, registry, topic_name)
                               "at": "timestamptz", "to": {"city": "string"}, "qty": "int", "note": "string"}
     [dead] = rows(table_of(broker.data_dir, topic_name + "~dlq"))
     assert dead["offset"] == 2 and "does not evolve the table" in dead["reason"]
+
+
+def test_protobuf_message_indexes_pick_the_message(broker, registry, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(registry_schemas.parse("PROTOBUF", 'syntax = "proto3";\nmessage Order { int64 id = 1; }\n'
+                                    'message Refund { string reason = 1; map<string, int32> lines = 2; }\n').parsed)
+    refund_class = GetMessageClass(pool.FindMessageTypeByName("Refund"))
+    serialize = ProtobufSerializer(refund_class, SchemaRegistryClient({"url": registry.url}),
+                                   {"use.deprecated.format": False})
+    value = framed(serialize, topic_name, refund_class(reason="late", lines={"pen": 2}))
+    assert value[5:7] == b"\x02\x02"  # the message indexes: one, 1 (zigzag)
+    produce(broker, topic_name, [(0, None, value, None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 1})
+    assert [(row["reason"], row["lines"]) for row in rows(table)] == [("late", [("pen", 2)])]
+    assert "id" not in columns(table)
+
+
+def test_latest_schema_decodes_plain_json(broker, registry, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_latest"})
+    SchemaRegistryClient({"url": registry.url}).register_schema(f"{topic_name}-value",
+                                                                Schema(json.dumps(ORDER_JSON), "JSON"))
+    produce(broker, topic_name, [(0, None, json.dumps({"id": 7, "tags": ["x"]}).encode(), None),
+                                 (0, None, b'{"id": "seven"}', None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 2})
+    assert [(row["id"], row["tags"]) for row in rows(table)] == [(7, ["x"])]
+    [dead] = rows(table_of(broker.data_dir, topic_name + "~dlq"))
+    assert dead["offset"] == 1 and "'seven' is not of type 'integer'" in dead["reason"]

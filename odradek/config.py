@@ -415,6 +415,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "API) on 127.0.0.1, served beside the broker (0: off; docs/schema-registry.md)", minimum=0),
         ConfigKey("rest.proxy.port", _T.INT, 0, "Port of the REST proxy (Confluent REST Proxy's v2 and v3 APIs) on "
                   "127.0.0.1, served beside the broker (0: off; docs/rest-proxy.md)", minimum=0),
+        ConfigKey("rest.proxy.authentication.method", _T.STRING, "NONE", "How the REST proxy's requests "
+                  "authenticate (Confluent's authentication.method): NONE, or BASIC, each request logging in to the "
+                  "broker's first SASL_PLAINTEXT listener as its basic-auth user", choices=("NONE", "BASIC")),
+        ConfigKey("rest.proxy.ssl.certfile", _T.STRING, "", "PEM certificate chain: the REST proxy serves HTTPS "
+                  "(with rest.proxy.ssl.keyfile)"),
+        ConfigKey("rest.proxy.ssl.keyfile", _T.STRING, "", "PEM private key of rest.proxy.ssl.certfile"),
         ConfigKey("iceberg.catalog.uri", _T.STRING, "", "Catalog of the topics' Iceberg tables: a SQLAlchemy URI "
                   "of a SQL catalog, or http(s)://... of a REST catalog (empty: SQLite in <log dir>/iceberg/; "
                   "docs/iceberg.md)"),

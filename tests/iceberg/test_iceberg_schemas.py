@@ -22,7 +22,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from odradek.embedded import BrokerProcess
 from odradek.registry import schemas as registry_schemas
-from odradek.registry import SchemaRegistry, SchemaRegistrySettings
+from tests.http_services import registry  # noqa: F401 (a fixture: the registry beside the module's broker)
 
 from .conftest import create_topic, produce, rows, table_of, wait_committed
 
@@ -40,14 +40,6 @@ def broker(tmp_path_factory):
     process.start()
     yield process
     process.stop()
-
-
-@pytest.fixture(scope="module")
-def registry(broker):
-    running = SchemaRegistry(SchemaRegistrySettings(broker.bootstrap_servers, port=0))
-    running.start_thread()
-    yield running
-    running.stop()
 
 
 def serializer(registry, schema: dict) -> AvroSerializer:

@@ -4,6 +4,11 @@ Kafka-compatible cluster, on 127.0.0.1:8082 by default, until Ctrl-C.
 It connects like the other client commands (--bootstrap-server, --command-config for a secured listener); with
 --basic-auth each request's basic-auth user and password are the SASL user it acts as (the --command-config file
 then gives security.protocol and sasl.mechanism, not a user). --ssl-certfile and --ssl-keyfile (PEM) serve HTTPS.
+
+Beside a broker (`rest.proxy.port`, started by `odradek serve`), `proxy_beside` makes the same proxy from the
+broker's configs: `rest.proxy.authentication.method` BASIC is --basic-auth (the proxy then reaches the broker
+through its first SASL_PLAINTEXT listener, with that listener's first sasl.enabled.mechanisms), and
+`rest.proxy.ssl.certfile` / `rest.proxy.ssl.keyfile` are --ssl-certfile / --ssl-keyfile.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import argparse
 
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, command_config
+
+LOCAL_HOSTS = ("0.0.0.0", "::", "")  # a listener bound to every address is reached on 127.0.0.1
 
 
 def add_commands(commands) -> None:
@@ -49,3 +56,28 @@ def run_rest_proxy(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT_CODE
     return 0
+
+
+def proxy_beside(broker, registry_url: str | None):
+    """The REST proxy for a broker's `rest.proxy.*` configs, on 127.0.0.1:rest.proxy.port, reaching the broker
+    through its first listener (its first SASL_PLAINTEXT one with BASIC); ValueError for configs that do not fit."""
+    from odradek.restproxy import ProxySettings, RestProxy
+    from odradek.security.sasl import enabled_mechanisms
+
+    config = broker.config
+    certfile, keyfile = config["rest.proxy.ssl.certfile"] or None, config["rest.proxy.ssl.keyfile"] or None
+    if bool(certfile) != bool(keyfile):
+        raise ValueError("give rest.proxy.ssl.certfile and rest.proxy.ssl.keyfile together")
+    basic_auth = config["rest.proxy.authentication.method"] == "BASIC"
+    listener, client_config = broker.listeners[0], {}
+    if basic_auth:
+        listener = next((each for each in broker.listeners if each.security_protocol == "SASL_PLAINTEXT"), None)
+        if listener is None:
+            raise ValueError("rest.proxy.authentication.method BASIC needs a SASL_PLAINTEXT listener: each request "
+                             "logs in to it as its basic-auth user")
+        client_config = {"security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": enabled_mechanisms(listener, broker.props)[0]}
+    host = "127.0.0.1" if listener.host in LOCAL_HOSTS else listener.host
+    settings = ProxySettings(f"{host}:{listener.port}", client_config, basic_auth=basic_auth,
+                             schema_registry_url=registry_url)
+    return RestProxy(settings, port=config["rest.proxy.port"], ssl_certfile=certfile, ssl_keyfile=keyfile)

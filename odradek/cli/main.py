@@ -154,8 +154,7 @@ async def _serve(broker) -> int:
     registry_port = broker.config["schema.registry.port"]
     registry_url = _start_schema_registry(broker, host, port, registry_port) if registry_port else None
     console_url = _start_console(broker, host, port, registry_url) if broker.config["console.port"] else None
-    proxy_port = broker.config["rest.proxy.port"]
-    proxy_url = _start_rest_proxy(host, port, proxy_port, registry_url) if proxy_port else None
+    proxy_url = _start_rest_proxy(broker, registry_url) if broker.config["rest.proxy.port"] else None
     print(f"odradek: broker {broker.node_id} ready on {host}:{port} "
           f"(cluster {broker.metadata.cluster_id}, data {broker.log_dir})", flush=True)
     if console_url is not None:
@@ -224,14 +223,13 @@ def _when_serving(url: str, serving: threading.Event) -> None:
             time.sleep(0.5)  # not listening yet, or gone: the broker's validated topics wait meanwhile
 
 
-def _start_rest_proxy(host: str, port: int, proxy_port: int, registry_url: str | None) -> str:
+def _start_rest_proxy(broker, registry_url: str | None) -> str:
     """The REST proxy beside the broker, on 127.0.0.1:rest.proxy.port, reaching it through its own listener (and
-    the schema formats through the registry beside it, if one is)."""
-    from odradek.restproxy import ProxySettings, RestProxy
+    the schema formats through the registry beside it, if one is), with basic auth and TLS as its rest.proxy.*
+    configs say (odradek.cli.rest_proxy.proxy_beside)."""
+    from odradek.cli.rest_proxy import proxy_beside
 
-    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    settings = ProxySettings(f"{local}:{port}", schema_registry_url=registry_url)
-    return RestProxy(settings, port=proxy_port).start_thread()
+    return proxy_beside(broker, registry_url).start_thread()
 
 
 def _use_uvloop() -> None:

@@ -1,15 +1,18 @@
 """A share group's configs on the GROUP config resource, set with Kafka 4.3.1's own kafka-configs (one JVM for the
 module: tests/interop/kafka_tools.py's ToolShell) against a broker process: described back, refused with Kafka's
-INVALID_CONFIG messages, kept across a restart; and what librdkafka's ShareConsumer then sees: a group set to
-earliest reads a topic's records written before it joined, and read_committed skips an aborted transaction's."""
+INVALID_CONFIG messages, kept across a restart; what librdkafka's ShareConsumer then sees: a group set to earliest
+reads a topic's records written before it joined, and read_committed skips an aborted transaction's; and with an
+authorizer (tests/security/test_acls.py's broker), DESCRIBE_CONFIGS and ALTER_CONFIGS on the group."""
 
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AclOperation, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from odradek.embedded import BrokerProcess
 from tests.interop.kafka_tools import ToolShell
+from tests.security.test_acls import admin, allow, secured  # noqa: F401 (secured: the fixture)
 from tests.share.test_share_consumer import SETTINGS, consumer, make_topic, poll_until, produce
 
 
@@ -98,3 +101,18 @@ def test_share_consumers_read_from_earliest_and_read_committed_skips_aborted(bro
             assert sorted(m.value() for m in got) == sorted(wanted), group
         finally:
             share.close()
+
+
+def test_group_configs_need_describe_configs_and_alter_configs_on_the_group(secured, topic_name):  # noqa: F811
+    group = "acl-" + topic_name
+    resource = ConfigResource(ResourceType.GROUP, group)
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    for call, asked in ((admin(secured).describe_configs, resource), (admin(secured).incremental_alter_configs, change)):
+        with pytest.raises(KafkaException) as raised:
+            call([asked])[asked].result(10)
+        assert raised.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    allow(secured, ResourceType.GROUP, group, AclOperation.ALTER_CONFIGS)  # implies DESCRIBE_CONFIGS
+    admin(secured).incremental_alter_configs([change])[change].result(10)
+    assert admin(secured).describe_configs([resource])[resource].result(10)["share.auto.offset.reset"].value == \
+        "earliest"

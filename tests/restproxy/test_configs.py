@@ -1,13 +1,20 @@
 """The REST proxy's v3 configs with httpx against a real broker: a broker's configs, the cluster-wide broker
 defaults (broker-configs) and topics' configs listed, read, set, reset and altered in batches, every broker's and
 every topic's at once, with the shapes of Confluent's OpenAPI document (kind, metadata.self, resource_name,
-source, synonyms) and its 404 for a config the owner does not have."""
+source, synonyms) and its 404 for a config the owner does not have. And the proxy's own configs beside a broker:
+rest.proxy.authentication.method BASIC and rest.proxy.ssl.certfile / keyfile serve HTTPS with basic auth."""
 
 from __future__ import annotations
 
+import ssl
+
+import httpx
 import pytest
 
 from odradek.client import Admin
+from odradek.embedded import BrokerProcess
+from tests.security.conftest import certificates, free_port  # noqa: F401  (the session's test certificates)
+from tests.security.test_acls_sasl import PASSWORDS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -144,3 +151,33 @@ def test_topic_configs_of_one_topic_and_of_every_topic(http, cluster, broker, to
     assert retention["metadata"]["self"] == url(http, f"{base}/retention.ms")
     assert retention["metadata"]["resource_name"].endswith(f"/topic={topic_name}/config=retention.ms")
     assert by_topic[f"{topic_name}-b"]["retention.ms"]["is_default"] is True
+
+
+def test_the_proxy_beside_a_broker_takes_basic_auth_and_tls_from_its_configs(tmp_path, certificates):
+    port, sasl_port = free_port(), free_port()
+    users = " ".join(f'user_{user}="{password}"' for user, password in PASSWORDS.items())
+    broker = BrokerProcess(tmp_path / "data", settings={
+        "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+        "rest.proxy.port": port, "rest.proxy.authentication.method": "BASIC",
+        "rest.proxy.ssl.certfile": certificates.path("broker.pem"),
+        "rest.proxy.ssl.keyfile": certificates.path("broker.key")})
+    broker.start()
+    try:
+        trusted = ssl.create_default_context(cafile=certificates.path("ca.pem"))
+        with httpx.Client(base_url=f"https://127.0.0.1:{port}", verify=trusted, timeout=30) as https:
+            refused = https.get("/brokers")
+            assert status(refused) == (401, 401) and refused.headers["www-authenticate"].startswith("Basic")
+            assert status(https.get("/brokers", auth=("alice", "wrong"))) == (401, 40101)
+            assert https.get("/brokers", auth=("alice", PASSWORDS["alice"])).json() == {"brokers": [1]}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as plain, pytest.raises(httpx.HTTPError):
+            plain.get("/brokers")  # HTTPS only
+    finally:
+        broker.stop()
+    unfit = BrokerProcess(tmp_path / "unfit", settings={"rest.proxy.port": free_port(),
+                                                        "rest.proxy.authentication.method": "BASIC"})
+    with pytest.raises(RuntimeError):
+        unfit.start()
+    assert "needs a SASL_PLAINTEXT listener" in unfit.log_tail()

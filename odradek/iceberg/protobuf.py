@@ -26,7 +26,7 @@ from pyiceberg.types import (BinaryType, BooleanType, DoubleType, FloatType, Ice
                              LongType, MapType, NestedField, StringType, StructType, TimestamptzType)
 
 from odradek.iceberg.columns import Translation, Untranslatable, table_schema
-from odradek.registry.framing import Undecodable, _zigzag
+from odradek.registry import framing
 
 TIMESTAMP = "google.protobuf.Timestamp"
 _SCALARS = {F.TYPE_BOOL: BooleanType(), F.TYPE_INT32: IntegerType(), F.TYPE_SINT32: IntegerType(),
@@ -41,8 +41,8 @@ def message_indexes(payload: bytes) -> tuple[tuple[int, ...], bytes]:
     """(message indexes, the message's bytes) of what follows the schema id in Confluent's Protobuf framing."""
     stream = io.BytesIO(payload)
     try:
-        indexes = tuple(_zigzag(stream) for _ in range(_zigzag(stream))) or (0,)
-    except Undecodable as exc:
+        indexes = tuple(framing.message_indexes(stream))
+    except framing.Undecodable as exc:
         raise Untranslatable(f"the value's message indexes: {exc}") from None
     return indexes, stream.read()
 

@@ -4,6 +4,8 @@ query parameters, response bodies, content type (application/vnd.schemaregistry.
 
 With SASL on the registry's cluster connection, every request logs in with HTTP basic auth and is checked against
 the subject's topic ACLs (odradek.registry.auth); listings show the subjects the caller may read.
+The `/contexts/{ctx}/...` paths are rewritten into the requests they stand for (context_path), as Confluent's
+ContextFilter does, before auth or routing sees them.
 Endpoints are plain functions (starlette runs them in its thread pool: a write waits for the cluster). A body that
 is not JSON is a 400 and one of the wrong shape a 422, as Confluent answers them; nothing a client sends is a 500.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 
 import json
+import urllib.parse
 from typing import Any, Callable
 
 from starlette.applications import Starlette
@@ -25,7 +28,7 @@ from starlette.routing import Route
 from odradek.registry import schemas
 from odradek.registry.auth import Access
 from odradek.registry.service import Registry, RegistryError
-from odradek.registry.state import Version
+from odradek.registry.state import CONTEXT_PREFIX, Version, context_of, qualifier, unqualified
 from odradek.registry.store import StoreError
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -74,6 +77,49 @@ def _rights(method: str, path: str) -> tuple[bool, str | None, bool]:
     if parts[0] in ("config", "mode"):
         return True, parts[1] if len(parts) > 1 else None, method in ("PUT", "DELETE")
     return False, None, False
+
+
+def context_path(path: str, query: str) -> tuple[str, str]:
+    """A `/contexts/{ctx}/...` request as the request it stands for, as Confluent's ContextFilter rewrites it: the
+    subject after a `subjects` segment, or after a leading `config` / `mode`, is qualified with the context (unless
+    it names one already), a bare `config` / `mode` becomes the context's own, `schemas/ids/...` looks the id up
+    in the context (its `subject` parameter) and the `schemas` and `subjects` listings keep to the context (their
+    `subjectPrefix`). Other paths are left alone."""
+    parts = path.strip("/").split("/")
+    if len(parts) < 3 or parts[0] != "contexts" or not parts[1]:
+        return path, query
+    prefix, rest = qualifier(parts[1]), parts[2:]
+
+    def qualify(name: str) -> str:
+        return name if name.startswith((CONTEXT_PREFIX, ":*:")) else prefix + name
+
+    for index, part in enumerate(rest):
+        if (part == "subjects" or (index == 0 and part in ("config", "mode"))) and index + 1 < len(rest):
+            rest[index + 1] = qualify(rest[index + 1])
+    if rest[0] in ("config", "mode") and len(rest) == 1 and prefix:
+        rest.append(prefix)
+    params = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    if rest[:2] == ["schemas", "ids"]:
+        params = [(k, v) for k, v in params if k != "subject"] + \
+            [("subject", qualify(dict(params).get("subject", "")))]
+    elif rest in (["schemas"], ["subjects"]):
+        prefixes = [v for k, v in params if k == "subjectPrefix"] or [""]
+        params = [(k, v) for k, v in params if k != "subjectPrefix"] + [("subjectPrefix", qualify(v)) for v in prefixes]
+    return "/" + "/".join(rest), urllib.parse.urlencode(params)
+
+
+class _Contexts:
+    """ASGI middleware: the `/contexts/{ctx}/...` aliases (context_path), before anything looks at the path."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"].startswith("/contexts/"):
+            path, query = context_path(scope["path"], scope.get("query_string", b"").decode("latin-1"))
+            scope = {**scope, "path": path, "raw_path": urllib.parse.quote(path).encode(),
+                     "query_string": query.encode("latin-1")}
+        await self.app(scope, receive, send)
 
 
 class _Authenticated:
@@ -162,32 +208,36 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None, 
         allowed = set(visible(request, {v.subject for v in found}))
         return reply(_page(request, [schema_body(v, request, True) for v in found if v.subject in allowed]))
 
+    def by_id_version(request) -> Version:
+        """The id's schema, in the context of the `subject` parameter (the default context without one)."""
+        return registry.schema_by_id(_schema_id(request), request.query_params.get("subject"))
+
+    def by_id_uses(request) -> list[Version]:
+        context = context_of(by_id_version(request).subject)
+        with state_lock:
+            return registry.state.uses_of(_schema_id(request), context)
+
     def by_id(request):
-        version = registry.schema_by_id(_schema_id(request))
+        version = by_id_version(request)
         body = schema_body(version, request, False)
         del body["id"]
         if _flag(request, "fetchMaxId"):
-            body["maxId"] = registry.state.max_id
+            with state_lock:
+                body["maxId"] = registry.state.max_id(context_of(version.subject))
         return reply(body)
 
     def by_id_schema(request):
-        version = registry.schema_by_id(_schema_id(request))
-        return Response(version.schema, media_type=CONTENT_TYPE)
+        return Response(by_id_version(request).schema, media_type=CONTENT_TYPE)
 
     def by_id_subjects(request):
-        registry.schema_by_id(_schema_id(request))
-        deleted = _flag(request, "deleted")
-        with state_lock:
-            uses = registry.state.uses_of(_schema_id(request))
+        uses, deleted = by_id_uses(request), _flag(request, "deleted")
         subject = request.query_params.get("subject")
+        subject = subject if subject and unqualified(subject) else None  # ":.ctx:" names the context only
         found = sorted({v.subject for v in uses if (deleted or not v.deleted) and subject in (None, v.subject)})
         return reply(_page(request, visible(request, found)))
 
     def by_id_versions(request):
-        registry.schema_by_id(_schema_id(request))
-        deleted = _flag(request, "deleted")
-        with state_lock:
-            uses = registry.state.uses_of(_schema_id(request))
+        uses, deleted = by_id_uses(request), _flag(request, "deleted")
         allowed = set(visible(request, {v.subject for v in uses}))
         return reply(_page(request, [{"subject": v.subject, "version": v.version} for v in
                                      sorted(uses, key=lambda v: (v.subject, v.version))
@@ -362,7 +412,7 @@ def create_app(registry: Registry, cluster_id: Callable[[], str] | None = None, 
 
     app = Starlette(routes=routes, exception_handlers={RegistryError: registry_error, StoreError: store_error,
                                                        HTTPException: http_error})
-    return _Authenticated(app, access) if access is not None and access.enabled else app
+    return _Contexts(_Authenticated(app, access) if access is not None and access.enabled else app)
 
 
 async def _in_thread(function, *args):

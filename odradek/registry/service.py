@@ -10,7 +10,7 @@ from typing import Any
 from odradek.registry import schemas
 from odradek.registry.compatibility import LEVELS, check
 from odradek.registry.schemas import InvalidSchema, ParsedSchema
-from odradek.registry.state import (CONFIG, DELETE_SUBJECT, MODE, State, Version, schema_key,
+from odradek.registry.state import (CONFIG, DELETE_SUBJECT, MODE, State, Version, context_of, schema_key,
                                     subject_key)
 from odradek.registry.store import KafkaStore
 
@@ -116,18 +116,23 @@ class Registry:
                 raise subject_not_found(subject)
             return self._version(self.state, subject, version, deleted)
 
-    def schema_by_id(self, schema_id: int) -> Version:
+    def schema_by_id(self, schema_id: int, subject: str | None = None) -> Version:
+        """The id's schema in the context the `subject` parameter names (State.context_of_id); the version it is,
+        first registered in that context, is under a subject of it."""
         with self.store.lock:
-            version = self.state.ids.get(schema_id)
-            if version is None or not self.state.uses_of(schema_id):
+            context = self.state.context_of_id(schema_id, subject)
+            version = self.state.ids_in(context).get(schema_id)
+            if version is None or not self.state.uses_of(schema_id, context):
                 raise RegistryError(404, 40403, "Schema not found")
             return version
 
     def schema_by_guid(self, guid: str) -> Version:
         with self.store.lock:
-            for schema_id, version in self.state.ids.items():
-                if schemas.guid(version.schema_type, version.schema) == guid and self.state.uses_of(schema_id):
-                    return version
+            for context in self.state.contexts():
+                for schema_id, version in self.state.ids_in(context).items():
+                    if schemas.guid(version.schema_type, version.schema) == guid and \
+                            self.state.uses_of(schema_id, context):
+                        return version
         raise RegistryError(404, 40403, "Schema not found")
 
     def serialized(self, version: Version) -> str:
@@ -171,13 +176,16 @@ class Registry:
                 raise RegistryError(422, 42201 if name == "id" else 42202, f"Invalid {name} {value}")
         result: list[Version] = []
 
+        context = context_of(subject)
+
         def compute(state: State):
             result.clear()
+            ids = state.ids_in(context)
             mode = state.mode(subject)
             if mode in ("READONLY", "READONLY_OVERRIDE"):
                 raise RegistryError(422, 42205, f"Subject {subject} is in read-only mode")
             if (wanted_id or wanted_version) and mode != "IMPORT" and wanted_id not in (None, 0, -1):
-                existing = state.ids.get(wanted_id)
+                existing = ids.get(wanted_id)
                 if existing is None or existing.schema != text:
                     raise RegistryError(422, 42205, f"Subject {subject} is not in import mode")
             normalized = normalize or bool(state.configs.get(subject, state.configs.get(None, {})).get("normalize"))
@@ -197,11 +205,12 @@ class Registry:
                     raise RegistryError(409, 409, f'Schema being registered is incompatible with an earlier schema '
                                                   f'for subject "{subject}", details: [{", ".join(problems)}]')
             content = (schema_type, parsed.text, _json_refs(references))
-            schema_id = wanted_id if wanted_id not in (None, 0, -1) else state.id_of(content)
+            schema_id = wanted_id if wanted_id not in (None, 0, -1) else state.id_of(content, context)
             if schema_id is None:
-                schema_id = state.max_id + 1
-            elif state.ids.get(schema_id) is not None and state.ids[schema_id].content() != content:
-                raise RegistryError(422, 42207, f"Overwrite new schema with id {schema_id} is not permitted.")
+                schema_id = state.max_id(context) + 1
+            elif ids.get(schema_id) is not None and ids[schema_id].content() != content:
+                raise RegistryError(422, 42207, f"Overwrite new schema with id {schema_id} in context {context} is "
+                                                f"not permitted.")
             number = wanted_version or (max((v.version for v in versions), default=0) + 1)
             if mode == "IMPORT" and number in state.versions.get(subject, {}):
                 raise RegistryError(422, 42205, f"Version {number} of subject {subject} already exists")

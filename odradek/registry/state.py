@@ -11,6 +11,12 @@ Keys (UTF-8 JSON, fields in Confluent's order, so that compaction folds our reco
       are soft-deleted
   {"keytype":"CLEAR_SUBJECT","subject":S,"magic":0}        value: {"subject"}: the soft-deleted versions go
   {"keytype":"NOOP","magic":0}                             value: null (a writer's mark of the log's end)
+
+Contexts, as Confluent has them: a subject named ":.ctx:name" is in context ".ctx" (others are in the default
+context "."), and the key's and value's subject field carry that qualified name. Each context is its own id space:
+a version's id is looked up in its subject's context, so the same number may name different schemas in two
+contexts. A config or mode whose subject is ":.ctx:" (the context's qualifier alone) is the context's own, between
+the subject's and the global one.
 """
 
 from __future__ import annotations
@@ -76,11 +82,22 @@ def subject_key(keytype: str, subject: str | None) -> dict:
 NOOP_KEY = {"keytype": NOOP, "magic": 0}
 
 
-def context_of(subject: str) -> str:
+def context_of(subject: str | None) -> str:
     """The context of a subject name: "." (the default) or ".ctx" for ":.ctx:name"."""
-    if subject.startswith(CONTEXT_PREFIX) and subject.count(":") >= 2:
+    if subject and subject.startswith(CONTEXT_PREFIX) and subject.count(":") >= 2:
         return subject[1:subject.index(":", 2)]
     return "."
+
+
+def qualifier(context: str) -> str:
+    """What names a subject in the context: ":.ctx:" ("" for the default context); "ctx" is ".ctx"."""
+    context = context if context.startswith(".") else "." + context
+    return "" if context == "." else f":{context}:"
+
+
+def unqualified(subject: str) -> str:
+    """The subject's name without its context's qualifier."""
+    return subject[len(qualifier(context_of(subject))):]
 
 
 class State:
@@ -88,10 +105,21 @@ class State:
 
     def __init__(self):
         self.versions: dict[str, dict[int, Version]] = {}
-        self.ids: dict[int, Version] = {}  # an id's schema, as first registered
+        self.context_ids: dict[str, dict[int, Version]] = {".": {}}  # each context's ids: the schema, as first
+        self.max_ids: dict[str, int] = {}  # registered, and the highest id given
         self.configs: dict[str | None, dict] = {}
         self.modes: dict[str | None, str] = {}
-        self.max_id = 0
+
+    @property
+    def ids(self) -> dict[int, Version]:
+        """The default context's ids."""
+        return self.context_ids["."]
+
+    def ids_in(self, context: str) -> dict[int, Version]:
+        return self.context_ids.get(context, {})
+
+    def max_id(self, context: str = ".") -> int:
+        return self.max_ids.get(context, 0)
 
     def apply(self, key_bytes: bytes | None, value_bytes: bytes | None) -> None:
         """One `_schemas` record; one that is not Confluent's JSON is skipped (the topic is shared with others)."""
@@ -115,8 +143,9 @@ class State:
                 return
             version = Version.of(value)
             versions[version.version] = version
-            self.ids.setdefault(version.id, version)
-            self.max_id = max(self.max_id, version.id)
+            context = context_of(subject)
+            self.context_ids.setdefault(context, {}).setdefault(version.id, version)
+            self.max_ids[context] = max(self.max_id(context), version.id)
         elif keytype == CONFIG:
             if value is None:
                 self.configs.pop(subject, None)
@@ -147,20 +176,33 @@ class State:
     def subjects(self, deleted: bool = False) -> list[str]:
         return sorted(s for s in self.versions if self.live(s, deleted))
 
-    def uses_of(self, schema_id: int) -> list[Version]:
-        """The versions registered with this id."""
-        target = self.ids.get(schema_id)
+    def uses_of(self, schema_id: int, context: str = ".") -> list[Version]:
+        """The versions registered with this id in the context."""
+        target = self.ids_in(context).get(schema_id)
         if target is None:
             return []
         content = target.content()
-        return [v for versions in self.versions.values() for v in versions.values() if v.content() == content]
+        return [v for subject, versions in self.versions.items() if context_of(subject) == context
+                for v in versions.values() if v.content() == content]
 
-    def id_of(self, content: tuple) -> int | None:
-        """The id of a schema already registered under any subject, None if it is new."""
-        for schema_id, version in self.ids.items():
+    def id_of(self, content: tuple, context: str) -> int | None:
+        """The id of a schema already registered under any subject of the context, None if it is new there."""
+        for schema_id, version in self.ids_in(context).items():
             if version.content() == content:
                 return schema_id
         return None
+
+    def context_of_id(self, schema_id: int, subject: str | None) -> str:
+        """The context `GET /schemas/ids/{id}?subject=` looks the id up in, as Confluent does: the subject's; for a
+        subject of the default context that does not have the id there, the first context in which the same name
+        qualified has it."""
+        context = context_of(subject)
+        if context != "." or not subject or self.uses_of(schema_id):
+            return context
+        for other in self.contexts():
+            if any(v.id == schema_id for v in self.live(qualifier(other) + subject, deleted=True)):
+                return other
+        return context
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of the live schemas that reference this subject version."""
@@ -168,15 +210,23 @@ class State:
                        and any(r.get("subject") == subject and int(r.get("version", -1)) == version
                                for r in v.references)})
 
+    @staticmethod
+    def _fallbacks(subject: str | None) -> tuple:
+        """Where a subject's config or mode comes from, first first: its own, its context's, the global one."""
+        if subject is None:
+            return None,
+        context = qualifier(context_of(subject))
+        return (subject, context, None) if context and context != subject else (subject, None)
+
     def compatibility(self, subject: str | None) -> str:
-        for name in ((subject, None) if subject is not None else (None,)):
+        for name in self._fallbacks(subject):
             level = self.configs.get(name, {}).get("compatibilityLevel")
             if level:
                 return level
         return "BACKWARD"
 
     def mode(self, subject: str | None) -> str:
-        for name in ((subject, None) if subject is not None else (None,)):
+        for name in self._fallbacks(subject):
             if name in self.modes:
                 return self.modes[name]
         return "READWRITE"

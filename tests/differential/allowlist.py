@@ -118,11 +118,15 @@ FUZZ_ALLOWED: list[FuzzAllowed] = [
         "AlterPartitionReassignments", "ListPartitionReassignments", "OffsetDelete", "DescribeUserScramCredentials",
         "AlterUserScramCredentials", "DescribeCluster", "DescribeProducers", "DescribeTransactions",
         "ListTransactions", "DescribeClientQuotas", "AlterClientQuotas", "ConsumerGroupHeartbeat",
-        "ConsumerGroupDescribe", "ListConfigResources", "DescribeTopicPartitions")] + [
+        "ConsumerGroupDescribe", "ListConfigResources", "DescribeTopicPartitions", "ShareGroupHeartbeat",
+        "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
+        "DeleteShareGroupOffsets")] + [
     FuzzAllowed(name, "no answer", CODES, f"Kafka leaves {what} unanswered (for 5 s and more); Odradek answers it")
     for name, what in (("WriteTxnMarkers", "markers for partitions it does not have"),
                        ("AddPartitionsToTxn", "a v4+ request with no transactions"),
-                       ("Produce", "a partition with null records"))]
+                       ("Produce", "a partition with null records"),
+                       ("AlterConfigs", "a resource of a type it does not know"),
+                       ("DescribeShareGroupOffsets", "a group with an empty topic name or no topics"))]
 
 
 def fuzz_allowed(api_name: str, kafka, odradek) -> FuzzAllowed | None:

@@ -59,6 +59,8 @@ while True:
         decided.append((value, kind, m.topic(), m.partition()))
     if not decided:
         continue
+    for value, kind, topic_name, partition in decided:
+        say("D", value)  # sent: a kill from here until its line below leaves the outcome unknown, as U
     try:
         results = share.commit_sync(5)
     except KafkaException:
@@ -129,7 +131,7 @@ def check(produced: set[str], lines: list[str]) -> list[str]:
         elif kind == "A":
             accepted[value] += 1
             accepted_at.setdefault(value, float(at))
-        elif kind in ("R", "U"):
+        elif kind in ("R", "U", "D"):  # D: acknowledged, the consumer perhaps killed before it heard the outcome
             settled.add(value)
     anomalies = [f"{value} accepted {n} times" for value, n in accepted.items() if n > 1]
     anomalies += [f"{value} delivered again after its acceptance"

@@ -546,7 +546,18 @@ def validate_topic_configs(overrides: Mapping[str, Any]) -> dict[str, Any]:
         if key is None:
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         parsed[name] = key.parse(raw)
+    _iceberg_spec_of_mode(parsed)
     return parsed
+
+
+def _iceberg_spec_of_mode(parsed: Mapping[str, Any]) -> None:
+    """A schema mode's table has no `value` column (the value's fields are its columns): a spec of it is refused."""
+    spec = parsed.get("odradek.iceberg.partition.spec", "hour(timestamp)")
+    if parsed.get("odradek.iceberg.mode", "disabled").startswith("value_schema") and \
+            any(column == "value" for _, _, column in parse_iceberg_partition_spec(spec)):
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {spec!r} for configuration "
+                                                   f"odradek.iceberg.partition.spec: a schema mode's table has no "
+                                                   f"column value (its columns are the value's fields)")
 
 
 def accepted_topic_configs(topic: str, overrides: Mapping[str, Any]) -> dict[str, str]:

@@ -15,11 +15,8 @@ import sys
 
 from odradek.cli.common import add_admin_options, add_reset_arguments, admin_of, print_table
 from odradek.client import ClientError
-from odradek.client.admin import raise_for_error
-from odradek.protocol import api
-
-_VERSIONS = {"ListGroups": (5, 5), "ShareGroupDescribe": (1, 1), "DescribeShareGroupOffsets": (0, 1),
-             "AlterShareGroupOffsets": (0, 0), "DeleteGroups": (0, 2)}
+from odradek.client.share_groups import (alter_share_group_offsets, delete_share_group, describe_share_groups,
+                                         list_share_groups, share_group_offsets)
 
 
 def add_commands(commands) -> None:
@@ -54,67 +51,38 @@ def add_commands(commands) -> None:
         add_admin_options(action)
 
 
-def _call(args: argparse.Namespace, name: str, **fields):
-    return admin_of(args).call(name, _VERSIONS[name], **fields)
-
-
-def _offsets(args: argparse.Namespace, group: str):
-    Request = api("DescribeShareGroupOffsets").request
-    answer = _call(args, "DescribeShareGroupOffsets", groups=[
-        Request.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]).groups[0]
-    raise_for_error(answer.error_code, answer.error_message)
-    return [(t.topic_name, p) for t in answer.topics for p in t.partitions]
-
-
 def run_list(args: argparse.Namespace) -> int:
-    answer = _call(args, "ListGroups", states_filter=[], types_filter=["share"])
-    raise_for_error(answer.error_code, None)
-    print_table(["GROUP", "STATE"], sorted((g.group_id, g.group_state) for g in answer.groups))
+    print_table(["GROUP", "STATE"], list_share_groups(admin_of(args)))
     return 0
 
 
 def run_describe(args: argparse.Namespace) -> int:
-    described = _call(args, "ShareGroupDescribe", group_ids=[args.group],
-                      include_authorized_operations=False).groups[0]
-    raise_for_error(described.error_code, described.error_message)
-    offsets = _offsets(args, args.group)
-    state, members = described.group_state, described.members
-    print(f"Share group {args.group} is {state} with {len(members)} member(s).")
+    admin = admin_of(args)
+    (described,) = describe_share_groups(admin, [args.group])
+    offsets = share_group_offsets(admin, args.group)
+    print(f"Share group {args.group} is {described.state} with {len(described.members)} member(s).")
     if args.members:
         print_table(["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"],
-                    [(args.group, m.member_id, m.client_host, m.client_id,
-                      sum(len(tp.partitions) for tp in m.assignment.topic_partitions),
-                      ",".join(f"{tp.topic_name}:{p}" for tp in m.assignment.topic_partitions
-                               for p in tp.partitions) or None) for m in members])
+                    [(args.group, m.member_id, m.host, m.client_id, len(m.partitions),
+                      ",".join(f"{topic}:{p}" for topic, p in m.partitions) or None) for m in described.members])
         return 0
     print_table(["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
-                [(args.group, topic, p.partition_index, p.start_offset if p.start_offset >= 0 else None,
-                  p.lag if p.lag >= 0 else None) for topic, p in offsets])
+                [(args.group, o.topic, o.partition, o.start_offset, o.lag) for o in offsets])
     return 0
 
 
 def run_reset_offsets(args: argparse.Namespace) -> int:
+    admin = admin_of(args)
     topics = args.topic
     if args.all_topics:
-        topics = sorted({topic for topic, _ in _offsets(args, args.group)})
+        topics = sorted({o.topic for o in share_group_offsets(admin, args.group)})
     try:
-        plan = admin_of(args).reset_plan(args.group, topics, to_earliest=args.to_earliest, to_offset=args.to_offset,
-                                         to_datetime=args.to_datetime)
+        plan = admin.reset_plan(args.group, topics, to_earliest=args.to_earliest, to_offset=args.to_offset,
+                                to_datetime=args.to_datetime)
     except ValueError as exc:
         raise ClientError(f"UNKNOWN_TOPIC_OR_PARTITION: {exc}", "UNKNOWN_TOPIC_OR_PARTITION") from None
     if args.execute:
-        Request = api("AlterShareGroupOffsets").request
-        by_topic: dict[str, list] = {}
-        for (topic, index), offset in sorted(plan.items()):
-            by_topic.setdefault(topic, []).append(
-                Request.AlterShareGroupOffsetsRequestPartition(partition_index=index, start_offset=offset))
-        answer = _call(args, "AlterShareGroupOffsets", group_id=args.group, topics=[
-            Request.AlterShareGroupOffsetsRequestTopic(topic_name=t, partitions=parts)
-            for t, parts in by_topic.items()])
-        raise_for_error(answer.error_code, answer.error_message)
-        for topic in answer.responses:
-            for p in topic.partitions:
-                raise_for_error(p.error_code, p.error_message)
+        alter_share_group_offsets(admin, args.group, plan)
     print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
                 [(args.group, topic, p, offset) for (topic, p), offset in sorted(plan.items())])
     if not args.execute:
@@ -123,7 +91,6 @@ def run_reset_offsets(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    result = _call(args, "DeleteGroups", groups_names=[args.group]).results[0]
-    raise_for_error(result.error_code, None)
+    delete_share_group(admin_of(args), args.group)
     print(f"Deleted share group {args.group}.")
     return 0

@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
-.PHONY: serve test dist bench bench-packages loadgen fuzz chaos interop system-packages java-jars
+.PHONY: serve test dist bench bench-packages loadgen fuzz chaos interop system-packages java-jars iceberg-spark
 
 $(INSTALLED): pyproject.toml setup.py odradek/records/_walk.c odradek/records/_crc32c.c odradek/records/_batch.c \
 		odradek/broker/_frame_buffer.c odradek/protocol/_codec.c odradek/storage/_offset_map.c
@@ -40,20 +40,33 @@ serve: $(INSTALLED)
 # most of the suite waits on broker processes, ZooKeeper and JVMs, not on the CPU (a cluster module used 22% of a
 # core), so three workers on 2 cores take well under half the time of one. TEST_WORKERS=0 runs them in one process.
 TEST_WORKERS ?= 3
-test: $(INSTALLED) system-packages java-jars
+test: $(INSTALLED) system-packages java-jars iceberg-spark
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Apache Kafka's jars (4.3 for the clients, tools, Streams, Connect and the reference broker; 3.9 for a ZooKeeper-mode
-# reference) and Spark's Kafka connector, from Maven Central into build/java/ (ignored), for the tests only: each
-# set is fetched again only when its pom changes.
-JAVA_SETS := build/java/kafka-4.3.1/.fetched build/java/kafka-3.9.1/.fetched build/java/spark-kafka/.fetched
+# reference), Spark's Kafka connector and Apache Iceberg's Spark runtime for Spark 4.1, from Maven Central into
+# build/java/ (ignored), for the tests only: each set is fetched again only when its pom changes.
+JAVA_SETS := build/java/kafka-4.3.1/.fetched build/java/kafka-3.9.1/.fetched build/java/spark-kafka/.fetched \
+	build/java/iceberg-spark/.fetched
 java-jars: $(JAVA_SETS)
 build/java/kafka-4.3.1/.fetched: tests/java/pom.xml
 build/java/kafka-3.9.1/.fetched: tests/java/kafka-3.9/pom.xml
 build/java/spark-kafka/.fetched: tests/java/spark-kafka/pom.xml
+build/java/iceberg-spark/.fetched: tests/java/iceberg-spark/pom.xml
 $(JAVA_SETS):
 	rm -rf $(@D)
 	mvn -q -B -f $< dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(abspath $(@D))
+	touch $@
+
+# pyspark 4.1 beside the venv's 4.3, for tests/iceberg/test_iceberg_spark_runtime.py alone (no Iceberg Spark runtime
+# runs on 4.3: docs/iceberg.md, "Spark"): installed once from PyPI into build/spark-4.1/python (ignored; about
+# 490 MB, half a minute), again only when ICEBERG_PYSPARK changes.
+ICEBERG_PYSPARK := 4.1.4
+ICEBERG_SPARK := build/spark-4.1/.installed-$(ICEBERG_PYSPARK)
+iceberg-spark: $(ICEBERG_SPARK)
+$(ICEBERG_SPARK): | $(INSTALLED)
+	rm -rf $(@D)
+	$(BIN)/pip install -q --disable-pip-version-check --target $(@D)/python pyspark==$(ICEBERG_PYSPARK)
 	touch $@
 
 # A wheel of this checkout in dist/ (built in an isolated environment with the setuptools pyproject.toml asks for;

@@ -43,6 +43,57 @@ def invalid_schema(message: str) -> RegistryError:
     return RegistryError(422, 42201, message)
 
 
+def parse(state: State, schema_type: str, text, references: list, normalize: bool = False) -> ParsedSchema:
+    """A schema parsed as the registry parses it, its references resolved in `state` (RegistryError 42201 if it
+    does not parse or a reference is not registered): what a reader of `_schemas` (odradek/iceberg) needs without a
+    store; Registry.parse is this with a cache."""
+    return _parse_resolved(schema_type, text, resolve_references(state, references), normalize)
+
+
+def _parse_resolved(schema_type: str, text, resolved: list[tuple[str, str]], normalize: bool) -> ParsedSchema:
+    try:
+        return schemas.parse(schema_type, text, resolved, normalize)
+    except InvalidSchema as exc:
+        raise invalid_schema(str(exc)) from None
+
+
+def resolve_references(state: State, references: list, seen: frozenset = frozenset()) -> list[tuple[str, str]]:
+    """The (name, schema) of each reference and of theirs, deepest first."""
+    if not isinstance(references, list):
+        raise invalid_schema("references must be a list")
+    resolved = []
+    for reference in references:
+        if not isinstance(reference, dict) or not {"name", "subject", "version"} <= set(reference):
+            raise invalid_schema(f"Invalid reference {reference}: name, subject and version are required")
+        version = find_version(state, reference["subject"], reference["version"], deleted=True,
+                               missing=lambda: invalid_schema(f"Invalid schema: reference {reference['name']} "
+                                                              f"(subject {reference['subject']} version "
+                                                              f"{reference['version']}) is not registered"))
+        key = (version.subject, version.version)
+        if key in seen:
+            raise invalid_schema(f"Invalid schema: circular reference {reference['name']}")
+        resolved += resolve_references(state, version.references, seen | {key})
+        resolved.append((reference["name"], version.schema))
+    return resolved
+
+
+def find_version(state: State, subject: str, version, deleted: bool = False, missing=None) -> Version:
+    """A subject's version (-1 or "latest": its last live one); `missing()` or Confluent's 404 if it has none."""
+    versions = state.live(subject, deleted=True)
+    if not versions:
+        raise missing() if missing else subject_not_found(subject)
+    number = _version_number(version)
+    if number == -1:
+        live = [v for v in versions if deleted or not v.deleted]
+        if not live:
+            raise missing() if missing else subject_not_found(subject)
+        return live[-1]
+    found = state.versions[subject].get(number)
+    if found is None or (found.deleted and not deleted):
+        raise missing() if missing else version_not_found(number)
+    return found
+
+
 class Registry:
     def __init__(self, store: KafkaStore):
         self.store = store
@@ -54,36 +105,14 @@ class Registry:
 
     # ---- parsing ----
 
-    def _references(self, state: State, references: list, seen: frozenset = frozenset()) -> list[tuple[str, str]]:
-        """The (name, schema) of each reference and of theirs, deepest first."""
-        if not isinstance(references, list):
-            raise invalid_schema("references must be a list")
-        resolved = []
-        for reference in references:
-            if not isinstance(reference, dict) or not {"name", "subject", "version"} <= set(reference):
-                raise invalid_schema(f"Invalid reference {reference}: name, subject and version are required")
-            version = self._version(state, reference["subject"], reference["version"], deleted=True,
-                                    missing=lambda: invalid_schema(f"Invalid schema: reference {reference['name']} "
-                                                                   f"(subject {reference['subject']} version "
-                                                                   f"{reference['version']}) is not registered"))
-            key = (version.subject, version.version)
-            if key in seen:
-                raise invalid_schema(f"Invalid schema: circular reference {reference['name']}")
-            resolved += self._references(state, version.references, seen | {key})
-            resolved.append((reference["name"], version.schema))
-        return resolved
-
     def parse(self, state: State, schema_type: str, text, references: list, normalize: bool = False
               ) -> ParsedSchema:
         """The parsed schema, from the cache of recent ones (every registration parses the versions it checks)."""
-        resolved = self._references(state, references)
+        resolved = resolve_references(state, references)
         key = (schema_type, text, tuple(resolved), normalize)
         found = self._parsed_cache.get(key) if isinstance(text, str) else None
         if found is None:
-            try:
-                found = schemas.parse(schema_type, text, resolved, normalize)
-            except InvalidSchema as exc:
-                raise invalid_schema(str(exc)) from None
+            found = _parse_resolved(schema_type, text, resolved, normalize)
             if len(self._parsed_cache) >= PARSED_CACHE:
                 self._parsed_cache.pop(next(iter(self._parsed_cache)))
             self._parsed_cache[key] = found
@@ -94,27 +123,12 @@ class Registry:
 
     # ---- lookups ----
 
-    def _version(self, state: State, subject: str, version, deleted: bool = False, missing=None) -> Version:
-        versions = state.live(subject, deleted=True)
-        if not versions:
-            raise missing() if missing else subject_not_found(subject)
-        number = _version_number(version)
-        if number == -1:
-            live = [v for v in versions if deleted or not v.deleted]
-            if not live:
-                raise missing() if missing else subject_not_found(subject)
-            return live[-1]
-        found = state.versions[subject].get(number)
-        if found is None or (found.deleted and not deleted):
-            raise missing() if missing else version_not_found(number)
-        return found
-
     def get_version(self, subject: str, version, deleted: bool = False) -> Version:
         _version_number(version)  # a bad version id is refused before the subject is looked up, as Confluent does
         with self.store.lock:
             if not self.state.live(subject, deleted=deleted):
                 raise subject_not_found(subject)
-            return self._version(self.state, subject, version, deleted)
+            return find_version(self.state, subject, version, deleted)
 
     def schema_by_id(self, schema_id: int, subject: str | None = None) -> Version:
         """The id's schema in the context the `subject` parameter names (State.context_of_id); the version it is,
@@ -236,7 +250,7 @@ class Registry:
             else:
                 if not state.live(subject):
                     raise subject_not_found(subject)
-                old = self._version(state, subject, version)
+                old = find_version(state, subject, version)
                 previous = [(old.version, self._parsed(state, old))]
                 level = level.removesuffix("_TRANSITIVE")
             return check(level, parsed, previous)
@@ -278,7 +292,7 @@ class Registry:
             self._writable(state, subject)
             if not state.live(subject, deleted=True):
                 raise subject_not_found(subject)
-            found = self._version(state, subject, version, deleted=permanent)
+            found = find_version(state, subject, version, deleted=permanent)
             if permanent and not found.deleted:
                 raise RegistryError(404, 40407, f"Subject '{subject}' Version {found.version} was not deleted first "
                                                 f"before being permanently deleted")

@@ -199,7 +199,10 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
 
     # ----------------------------------------------------------------------------------------------- groups
     async def groups(request: Request) -> Response:
-        return page(request, "groups.html", groups=await run_in_threadpool(view.groups, page_number(request)))
+        share_page = request.query_params.get("share_page", "1")
+        return page(request, "groups.html", groups=await run_in_threadpool(view.groups, page_number(request)),
+                    share_groups=await run_in_threadpool(view.share_groups,
+                                                         int(share_page) if share_page.isdigit() else 1))
 
     async def group(request: Request) -> Response:
         group_id = request.path_params["group"]
@@ -230,6 +233,31 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         await form_of(request)
         await run_in_threadpool(view.delete_group, group_id)
         return back("/groups", f"Deleted group {group_id}.")
+
+    # ----------------------------------------------------------------------------------------- share groups
+    async def share_group(request: Request, **context) -> Response:
+        group_id = request.path_params["group"]
+        in_flight = await run_in_threadpool(sampler.share_records) if sampler is not None else None
+        detail = await run_in_threadpool(view.share_group, group_id, in_flight)
+        return page(request, "_share_group_partitions.html" if fragment(request) else "share_group.html",
+                    detail=detail, **context)
+
+    async def reset_share_offsets(request: Request) -> Response:
+        group_id = request.path_params["group"]
+        form = await form_of(request)
+        topics = [name.strip() for name in form.get("topics", "").split(",") if name.strip()]
+        plan = await run_in_threadpool(view.share_reset_plan, group_id, topics, form.get("target", "earliest"),
+                                       form.get("value", ""))
+        executed = form.get("execute") == "yes"
+        if executed:
+            await run_in_threadpool(view.share_reset_offsets, group_id, plan)
+        return await share_group(request, plan=sorted(plan.items()), executed=executed, form=form)
+
+    async def delete_share_group(request: Request) -> Response:
+        group_id = request.path_params["group"]
+        await form_of(request)
+        await run_in_threadpool(view.delete_share_group, group_id)
+        return back("/groups", f"Deleted share group {group_id}.")
 
     # ------------------------------------------------------------------------------------------- security
     async def listing(request: Request, name: str, read, **context) -> Response:
@@ -362,6 +390,9 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
         Route("/groups/{group}/lag.json", group_lag_series),
         Route("/groups/{group}/reset", reset_offsets, methods=["POST"]),
         Route("/groups/{group}/delete", delete_group, methods=["POST"]),
+        Route("/share-groups/{group}", share_group),
+        Route("/share-groups/{group}/reset", reset_share_offsets, methods=["POST"]),
+        Route("/share-groups/{group}/delete", delete_share_group, methods=["POST"]),
         Route("/acls", acls),
         Route("/acls", add_acl, methods=["POST"]),
         Route("/acls/delete", remove_acl, methods=["POST"]),

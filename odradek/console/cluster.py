@@ -8,6 +8,11 @@ messages are read chunk by chunk from the page's first offset, never a whole par
 topic's partitions reads at most its bound of records (the newest of each partition). Records are read with the
 consumer group `read_group` (assign only: it joins no group and commits nothing, but Kafka's authorizer asks for
 READ on that group, so on a secured cluster the console's principal needs it).
+
+Share groups (KIP-932) are read with odradek.client.share_groups (ShareGroupDescribe, DescribeShareGroupOffsets);
+a share-partition's in-flight window (its records' states and delivery counts) has no admin API, so it is read, as
+any reader of Kafka's format may, from the share-partition's latest record in `__share_group_state`, going back
+from that partition's end a chunk at a time.
 """
 
 from __future__ import annotations
@@ -25,7 +30,12 @@ from odradek.client import Admin, ClientError, ConfigValue, GroupOffset, Message
     SimpleConsumer
 from odradek.client.errors import LIBRDKAFKA_LOGGER
 from odradek.client.options import timestamp_ms
+from odradek.client.share_groups import (ShareGroupInfo, ShareOffset, alter_share_group_offsets,
+                                         delete_share_group, describe_share_groups, list_share_groups,
+                                         share_group_offsets)
 from odradek.console import render
+from odradek.coordinator.share_partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE
+from odradek.coordinator.share_state import SHARE_STATE_TOPIC, UPDATE_TYPE, parse_record, state_partition_for
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 TOPICS_PER_PAGE = 50
@@ -81,6 +91,56 @@ class GroupRow:
     state: str
     members: int
     lag: int | None  # over its committed offsets; None: nothing committed
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareGroupRow:
+    group_id: str
+    state: str
+    members: int
+
+
+# a record's delivery state in __share_group_state (Kafka's RecordState codes)
+DELIVERY_STATES = {AVAILABLE: "available", ACQUIRED: "acquired", ACKNOWLEDGED: "acknowledged", ARCHIVED: "archived"}
+
+
+@dataclasses.dataclass(frozen=True)
+class InFlightRange:
+    """Records first..last of a share-partition's in-flight window with the same state and delivery count, as its
+    latest state record keeps them: a record acquired now is kept as available with the count of its delivery."""
+    first: int
+    last: int
+    state: str
+    deliveries: int
+
+    @property
+    def records(self) -> int:
+        return self.last - self.first + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class SharePartitionRow:
+    topic: str
+    partition: int
+    start_offset: int | None  # None: the group has no state for it yet
+    latest: int | None  # the log end; None: offline
+    lag: int | None  # records from the start offset to the high watermark not done yet
+    members: list[str]  # the member ids it is assigned to (several members may share a partition)
+    records: Mapping[str, int] | None  # in-flight records by state (the broker's metrics); None: not known (no
+    # metrics, or a share-partition the broker has not used since it started)
+    window: list[InFlightRange] | None  # None: not read (no state record found, or its partition offline)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareGroupDetail:
+    group: ShareGroupInfo
+    partitions: list[SharePartitionRow]
+    metrics: bool  # whether the in-flight records by state were read (from the broker's metrics)
+    window_refusal: str | None  # why the in-flight windows could not be read from __share_group_state
+
+    @property
+    def lag(self) -> int:
+        return sum(p.lag or 0 for p in self.partitions)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,6 +457,109 @@ class ClusterView:
     def delete_group(self, group_id: str) -> None:
         self.admin.delete_group(group_id)
 
+    # ------------------------------------------------------------------------------------- share groups
+    def share_groups(self, page: int = 1) -> render.Page[ShareGroupRow]:
+        """A page of share groups (GROUPS_PER_PAGE, by name) with their state and members (one ShareGroupDescribe
+        for the page)."""
+        shown = render.page_of(list_share_groups(self.admin), page, GROUPS_PER_PAGE)
+        described = {g.group_id: g for g in describe_share_groups(self.admin, [group for group, _ in shown.items])}
+        return dataclasses.replace(shown, items=[
+            ShareGroupRow(group_id, described[group_id].state if group_id in described else state,
+                          len(described[group_id].members) if group_id in described else 0)
+            for group_id, state in shown.items])
+
+    def share_group(self, group_id: str,
+                    in_flight: Mapping[tuple[str, str, int], Mapping[str, int]] | None = None) -> ShareGroupDetail:
+        """The share group's members and, for every partition it has state for or assigned, the start offset, log
+        end, lag, its in-flight records by state (`in_flight`, the broker's metrics by (group, topic, partition);
+        None: not known) and its in-flight window from __share_group_state."""
+        (group,) = describe_share_groups(self.admin, [group_id])
+        offsets = {(o.topic, o.partition): o for o in share_group_offsets(self.admin, group_id)}
+        assigned: dict[tuple[str, int], list[str]] = {}
+        for member in group.members:
+            for key in member.partitions:
+                assigned.setdefault(key, []).append(member.member_id)
+        keys = sorted(set(offsets) | set(assigned))
+        layouts = self.admin.topic_layouts(include_internal=True)
+        online = self._online([(topic, layouts[topic][index]) for topic, index in keys
+                               if topic in layouts and index < len(layouts[topic])])
+        latest = self.admin.offsets(online, OffsetSpec.latest())
+        try:
+            windows, refusal = self._share_windows(group_id, [offsets[key] for key in keys if key in offsets
+                                                              and offsets[key].start_offset is not None], layouts), None
+        except ClientError as exc:  # the principal may not read the state topic (READ on __share_group_state)
+            windows, refusal = {}, str(exc)
+        rows = [SharePartitionRow(topic, index, offsets[(topic, index)].start_offset if (topic, index) in offsets
+                                  else None, latest.get((topic, index)),
+                                  offsets[(topic, index)].lag if (topic, index) in offsets else None,
+                                  assigned.get((topic, index), []),
+                                  None if in_flight is None else in_flight.get((group_id, topic, index)),
+                                  windows.get((topic, index)))
+                for topic, index in keys]
+        return ShareGroupDetail(group, rows, in_flight is not None, refusal)
+
+    def _share_windows(self, group_id: str, offsets: list[ShareOffset],
+                       layouts: Mapping[str, list[PartitionLayout]]) -> dict[tuple[str, int], list[InFlightRange]]:
+        """Each share-partition's in-flight window from its latest records in __share_group_state (the partition
+        Kafka's share coordinator places it in), for those whose state partition is online; a ClientError when the
+        principal may not read that topic."""
+        if not offsets:
+            return {}
+        state_layouts = layouts.get(SHARE_STATE_TOPIC)
+        if not state_layouts:  # it holds the group's start offsets, so it is there: Metadata hides it from us
+            raise ClientError(f"TOPIC_AUTHORIZATION_FAILED: Metadata does not show {SHARE_STATE_TOPIC}, which holds "
+                              f"this group's state, to the console's principal: reading the in-flight records "
+                              f"takes READ on that topic", "TOPIC_AUTHORIZATION_FAILED")
+        wanted: dict[int, dict[tuple, tuple[str, int]]] = {}
+        for o in offsets:
+            key = (group_id, o.topic_id, o.partition)
+            wanted.setdefault(state_partition_for(*key, len(state_layouts)), {})[key] = (o.topic, o.partition)
+        online = self._online([(SHARE_STATE_TOPIC, state_layouts[index]) for index in sorted(wanted)])
+        windows: dict[tuple[str, int], list[InFlightRange]] = {}
+        for _, index in online:
+            for key, window in self._latest_share_states(index, set(wanted[index])).items():
+                windows[wanted[index][key]] = window
+        return windows
+
+    def _latest_share_states(self, index: int, keys: set) -> dict[tuple, list[InFlightRange]]:
+        """The in-flight window of each share-partition key as partition `index` of __share_group_state has it at
+        its end: the key's last snapshot with the ShareUpdate records after it (Kafka writes both; Odradek a
+        snapshot at every change), read back from the end KEY_SCAN_CHUNK records at a time, at most KEY_SCAN_LIMIT.
+        A key whose state was deleted (a tombstone), or not found within the bound, is left out."""
+        updates: dict[tuple, list] = {key: [] for key in keys}  # newest first
+        found: dict[tuple, list[InFlightRange]] = {}
+        with SimpleConsumer(self.bootstrap_servers, SHARE_STATE_TOPIC, index, config=self._reader_config()) as consumer:
+            earliest, end = consumer.earliest_offset(), consumer.latest_offset()
+            scanned = 0
+            while updates and end > earliest and scanned < KEY_SCAN_LIMIT:
+                start = max(earliest, end - KEY_SCAN_CHUNK)
+                for message in reversed(_read_range(consumer, start, end)):
+                    parsed = parse_record(message.key, message.value) if message.key else None
+                    if parsed is None or parsed.key not in updates:
+                        continue
+                    if parsed.kind == UPDATE_TYPE and not parsed.deleted:
+                        updates[parsed.key].append(parsed)
+                        continue
+                    newer = updates.pop(parsed.key)
+                    if not parsed.deleted:
+                        found[parsed.key] = in_flight_window(parsed, reversed(newer))
+                scanned += end - start
+                end = start
+        return found
+
+    def share_reset_plan(self, group_id: str, topics: list[str], target: str,
+                         value: str = "") -> dict[tuple[str, int], int]:
+        """The start offsets `odradek share-groups reset-offsets` would set (no topics: every topic the group has
+        state for)."""
+        return self.reset_plan(group_id, topics or sorted({o.topic for o in share_group_offsets(self.admin, group_id)}),
+                               target, value)
+
+    def share_reset_offsets(self, group_id: str, plan: Mapping[tuple[str, int], int]) -> None:
+        alter_share_group_offsets(self.admin, group_id, plan)
+
+    def delete_share_group(self, group_id: str) -> None:
+        delete_share_group(self.admin, group_id)
+
     # ----------------------------------------------------------------------------------------- security
     def acls(self) -> list[AclBinding]:
         """Every ACL the brokers hold (CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster)."""
@@ -494,6 +657,29 @@ def _mechanism(name: str) -> ScramMechanism:
     if name not in MECHANISMS:
         raise ValueError(f"SCRAM mechanism {name!r}: one of {', '.join(MECHANISMS)}")
     return ScramMechanism[name.replace("-", "_")]
+
+
+def in_flight_window(snapshot, updates) -> list[InFlightRange]:
+    """A snapshot's in-flight window with the later ShareUpdate records applied (each record's state and delivery
+    count replaced, the start offset moved on), as ranges of records alike."""
+    start = snapshot.start_offset
+    records = {o: (state, count) for first, last, state, count in snapshot.batches for o in range(first, last + 1)}
+    for update in updates:
+        start = max(start, update.start_offset)
+        records.update({o: (state, count) for first, last, state, count in update.batches
+                        for o in range(first, last + 1)})
+    ranges: list[InFlightRange] = []
+    for offset, (state, count) in sorted(records.items()):
+        if offset < start:
+            continue
+        name = DELIVERY_STATES.get(state, str(state))
+        previous = ranges[-1] if ranges else None
+        if previous is not None and previous.last == offset - 1 and (previous.state, previous.deliveries) == (
+                name, count):
+            ranges[-1] = dataclasses.replace(previous, last=offset)
+        else:
+            ranges.append(InFlightRange(offset, offset, name, count))
+    return ranges
 
 
 def group_lag(offsets: list[GroupOffset]) -> int:

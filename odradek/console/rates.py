@@ -6,7 +6,8 @@ a bounded history, so the overview's chart has data from the moment the console 
 scrape. Lag has no history in Kafka; a second sampler thread reads every group's total lag (the first LAG_GROUPS by
 name) at the same interval from the console's start, and a group page adds a point each time it reads the group, so
 a group's chart goes back to the console's start, not to when its page opened. Both histories are bounded
-(RATE_SAMPLES a series, LAG_SAMPLES for each of at most LAG_GROUPS groups).
+(RATE_SAMPLES a series, LAG_SAMPLES for each of at most LAG_GROUPS groups). A share group's page scrapes its
+share-partitions' in-flight records by state when it is read, so they are as the broker has them then.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ LAG_GROUPS = 200  # groups whose lag history is kept, the least recently watched
 COUNTERS = {"odradek_topic_messages_in": "produced", "odradek_topic_messages_out": "fetched",
             "odradek_topic_bytes_in": "produced_bytes", "odradek_topic_bytes_out": "fetched_bytes"}
 LOG_SIZE = "odradek_log_size_bytes"
+SHARE_RECORDS = "odradek_share_partition_records"
 
 
 def parse_scrape(text: str) -> tuple[dict[str, float], dict[tuple[str, int], float]]:
@@ -43,6 +45,19 @@ def parse_scrape(text: str) -> tuple[dict[str, float], dict[tuple[str, int], flo
             for sample in family.samples:
                 sizes[(sample.labels["topic"], int(sample.labels["partition"]))] = sample.value
     return totals, sizes
+
+
+def parse_share_records(text: str) -> dict[tuple[str, str, int], dict[str, int]]:
+    """Each share-partition's in-flight records by state, {(group, topic, partition): {state: records}}, from one
+    /metrics text."""
+    records: dict[tuple[str, str, int], dict[str, int]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == SHARE_RECORDS:
+            for sample in family.samples:
+                labels = sample.labels
+                records.setdefault((labels["group"], labels["topic"], int(labels["partition"])), {})[
+                    labels["state"]] = int(sample.value)
+    return records
 
 
 class RateHistory:
@@ -104,6 +119,19 @@ class MetricsSampler:
                 sizes[partition] = max(size, sizes.get(partition, 0.0))
         self.history.add(time.time(), totals)
         self.log_sizes = sizes
+
+    def share_records(self) -> dict[tuple[str, str, int], dict[str, int]] | None:
+        """The share-partitions' in-flight records by state, scraped now (a page shows them as they are, not as
+        they were at the last interval); None without metrics or when no broker answers."""
+        found: dict[tuple[str, str, int], dict[str, int]] | None = None
+        for url in self.urls:
+            try:
+                text = urllib.request.urlopen(url, timeout=self.interval).read().decode()
+            except OSError as exc:
+                log.warning("cannot scrape %s: %s", url, exc)
+                continue
+            found = (found or {}) | parse_share_records(text)  # a share-partition lives on one broker
+        return found
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -11,6 +11,7 @@ someone else (a compaction, an expiry) may lack it: the nearest ancestor that ha
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from pyiceberg.types import (BinaryType, IntegerType, ListType, LongType, Nested
 from odradek.config import parse_iceberg_partition_spec
 from odradek.records.arrow import RecordColumns
 
+log = logging.getLogger("odradek.iceberg")
 OFFSETS_PROPERTY = "odradek.offsets"  # snapshot summary: {"<partition>": next offset} as JSON
 TOPIC_PROPERTY = "odradek.topic"  # table property: the topic the table is written from
 # pyiceberg retries a commit that lost a race by rebuilding its snapshot on the winner's, with the summary computed
@@ -51,6 +53,7 @@ KEY_VALUE_ARROW = KEY_VALUE_SCHEMA.as_arrow()
 # the schema modes' tables: the value's fields, then Kafka's in one struct column (a value may have a field `offset`)
 KAFKA_COLUMN = "kafka"
 KAFKA_STRUCT = StructType(*(field for field in KEY_VALUE_SCHEMA.fields if field.name != "value"))
+KEY_FIELDS = "key_fields"  # kafka.key_fields: a key of a registry schema as its columns (schema_sink.py)
 DLQ_SUFFIX = "~dlq"  # `<topic>~dlq`: the records a schema mode could not translate, as key_value rows and a reason
 DLQ_SCHEMA = Schema(*KEY_VALUE_SCHEMA.fields, NestedField(10, "reason", StringType(), required=True))
 
@@ -114,26 +117,67 @@ def partition_spec(text: str, schema: Schema = KEY_VALUE_SCHEMA) -> PartitionSpe
 
 
 def load_or_create(catalog: Catalog, namespace: str, topic: str, spec_text: str,
-                   schema: Schema = KEY_VALUE_SCHEMA, name: str | None = None) -> Table:
+                   schema: Schema = KEY_VALUE_SCHEMA, name: str | None = None, create: bool = True) -> Table:
     """The table `<namespace>.<name>` (default: the topic's name), created (with its namespace) on first use with
-    `schema` and the topic's spec, with pyiceberg's commit retries off (see NO_RETRIES)."""
+    `schema` and the topic's spec (with `create` False: NoSuchTableError), with pyiceberg's commit retries off (see
+    NO_RETRIES) and its partition spec the topic's (evolve_spec)."""
     identifier = (namespace, name or topic)
     try:
         table = catalog.load_table(identifier)
     except NoSuchTableError:
+        if not create:
+            raise
         try:
             catalog.create_namespace(namespace)
         except NamespaceAlreadyExistsError:
             pass
         try:
-            return catalog.create_table(identifier, schema, partition_spec=partition_spec(spec_text, schema),
+            spec = partition_spec(spec_text, schema)
+        except ValueError as exc:  # a column the table lacks: odradek.config refuses such a spec, but be safe
+            log.error("%s.%s: partition spec %r refused (%s): the table is created unpartitioned", namespace,
+                      identifier[1], spec_text, exc)
+            spec = PartitionSpec()
+        try:
+            return catalog.create_table(identifier, schema, partition_spec=spec,
                                         properties={TOPIC_PROPERTY: topic, **NO_RETRIES})
         except TableAlreadyExistsError:  # another broker made it meanwhile
             table = catalog.load_table(identifier)
     if any(table.properties.get(key) != value for key, value in NO_RETRIES.items()):
         with table.transaction() as transaction:
             transaction.set_properties(NO_RETRIES)
+    evolve_spec(table, spec_text)
     return table
+
+
+def evolve_spec(table: Table, spec_text: str) -> None:
+    """Make the table's partition spec the topic's, if the topic's odradek.iceberg.partition.spec changed: Iceberg's
+    spec evolution (a metadata commit, no snapshot) removes the fields the new spec lacks and adds its new ones
+    (a field that was in an earlier spec comes back with its id), so data files written from then on are partitioned
+    by the new spec and those written before keep theirs. A field is its column and transform: a change of the
+    fields' order alone changes nothing. A spec the table cannot take is logged and the table keeps its own."""
+    try:
+        wanted = partition_spec(spec_text, table.schema())
+    except ValueError as exc:
+        log.error("%s: partition spec %r refused (%s): the table keeps its spec %s", table.name(), spec_text, exc,
+                  table.spec())
+        return
+    have = {(field.source_id, repr(field.transform)): field for field in table.spec().fields}
+    want = {(field.source_id, repr(field.transform)): field for field in wanted.fields}
+    if have.keys() == want.keys():
+        return
+    try:
+        with table.update_spec() as update:
+            for key in have.keys() - want.keys():
+                update.remove_field(have[key].name)
+            for key, field in want.items():
+                if key not in have:
+                    update.add_field(table.schema().find_column_name(field.source_id), field.transform, field.name)
+    except ValueError as exc:  # pyiceberg's own checks (a name a removed field of an earlier spec holds...)
+        log.error("%s: partition spec %r refused (%s): the table keeps its spec %s", table.name(), spec_text, exc,
+                  table.spec())
+        return
+    log.info("%s: partition spec now %s (spec id %d), from odradek.iceberg.partition.spec %r", table.name(),
+             table.spec(), table.spec().spec_id, spec_text)
 
 
 def committed_offsets(table: Table) -> dict[int, int]:

@@ -1,5 +1,6 @@
-"""The Iceberg tests' shared pieces: topics made and records produced with confluent-kafka, the log's end offsets,
-and a topic's table read with pyiceberg from the broker's catalog, waited for until its last commit covers offsets.
+"""The Iceberg tests' shared pieces: topics made, altered and records produced with confluent-kafka, the log's end
+offsets, and a topic's table read with pyiceberg from the broker's catalog, waited for until its last commit covers
+offsets or its partition spec is the one wanted.
 Skipped as a whole without the iceberg extra (pyiceberg)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 pytest.importorskip("pyiceberg")
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic  # noqa: E402
 from pyiceberg.exceptions import NoSuchTableError  # noqa: E402
 
 from odradek.iceberg.table import committed_offsets, open_catalog  # noqa: E402
@@ -25,6 +26,24 @@ def admin(broker) -> AdminClient:
 def create_topic(broker, name: str, partitions: int = 1, replication_factor: int = 1, **configs: str) -> None:
     client = admin(broker)
     client.create_topics([NewTopic(name, partitions, replication_factor, config=configs)])[name].result(30)
+
+
+def alter(broker, topic: str, **configs: str) -> None:
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
+    client = admin(broker)  # kept until the result: a client collected meanwhile fails it
+    client.incremental_alter_configs([resource])[resource].result(10)
+
+
+def wait_spec(broker, topic: str, names: list[str], timeout: float = 20.0, catalog: dict[str, str] | None = None):
+    """The table once its default partition spec has these fields (the writer evolves it at its next round)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        table = table_of(broker.data_dir, topic, catalog)
+        if [field.name for field in table.spec().fields] == names:
+            return table
+        time.sleep(0.05)
+    pytest.fail(f"{topic}: the table's spec is {table.spec()}, not {names}")
 
 
 def produce(broker, topic: str, records, **settings) -> None:

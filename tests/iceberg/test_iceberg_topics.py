@@ -9,15 +9,15 @@ import subprocess
 import sys
 import uuid
 
+import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from pyiceberg.exceptions import NoSuchTableError
 
 from odradek.embedded import BrokerProcess
 from odradek.iceberg.table import committed_offsets
 
-from .conftest import admin, create_topic, end_offsets, produce, rows, table_of, wait_committed
+from .conftest import alter, create_topic, end_offsets, produce, rows, table_of, wait_committed, wait_spec
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +80,67 @@ def test_disabled_topic_writes_nothing(broker, topic_name):
 
 @pytest.mark.parametrize("configs", [{"odradek.iceberg.mode": "parquet"},
                                      {"odradek.iceberg.partition.spec": "hour(key)"},
-                                     {"odradek.iceberg.partition.spec": "bucket(16 key)"}])
+                                     {"odradek.iceberg.partition.spec": "bucket(16 key)"},
+                                     {"odradek.iceberg.mode": "value_schema_latest",
+                                      "odradek.iceberg.partition.spec": "identity(value)"}])
 def test_bad_iceberg_configs_are_invalid_config(broker, topic_name, configs):
     with pytest.raises(KafkaException) as refused:
         create_topic(broker, topic_name, **configs)
     assert refused.value.args[0].name() == "INVALID_CONFIG"
+
+
+def files_by_spec(table) -> dict[int, list[tuple[tuple, list[tuple[int, int]]]]]:
+    """Each data file of the table's current snapshot, by the id of the spec it was written with: its partition
+    values (in that spec) and the (partition, offset) of its rows, read from the Parquet file itself."""
+    found: dict[int, list] = {}
+    for task in table.scan().plan_files():
+        read = pq.read_table(task.file.file_path.removeprefix("file://"), columns=["partition", "offset"])
+        found.setdefault(task.file.spec_id, []).append(
+            (tuple(task.file.partition), sorted(zip(read["partition"].to_pylist(), read["offset"].to_pylist()))))
+    return found
+
+
+def test_a_spec_change_evolves_the_table(broker, topic_name):
+    create_topic(broker, topic_name, 2, **{"odradek.iceberg.mode": "key_value",
+                                           "odradek.iceberg.partition.spec": "identity(partition)"})
+    produce(broker, topic_name, [(i % 2, f"k{i}".encode(), b"old", None) for i in range(10)])
+    wait_committed(broker.data_dir, topic_name, {0: 5, 1: 5})
+    alter(broker, topic_name, **{"odradek.iceberg.partition.spec": "bucket(4, key)"})
+    table = wait_spec(broker, topic_name, ["key_bucket_4"])
+    produce(broker, topic_name, [(i % 2, f"k{i}".encode(), b"new", None) for i in range(10, 30)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 15, 1: 15})
+
+    assert sorted(table.specs()) == [0, 1] and table.spec().spec_id == 1
+    assert [field.name for field in table.specs()[0].fields] == ["partition"]
+    assert [(field.name, field.field_id) for field in table.spec().fields] == [("key_bucket_4", 1001)]
+    by_spec = files_by_spec(table)
+    assert sorted(by_spec) == [0, 1]
+    for values, written in by_spec[0]:  # identity(partition): a file holds one Kafka partition's old records
+        assert {partition for partition, _ in written} == set(values) and all(offset < 5 for _, offset in written)
+    assert sorted(row for _, written in by_spec[0] for row in written) == [(p, o) for p in (0, 1) for o in range(5)]
+    buckets = {values for values, _ in by_spec[1]}  # bucket(4, key): the new ones, by their key's bucket
+    assert len(buckets) > 1 and all(len(values) == 1 and 0 <= values[0] < 4 for values in buckets)
+    assert sorted(row for _, written in by_spec[1] for row in written) == \
+        [(p, o) for p in (0, 1) for o in range(5, 15)]
+    written = rows(table)
+    assert [(row["partition"], row["offset"]) for row in written] == \
+        [(0, offset) for offset in range(15)] + [(1, offset) for offset in range(15)]
+    assert [row["value"] for row in written if row["offset"] < 5] == [b"old"] * 10
+
+    # back to the first spec: Iceberg's spec evolution finds it among the table's specs
+    alter(broker, topic_name, **{"odradek.iceberg.partition.spec": "identity(partition)"})
+    assert wait_spec(broker, topic_name, ["partition"]).spec().spec_id == 0
+
+
+def test_a_spec_the_mode_has_no_column_for_is_refused_at_alter(broker, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "key_value",
+                                        "odradek.iceberg.partition.spec": "bucket(4, value)"})
+    with pytest.raises(KafkaException) as refused:
+        alter(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_latest"})
+    assert refused.value.args[0].name() == "INVALID_CONFIG" and "no column value" in refused.value.args[0].str()
+    produce(broker, topic_name, [(0, None, b"x", None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 1})
+    assert [field.name for field in table.spec().fields] == ["value_bucket_4"]
 
 
 def describe(broker, topic: str) -> list[list[str]]:
@@ -105,10 +161,7 @@ def test_kill_between_commits_then_restart_writes_every_record_once(tmp_path, to
     try:
         create_topic(process, topic_name, 2)
         produce(process, topic_name, [(i % 2, None, f"a{i}".encode(), None) for i in range(100)])
-        resource = ConfigResource("topic", topic_name, incremental_configs=[
-            ConfigEntry("odradek.iceberg.mode", "key_value", incremental_operation=AlterConfigOpType.SET)])
-        client = admin(process)
-        client.incremental_alter_configs([resource])[resource].result(10)
+        alter(process, topic_name, **{"odradek.iceberg.mode": "key_value"})
         first = wait_committed(process.data_dir, topic_name, {0: 50, 1: 50})
         produce(process, topic_name, [(i % 2, None, f"b{i}".encode(), None) for i in range(60)])
         assert describe(process, topic_name) == [["0", "80", "50", "30"], ["1", "80", "50", "30"]]

@@ -49,7 +49,7 @@ def decode(parsed: Any, payload: bytes) -> dict:
     try:
         return fastavro.schemaless_reader(io.BytesIO(payload), parsed, parsed)
     except Exception as exc:
-        raise Untranslatable(f"the value does not decode with its schema: {exc!r}") from None
+        raise Untranslatable(f"does not decode with its schema: {exc!r}") from None
 
 
 def _field(ids, name: str, avro: Any) -> NestedField:

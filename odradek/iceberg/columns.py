@@ -3,7 +3,8 @@ columns beside the `kafka` struct, the schema registry's frame around a value, a
 record goes to the dead-letter table. Plain code over pyiceberg.
 
 A format module gives `value_schema(...) -> Translation`: the table schema of its values and the function that
-decodes a payload into a row of it (a dict of the value's columns; schema_sink adds `kafka`). Every column is
+decodes a payload into a row of it (a dict of the value's columns; schema_sink adds `kafka`). A key of a schema is
+the same translation, its columns the struct `kafka.key_fields` (key_schema). Every column is
 optional: a later schema version may drop it, and rows of an earlier one that lacks a field added later hold null
 there. Field ids are numbered depth first from 1 in the schema's order (a struct's fields after it, a list's
 element and a map's key and value after it), then the `kafka` struct's; the table assigns its own on union.
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pyiceberg.schema import Schema
 from pyiceberg.types import ListType, NestedField, StructType
 
-from odradek.iceberg.table import KAFKA_COLUMN, KAFKA_STRUCT
+from odradek.iceberg.table import KAFKA_COLUMN, KAFKA_STRUCT, KEY_FIELDS
 
 MAGIC = 0
 
@@ -30,17 +31,19 @@ class Untranslatable(ValueError):
 @dataclasses.dataclass
 class Translation:
     schema: Schema  # the value's columns, then `kafka`
-    decode: Callable[[bytes], dict]  # a payload (after the frame) to a row; Untranslatable if it does not decode
+    # a payload (after the frame) to a row; Untranslatable if it does not decode, its reason a predicate the sink
+    # completes with its subject ("the value " + "does not decode with its schema: ...")
+    decode: Callable[[bytes], dict]
     name: str  # how the reasons name it: "schema 7", "schema 7 message 0.1"
 
 
-def framed_id(value: bytes | None) -> tuple[int, bytes]:
-    """(schema id, what follows it) of a value in the registry's wire format."""
-    if value is None:
-        raise Untranslatable("null value (a tombstone): no schema id")
-    if len(value) < 5 or value[0] != MAGIC:
-        raise Untranslatable("the value does not start with magic byte 0 and a schema id")
-    return struct.unpack_from(">i", value, 1)[0], value[5:]
+def framed_id(data: bytes | None, what: str = "value") -> tuple[int, bytes]:
+    """(schema id, what follows it) of a value (or key) in the registry's wire format."""
+    if data is None:
+        raise Untranslatable(f"null {what} (a tombstone): no schema id")
+    if len(data) < 5 or data[0] != MAGIC:
+        raise Untranslatable(f"the {what} does not start with magic byte 0 and a schema id")
+    return struct.unpack_from(">i", data, 1)[0], data[5:]
 
 
 def table_schema(ids: Iterator[int], fields: list[NestedField]) -> Schema:
@@ -48,6 +51,15 @@ def table_schema(ids: Iterator[int], fields: list[NestedField]) -> Schema:
     if any(field.name == KAFKA_COLUMN for field in fields):
         raise Untranslatable(f"the schema has a field named {KAFKA_COLUMN}, the table's column of Kafka's fields")
     return Schema(*fields, NestedField(next(ids), KAFKA_COLUMN, _renumber(ids, KAFKA_STRUCT), required=True))
+
+
+def key_schema(translation: Translation) -> Schema:
+    """The table schema of keys of a translation's schema: its columns as the struct `kafka.key_fields`, beside
+    the key's bytes in `kafka.key` (the table's union by name adds it to the `kafka` struct)."""
+    fields = [field for field in translation.schema.fields if field.name != KAFKA_COLUMN]
+    top = translation.schema.highest_field_id
+    return Schema(NestedField(top + 1, KAFKA_COLUMN, StructType(
+        NestedField(top + 2, KEY_FIELDS, StructType(*fields), required=False)), required=True))
 
 
 def _renumber(ids, struct_type: StructType) -> StructType:

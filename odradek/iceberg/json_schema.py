@@ -43,16 +43,17 @@ def value_schema(parsed, name: str) -> Translation:
         try:
             value = json.loads(payload)
         except ValueError as exc:
-            raise Untranslatable(f"the value is not JSON: {exc}") from None
+            raise Untranslatable(f"is not JSON: {exc}") from None
         try:
             error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         except Exception as exc:  # noqa: BLE001 - the schema cannot validate (a $ref it cannot resolve...)
-            raise Untranslatable(f"the JSON schema cannot validate the value: {exc}") from None
+            raise Untranslatable(f"cannot be validated by its JSON schema: {exc}") from None
         if error is not None:
-            where = "/".join(str(part) for part in error.absolute_path) or "the value"
-            raise Untranslatable(f"the value is not valid for its JSON schema at {where}: {error.message}")
+            where = "/".join(str(part) for part in error.absolute_path)
+            raise Untranslatable(f"is not valid for its JSON schema{' at ' + where if where else ''}: "
+                                 f"{error.message}")
         if not isinstance(value, dict):
-            raise Untranslatable("the value is not a JSON object")
+            raise Untranslatable("is not a JSON object")
         return _project(document, value)
 
     return Translation(table_schema(ids, fields), decode, name)

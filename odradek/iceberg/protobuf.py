@@ -43,7 +43,7 @@ def message_indexes(payload: bytes) -> tuple[tuple[int, ...], bytes]:
     try:
         indexes = tuple(framing.message_indexes(stream))
     except framing.Undecodable as exc:
-        raise Untranslatable(f"the value's message indexes: {exc}") from None
+        raise Untranslatable(f"has bad message indexes: {exc}") from None
     return indexes, stream.read()
 
 
@@ -79,7 +79,7 @@ def value_schema(parsed, indexes: tuple[int, ...], name: str) -> Translation:
             value.ParseFromString(payload)
             return _row(value)
         except (message.DecodeError, ValueError, OverflowError) as exc:  # bad bytes; a Timestamp out of range
-            raise Untranslatable(f"the value does not parse as {descriptor.full_name}: {exc}") from None
+            raise Untranslatable(f"does not parse as {descriptor.full_name}: {exc}") from None
 
     return Translation(table_schema(ids, fields), decode, name)
 

@@ -28,7 +28,7 @@ from pyiceberg.exceptions import CommitFailedException
 
 from odradek.errors import ErrorCode, KafkaError
 from odradek.iceberg import table as tables
-from odradek.iceberg.schema_sink import SCHEMAS_TOPIC, SchemaSink, State
+from odradek.iceberg.schema_sink import SCHEMAS_TOPIC, SchemaSink, State, Translations
 from odradek.records.arrow import batches_to_columns
 from odradek.records.batch import committed_batches, decode_batch, whole_batches
 from odradek.storage.transaction_index import AbortedTransaction
@@ -57,7 +57,7 @@ class IcebergWriter:
         self._catalog = None
         self._registry = State()  # the schema registry's schemas, for the schema modes
         self._registry_offset = 0  # where the next read of _schemas starts
-        self._parsed: dict = {}  # schema id (Protobuf: with message indexes) -> its Translation, or Untranslatable
+        self._known = Translations()  # the schemas' translations, kept: an id never changes its schema
         self._thread = threading.Thread(target=self._run, name="iceberg-writer", daemon=True)
 
     def start(self) -> None:
@@ -127,7 +127,7 @@ class IcebergWriter:
         if mode == "key_value":
             sink = KeyValueSink(tables.load_or_create(self._catalog, namespace, topic, spec))
         else:
-            sink = SchemaSink(self._catalog, namespace, topic, spec, mode, self._registry, self._parsed)
+            sink = SchemaSink(self._catalog, namespace, topic, spec, mode, self._registry, self._known)
         committed = sink.committed
         offsets = dict(committed)
         taken, full, pending = 0, False, []

@@ -24,7 +24,7 @@ from odradek.embedded import BrokerProcess
 from odradek.registry import schemas as registry_schemas
 from tests.http_services import registry  # noqa: F401 (a fixture: the registry beside the module's broker)
 
-from .conftest import create_topic, produce, rows, table_of, wait_committed
+from .conftest import alter, create_topic, produce, rows, table_of, wait_committed, wait_spec
 
 V1 = {"type": "record", "name": "Order", "fields": [
     {"name": "id", "type": "long"}, {"name": "item", "type": ["null", "string"], "default": None},
@@ -228,3 +228,116 @@ def test_latest_schema_decodes_plain_json(broker, registry, topic_name):
     assert [(row["id"], row["tags"]) for row in rows(table)] == [(7, ["x"])]
     [dead] = rows(table_of(broker.data_dir, topic_name + "~dlq"))
     assert dead["offset"] == 1 and "'seven' is not of type 'integer'" in dead["reason"]
+
+
+# ---- keys as typed columns (kafka.key_fields) and schema contexts ----
+
+KEY_V1 = {"type": "record", "name": "OrderKey", "fields": [{"name": "shop", "type": "string"},
+                                                           {"name": "n", "type": "long"}]}
+KEY_V2 = {**KEY_V1, "fields": [*KEY_V1["fields"], {"name": "region", "type": ["null", "string"], "default": None}]}
+
+
+def framed_key(registry, schema: dict, topic: str, key: dict) -> bytes:
+    return serializer(registry, schema)(key, SerializationContext(topic, MessageField.KEY))
+
+
+def key_columns(table) -> dict:
+    [kafka] = [field for field in table.schema().fields if field.name == "kafka"]
+    [key_fields] = [field for field in kafka.field_type.fields if field.name == "key_fields"]
+    return {field.name: str(field.field_type) for field in key_fields.field_type.fields}
+
+
+def test_framed_keys_become_key_fields_and_evolve(broker, registry, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    value = framed(serializer(registry, V1), topic_name, {"id": 1, "item": None, "tags": [], "at": 0})
+    first = [framed_key(registry, KEY_V1, topic_name, {"shop": "oslo", "n": i}) for i in range(2)]
+    produce(broker, topic_name, [(0, key, value, None) for key in first])
+    table = wait_committed(broker.data_dir, topic_name, {0: 2})
+    assert key_columns(table) == {"shop": "string", "n": "long"}
+
+    evolved = framed_key(registry, KEY_V2, topic_name, {"shop": "bergen", "n": 2, "region": "west"})
+    unknown = b"\0\0\0\x7f\xfe" + first[0][5:]
+    produce(broker, topic_name, [(0, evolved, value, None), (0, None, value, None), (0, b"plain", value, None),
+                                 (0, unknown, value, None), (0, first[0][:5] + b"\xff", value, None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 7})
+
+    written = rows(table)
+    assert [(row["kafka"]["offset"], row["kafka"]["key_fields"]) for row in written] == [
+        (0, {"shop": "oslo", "n": 0, "region": None}), (1, {"shop": "oslo", "n": 1, "region": None}),
+        (2, {"shop": "bergen", "n": 2, "region": "west"}), (3, None)]
+    assert written[2]["kafka"]["key"] == evolved and written[0]["id"] == 1  # the key's bytes stay beside
+    assert key_columns(table) == {"shop": "string", "n": "long", "region": "string"}
+    dead = rows(table_of(broker.data_dir, topic_name + "~dlq"))
+    assert [(row["offset"], row["key"]) for row in dead] == [(4, b"plain"), (5, unknown), (6, first[0][:5] + b"\xff")]
+    assert "the key does not start with magic byte 0" in dead[0]["reason"]
+    assert "the key's schema id 32766 is not in the schema registry" in dead[1]["reason"]
+    assert dead[2]["reason"].startswith("the key does not decode with its schema")
+    assert sorted([row["kafka"]["offset"] for row in written] + [row["offset"] for row in dead]) == list(range(7))
+
+
+def test_keys_stay_bytes_without_a_key_subject(broker, registry, topic_name):
+    """A raw key that looks framed (a big-endian long starts with byte 0) is not taken for one: the topic has no
+    <topic>-key subject."""
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    value = framed(serializer(registry, V1), topic_name, {"id": 1, "item": None, "tags": [], "at": 0})
+    long_key = (2 ** 40).to_bytes(8, "big")
+    produce(broker, topic_name, [(0, long_key, value, None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 1})
+    [row] = rows(table)
+    assert row["kafka"]["key"] == long_key and "key_fields" not in row["kafka"]
+
+
+def test_latest_schema_types_json_keys(broker, registry, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_latest"})
+    client = SchemaRegistryClient({"url": registry.url})
+    client.register_schema(f"{topic_name}-value", Schema(json.dumps(ORDER_JSON), "JSON"))
+    key_schema = {"type": "object", "properties": {"user": {"type": "string"}, "since": {"type": "integer"}},
+                  "required": ["user"]}
+    client.register_schema(f"{topic_name}-key", Schema(json.dumps(key_schema), "JSON"))
+    produce(broker, topic_name, [(0, b'{"user": "ann", "since": 2020}', b'{"id": 1}', None),
+                                 (0, None, b'{"id": 2}', None),
+                                 (0, b"ann", b'{"id": 3}', None), (0, b'{"since": 1}', b'{"id": 4}', None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 4})
+    assert [(row["id"], row["kafka"]["key_fields"]) for row in rows(table)] == [
+        (1, {"user": "ann", "since": 2020}), (2, None)]
+    dead = rows(table_of(broker.data_dir, topic_name + "~dlq"))
+    assert [row["offset"] for row in dead] == [2, 3]
+    assert dead[0]["reason"].startswith("the key is not JSON")
+    assert "the key is not valid for its JSON schema" in dead[1]["reason"] and "'user'" in dead[1]["reason"]
+
+
+def test_framed_id_resolves_in_the_subjects_context(broker, registry, topic_name):
+    """An id the default context lacks is looked up where `:.ctx:<topic>-value` has it, as a deserializer's
+    GET /schemas/ids/{id}?subject=<topic>-value finds it."""
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    subject = f":.ctx{topic_name.replace('-', '')}:{topic_name}-value"
+    httpx.put(f"{registry.url}/mode/{subject}", json={"mode": "IMPORT"}).raise_for_status()
+    schema_id = 2 ** 30 + 7
+    httpx.post(f"{registry.url}/subjects/{subject}/versions",
+               json={"schema": json.dumps(V2), "id": schema_id, "version": 1}).raise_for_status()
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(V2), {"id": 5, "item": "cup", "tags": [], "at": 0,
+                                                                "qty": 9})
+    produce(broker, topic_name, [(0, None, b"\0" + schema_id.to_bytes(4, "big") + out.getvalue(), None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 1})
+    assert [(row["id"], row["item"], row["qty"]) for row in rows(table)] == [(5, "cup", 9)]
+
+
+def test_a_spec_change_evolves_the_table_and_its_dead_letters(broker, registry, topic_name):
+    """In a schema mode the spec's columns are the `kafka` struct's: both tables take the new spec."""
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    value = framed(serializer(registry, V1), topic_name, {"id": 1, "item": None, "tags": [], "at": 0})
+    produce(broker, topic_name, [(0, None, value, None), (0, None, b"not framed", None)])
+    wait_committed(broker.data_dir, topic_name, {0: 2})
+    alter(broker, topic_name, **{"odradek.iceberg.partition.spec": "identity(partition), truncate(100, offset)"})
+    wait_spec(broker, topic_name, ["partition", "offset_trunc_100"])
+    produce(broker, topic_name, [(0, None, value, None), (0, None, b"not framed", None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 4})
+    dlq = wait_spec(broker, topic_name + "~dlq", ["partition", "offset_trunc_100"])
+
+    for written in (table, dlq):
+        spec_ids = sorted(task.file.spec_id for task in written.scan().plan_files())
+        assert spec_ids == [0, 1], (written.name(), spec_ids)
+        assert [field.name for field in written.specs()[0].fields] == ["timestamp_hour"]
+    assert [row["kafka"]["offset"] for row in rows(table)] == [0, 2]
+    assert [row["offset"] for row in rows(dlq)] == [1, 3]

@@ -200,9 +200,13 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     # ----------------------------------------------------------------------------------------------- groups
     async def groups(request: Request) -> Response:
         share_page = request.query_params.get("share_page", "1")
+        try:  # a broker before Kafka 4 has no share groups: it refuses ListGroups v5, and the page says so
+            share_groups, share_refusal = await run_in_threadpool(
+                view.share_groups, int(share_page) if share_page.isdigit() else 1), None
+        except ClientError as exc:
+            share_groups, share_refusal = render.page_of([], 1, 1), str(exc)
         return page(request, "groups.html", groups=await run_in_threadpool(view.groups, page_number(request)),
-                    share_groups=await run_in_threadpool(view.share_groups,
-                                                         int(share_page) if share_page.isdigit() else 1))
+                    share_groups=share_groups, share_refusal=share_refusal)
 
     async def group(request: Request) -> Response:
         group_id = request.path_params["group"]

@@ -462,11 +462,8 @@ class ClusterView:
         """A page of share groups (GROUPS_PER_PAGE, by name) with their state and members (one ShareGroupDescribe
         for the page)."""
         shown = render.page_of(list_share_groups(self.admin), page, GROUPS_PER_PAGE)
-        described = {g.group_id: g for g in describe_share_groups(self.admin, [group for group, _ in shown.items])}
-        return dataclasses.replace(shown, items=[
-            ShareGroupRow(group_id, described[group_id].state if group_id in described else state,
-                          len(described[group_id].members) if group_id in described else 0)
-            for group_id, state in shown.items])
+        described = describe_share_groups(self.admin, [group_id for group_id, _ in shown.items])
+        return dataclasses.replace(shown, items=[ShareGroupRow(g.group_id, g.state, len(g.members)) for g in described])
 
     def share_group(self, group_id: str,
                     in_flight: Mapping[tuple[str, str, int], Mapping[str, int]] | None = None) -> ShareGroupDetail:
@@ -485,17 +482,18 @@ class ClusterView:
                                if topic in layouts and index < len(layouts[topic])])
         latest = self.admin.offsets(online, OffsetSpec.latest())
         try:
-            windows, refusal = self._share_windows(group_id, [offsets[key] for key in keys if key in offsets
-                                                              and offsets[key].start_offset is not None], layouts), None
+            stateful = [o for o in offsets.values() if o.start_offset is not None]
+            windows, refusal = self._share_windows(group_id, stateful, layouts), None
         except ClientError as exc:  # the principal may not read the state topic (READ on __share_group_state)
             windows, refusal = {}, str(exc)
-        rows = [SharePartitionRow(topic, index, offsets[(topic, index)].start_offset if (topic, index) in offsets
-                                  else None, latest.get((topic, index)),
-                                  offsets[(topic, index)].lag if (topic, index) in offsets else None,
-                                  assigned.get((topic, index), []),
-                                  None if in_flight is None else in_flight.get((group_id, topic, index)),
-                                  windows.get((topic, index)))
-                for topic, index in keys]
+        rows = []
+        for topic, index in keys:
+            offset = offsets.get((topic, index))
+            rows.append(SharePartitionRow(topic, index, offset.start_offset if offset else None,
+                                          latest.get((topic, index)), offset.lag if offset else None,
+                                          assigned.get((topic, index), []),
+                                          None if in_flight is None else in_flight.get((group_id, topic, index)),
+                                          windows.get((topic, index))))
         return ShareGroupDetail(group, rows, in_flight is not None, refusal)
 
     def _share_windows(self, group_id: str, offsets: list[ShareOffset],

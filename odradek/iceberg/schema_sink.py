@@ -80,6 +80,7 @@ class SchemaSink:
             self.dlq, self.dlq_committed = None, {}
         self._rows: list[_Row] = []
         self._dead: list[tuple[int, dict]] = []  # (partition, dead-letter row)
+        self._unknown: set[tuple[str, int]] = set()  # (subject, framed id) not registered when this round looked
 
     def add(self, index: int, columns) -> None:
         keys, values = columns.keys.to_pylist(), columns.values.to_pylist()
@@ -178,8 +179,11 @@ class SchemaSink:
         """The context a framed id resolves in for the subject, and its schema there (None: not registered)."""
         context = self.known.contexts.get((subject, schema_id))
         if context is None:
-            context = self.registry.context_of_id(schema_id, subject)
+            if (subject, schema_id) in self._unknown:  # the registry does not change during a round
+                return ".", None
+            context = self.registry.context_of_id(schema_id, subject)  # a look through every version
             if schema_id not in self.registry.ids_in(context):
+                self._unknown.add((subject, schema_id))
                 return context, None
             self.known.contexts[(subject, schema_id)] = context  # an id, once registered, keeps its schema
         return context, self.registry.ids_in(context)[schema_id]

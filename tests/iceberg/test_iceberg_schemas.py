@@ -341,3 +341,20 @@ def test_a_spec_change_evolves_the_table_and_its_dead_letters(broker, registry, 
         assert [field.name for field in written.specs()[0].fields] == ["timestamp_hour"]
     assert [row["kafka"]["offset"] for row in rows(table)] == [0, 2]
     assert [row["offset"] for row in rows(dlq)] == [1, 3]
+
+
+def test_protobuf_keys_become_key_fields(broker, registry, topic_name):
+    create_topic(broker, topic_name, **{"odradek.iceberg.mode": "value_schema_id_prefix"})
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(registry_schemas.parse("PROTOBUF", 'syntax = "proto3";\nmessage Other { bool x = 1; }\n'
+                                    'message ShopKey { string shop = 1; int32 till = 2; }\n').parsed)
+    key_class = GetMessageClass(pool.FindMessageTypeByName("ShopKey"))
+    serialize = ProtobufSerializer(key_class, SchemaRegistryClient({"url": registry.url}),
+                                   {"use.deprecated.format": False})
+    key = serialize(key_class(shop="oslo", till=3), SerializationContext(topic_name, MessageField.KEY))
+    value = framed(serializer(registry, V1), topic_name, {"id": 1, "item": None, "tags": [], "at": 0})
+    produce(broker, topic_name, [(0, key, value, None)])
+    table = wait_committed(broker.data_dir, topic_name, {0: 1})
+    [row] = rows(table)
+    assert row["kafka"]["key_fields"] == {"shop": "oslo", "till": 3} and row["id"] == 1
+    assert key_columns(table) == {"shop": "string", "till": "int"}

@@ -116,8 +116,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     )
 
 
-# startingOffsets=iceberg (a batch read): a topic's Iceberg table (docs/iceberg.md) up to its last commit, then the
-# log from the offsets that commit covers; the catalog is the broker's unless these name it
+# startingOffsets=iceberg (batch and streaming reads): a topic's Iceberg table (docs/iceberg.md) up to its last commit,
+# then the log from the offsets that commit covers; the catalog is the broker's unless these name it
 ICEBERG_OPTIONS = ("iceberg.catalog.uri", "iceberg.warehouse", "iceberg.namespace")
 
 
@@ -190,7 +190,7 @@ def _starting_spec(opts: dict[str, str], streaming: bool) -> OffsetSpec:
     by_time = _timestamp_spec(opts, "startingTimestamp", "startingOffsetsByTimestamp")
     if by_time is not None:
         return by_time
-    if not streaming and opts.get("startingoffsets", "").strip().lower() == "iceberg":
+    if opts.get("startingoffsets", "").strip().lower() == "iceberg":
         return OffsetSpec("startingOffsets", "iceberg")
     spec = _offsets_spec(opts, "startingOffsets", "latest" if streaming else "earliest")
     if not streaming and (spec.kind == "latest" or LATEST in spec.per_partition.values()):

@@ -3,8 +3,10 @@
 Spark's own format("kafka") needs JVM jars that cannot be installed here, so this re-creates its contract in Python:
 the same schema, options and offset semantics, so a job changes only the format name. Planning happens on the
 driver (one offset range per partition, split further by minPartitions); each task reads its range with
-fetcher.read_range and hands Spark Arrow batches. Streaming offsets are Spark's Kafka JSON ({"topic": {"0": 42}})
-kept in Spark's checkpoint; the broker's committed offsets are never touched.
+fetcher.read_range and hands Spark Arrow batches (with startingOffsets=iceberg, tasks of iceberg_start.py read the
+tables' rows before the log). Streaming offsets are Spark's Kafka JSON ({"topic": {"0": 42}}) kept in Spark's
+checkpoint (a startingOffsets=iceberg query's initial one also names its tables' snapshots); the broker's committed
+offsets are never touched.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from odradek.spark.fetcher import read_range
+from odradek.spark.iceberg_start import STREAM_SNAPSHOTS, IcebergStart, read_snapshot
 from odradek.spark.kafka_io import DataLossError, LogLookup, OffsetRange
 from odradek.spark.options import OptionError, SourceOptions, parse_source_options
 
@@ -83,7 +86,10 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
     return pieces_of_ranges
 
 
-def read_partition(options: SourceOptions, partition: OffsetRangePartition) -> Iterator[pa.RecordBatch]:
+def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """A task's records: its offset range of the log, or its partition's rows in a table (startingOffsets=iceberg)."""
+    if not isinstance(partition, OffsetRangePartition):
+        return read_snapshot(partition, options.include_headers)
     return read_range(options.client_config, partition.offset_range, include_headers=options.include_headers,
                       fail_on_data_loss=options.fail_on_data_loss, poll_timeout_s=options.poll_timeout_ms / 1000)
 
@@ -110,19 +116,15 @@ class OdradekBatchReader(DataSourceReader):
             if starts[tp] > ends[tp]:
                 raise OptionError(f"{options.starting.option}: start offset {starts[tp]} of {tp[0]}-{tp[1]} is "
                                   f"after its end offset {ends[tp]}")
-        snapshots = []
+        table_tasks = []
         if options.starting.kind == "iceberg":
-            from odradek.spark.iceberg_start import snapshot_partitions
-
-            snapshots, starts = snapshot_partitions(options, topic_partitions, ends)
+            start = IcebergStart(options)
+            snapshots, starts = start.snapshots(topic_partitions, ends)
+            table_tasks = start.partitions(snapshots, starts)
         ranges = [OffsetRange(t, p, starts[(t, p)], ends[(t, p)]) for t, p in topic_partitions]
-        return snapshots + [OffsetRangePartition(r) for r in split_ranges(ranges, options.min_partitions)]
+        return table_tasks + [OffsetRangePartition(r) for r in split_ranges(ranges, options.min_partitions)]
 
-    def read(self, partition: OffsetRangePartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, OffsetRangePartition):
-            from odradek.spark.iceberg_start import read_snapshot
-
-            return read_snapshot(partition, self.options.include_headers)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(self.options, partition)
 
 
@@ -134,12 +136,17 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now_target: StreamOffset | None = None
 
     def initialOffset(self) -> StreamOffset:
+        """Where the query starts; with startingOffsets=iceberg the offsets each table's current snapshot records,
+        and under STREAM_SNAPSHOTS that snapshot's id: the first batch reads its rows below them as well."""
         options = self.options
         with _lookup(options) as lookup:
             topic_partitions = lookup.partitions_of(options.subscription)
-            starts = lookup.resolve(options.starting, topic_partitions, starting=True,
-                                    no_match=options.starting_timestamp_strategy)
-        return _to_stream_offset(starts)
+            if options.starting.kind != "iceberg":
+                return _to_stream_offset(lookup.resolve(options.starting, topic_partitions, starting=True,
+                                                        no_match=options.starting_timestamp_strategy))
+            ends = {tp: marks[1] for tp, marks in lookup.watermarks(topic_partitions).items()}
+        snapshots, starts = IcebergStart(options).snapshots(topic_partitions, ends)
+        return {**_to_stream_offset(starts), **({STREAM_SNAPSHOTS: snapshots} if snapshots else {})}
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now_target = self._latest_known()
@@ -164,9 +171,12 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ends = _from_stream_offset(end)
         starts = self._starts_with_new_partitions(start, ends)
         ranges = [OffsetRange(t, p, starts[(t, p)], ends[(t, p)]) for t, p in sorted(ends)]
-        return [OffsetRangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
+        table_tasks = []
+        if STREAM_SNAPSHOTS in start:  # startingOffsets=iceberg's first batch: the tables' rows below `start` too
+            table_tasks = IcebergStart(self.options).partitions(start[STREAM_SNAPSHOTS], _from_stream_offset(start))
+        return table_tasks + [OffsetRangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
 
-    def read(self, partition: OffsetRangePartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(self.options, partition)
 
     def commit(self, end: StreamOffset) -> None:
@@ -216,5 +226,5 @@ def _to_stream_offset(offsets: dict[tuple[str, int], int]) -> StreamOffset:
 
 
 def _from_stream_offset(offset: StreamOffset) -> dict[tuple[str, int], int]:
-    return {(topic, int(partition)): value for topic, partitions in offset.items()
+    return {(topic, int(partition)): value for topic, partitions in offset.items() if topic != STREAM_SNAPSHOTS
             for partition, value in partitions.items()}

@@ -242,7 +242,7 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     async def share_group(request: Request, **context) -> Response:
         group_id = request.path_params["group"]
         in_flight = await run_in_threadpool(sampler.share_records) if sampler is not None else None
-        detail = await run_in_threadpool(view.share_group, group_id, in_flight)
+        detail = await run_in_threadpool(view.share_group, group_id, page_number(request), in_flight)
         return page(request, "_share_group_partitions.html" if fragment(request) else "share_group.html",
                     detail=detail, **context)
 

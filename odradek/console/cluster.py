@@ -134,13 +134,10 @@ class SharePartitionRow:
 @dataclasses.dataclass(frozen=True)
 class ShareGroupDetail:
     group: ShareGroupInfo
-    partitions: list[SharePartitionRow]
+    partitions: render.Page[SharePartitionRow]
+    lag: int  # over all its share-partitions
     metrics: bool  # whether the in-flight records by state were read (from the broker's metrics)
     window_refusal: str | None  # why the in-flight windows could not be read from __share_group_state
-
-    @property
-    def lag(self) -> int:
-        return sum(p.lag or 0 for p in self.partitions)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -465,24 +462,27 @@ class ClusterView:
         described = describe_share_groups(self.admin, [group_id for group_id, _ in shown.items])
         return dataclasses.replace(shown, items=[ShareGroupRow(g.group_id, g.state, len(g.members)) for g in described])
 
-    def share_group(self, group_id: str,
+    def share_group(self, group_id: str, page: int = 1,
                     in_flight: Mapping[tuple[str, str, int], Mapping[str, int]] | None = None) -> ShareGroupDetail:
-        """The share group's members and, for every partition it has state for or assigned, the start offset, log
-        end, lag, its in-flight records by state (`in_flight`, the broker's metrics by (group, topic, partition);
-        None: not known) and its in-flight window from __share_group_state."""
+        """The share group's members, its total lag and, for a page (PARTITIONS_PER_PAGE) of the partitions it has
+        state for or assigned, the start offset, log end, lag, its in-flight records by state (`in_flight`, the
+        broker's metrics by (group, topic, partition); None: not known) and its in-flight window from
+        __share_group_state (log ends and windows read for that page only)."""
         (group,) = describe_share_groups(self.admin, [group_id])
         offsets = {(o.topic, o.partition): o for o in share_group_offsets(self.admin, group_id)}
         assigned: dict[tuple[str, int], list[str]] = {}
         for member in group.members:
             for key in member.partitions:
                 assigned.setdefault(key, []).append(member.member_id)
-        keys = sorted(set(offsets) | set(assigned))
+        every = sorted(set(offsets) | set(assigned))
+        shown = render.page_of(every, page, PARTITIONS_PER_PAGE)
+        keys = shown.items
         layouts = self.admin.topic_layouts(include_internal=True)
         online = self._online([(topic, layouts[topic][index]) for topic, index in keys
                                if topic in layouts and index < len(layouts[topic])])
         latest = self.admin.offsets(online, OffsetSpec.latest())
         try:
-            stateful = [o for o in offsets.values() if o.start_offset is not None]
+            stateful = [offsets[key] for key in keys if key in offsets and offsets[key].start_offset is not None]
             windows, refusal = self._share_windows(group_id, stateful, layouts), None
         except ClientError as exc:  # the principal may not read the state topic (READ on __share_group_state)
             windows, refusal = {}, str(exc)
@@ -494,13 +494,18 @@ class ClusterView:
                                           assigned.get((topic, index), []),
                                           None if in_flight is None else in_flight.get((group_id, topic, index)),
                                           windows.get((topic, index))))
-        return ShareGroupDetail(group, rows, in_flight is not None, refusal)
+        total_lag = sum(o.lag or 0 for o in offsets.values())
+        return ShareGroupDetail(group, dataclasses.replace(shown, items=rows), total_lag, in_flight is not None,
+                                refusal)
 
     def _share_windows(self, group_id: str, offsets: list[ShareOffset],
                        layouts: Mapping[str, list[PartitionLayout]]) -> dict[tuple[str, int], list[InFlightRange]]:
-        """Each share-partition's in-flight window from its latest records in __share_group_state (the partition
-        Kafka's share coordinator places it in), for those whose state partition is online; a ClientError when the
-        principal may not read that topic."""
+        """Each share-partition's in-flight window as __share_group_state has it at its end: the share-partition's
+        last snapshot with the ShareUpdate records after it (Kafka writes both; Odradek a snapshot at every change),
+        in the partition of that topic Kafka's share coordinator places it in. The online partitions holding them
+        are read back from their ends together, KEY_SCAN_CHUNK records of each at a time and at most KEY_SCAN_LIMIT,
+        until every share-partition's snapshot is found; one whose state was deleted (a tombstone) or is not found
+        within the bound is left out. A ClientError when the principal may not read that topic."""
         if not offsets:
             return {}
         state_layouts = layouts.get(SHARE_STATE_TOPIC)
@@ -508,42 +513,36 @@ class ClusterView:
             raise ClientError(f"TOPIC_AUTHORIZATION_FAILED: Metadata does not show {SHARE_STATE_TOPIC}, which holds "
                               f"this group's state, to the console's principal: reading the in-flight records "
                               f"takes READ on that topic", "TOPIC_AUTHORIZATION_FAILED")
-        wanted: dict[int, dict[tuple, tuple[str, int]]] = {}
+        shown: dict[tuple, tuple[str, int]] = {}  # share-partition key -> (topic, partition)
+        holding: dict[int, set[tuple]] = {}  # state partition -> the keys it holds
         for o in offsets:
             key = (group_id, o.topic_id, o.partition)
-            wanted.setdefault(state_partition_for(*key, len(state_layouts)), {})[key] = (o.topic, o.partition)
-        online = self._online([(SHARE_STATE_TOPIC, state_layouts[index]) for index in sorted(wanted)])
+            shown[key] = (o.topic, o.partition)
+            holding.setdefault(state_partition_for(*key, len(state_layouts)), set()).add(key)
+        online = self._online([(SHARE_STATE_TOPIC, state_layouts[index]) for index in sorted(holding)])
+        earliest = {index: offset for (_, index), offset in self.admin.offsets(online, OffsetSpec.earliest()).items()}
+        last = {index: offset for (_, index), offset in self.admin.offsets(online, OffsetSpec.latest()).items()}
+        ends = dict(last)  # where each partition's next chunk back ends
+        updates: dict[tuple, list] = {key: [] for _, index in online for key in holding[index]}  # newest first
         windows: dict[tuple[str, int], list[InFlightRange]] = {}
-        for _, index in online:
-            for key, window in self._latest_share_states(index, set(wanted[index])).items():
-                windows[wanted[index][key]] = window
-        return windows
-
-    def _latest_share_states(self, index: int, keys: set) -> dict[tuple, list[InFlightRange]]:
-        """The in-flight window of each share-partition key as partition `index` of __share_group_state has it at
-        its end: the key's last snapshot with the ShareUpdate records after it (Kafka writes both; Odradek a
-        snapshot at every change), read back from the end KEY_SCAN_CHUNK records at a time, at most KEY_SCAN_LIMIT.
-        A key whose state was deleted (a tombstone), or not found within the bound, is left out."""
-        updates: dict[tuple, list] = {key: [] for key in keys}  # newest first
-        found: dict[tuple, list[InFlightRange]] = {}
-        with SimpleConsumer(self.bootstrap_servers, SHARE_STATE_TOPIC, index, config=self._reader_config()) as consumer:
-            earliest, end = consumer.earliest_offset(), consumer.latest_offset()
-            scanned = 0
-            while updates and end > earliest and scanned < KEY_SCAN_LIMIT:
-                start = max(earliest, end - KEY_SCAN_CHUNK)
-                for message in reversed(_read_range(consumer, start, end)):
-                    parsed = parse_record(message.key, message.value) if message.key else None
-                    if parsed is None or parsed.key not in updates:
-                        continue
-                    if parsed.kind == UPDATE_TYPE and not parsed.deleted:
-                        updates[parsed.key].append(parsed)
-                        continue
-                    newer = updates.pop(parsed.key)
-                    if not parsed.deleted:
-                        found[parsed.key] = in_flight_window(parsed, reversed(newer))
-                scanned += end - start
-                end = start
-        return found
+        while True:
+            chunks = {index: (max(earliest[index], end - KEY_SCAN_CHUNK, last[index] - KEY_SCAN_LIMIT), end)
+                      for index, end in ends.items() if not holding[index].isdisjoint(updates)}
+            chunks = {index: chunk for index, chunk in chunks.items() if chunk[0] < chunk[1]}
+            if not chunks:
+                return windows
+            read = self._read_windows(SHARE_STATE_TOPIC, chunks)
+            for message in sorted(read, key=lambda m: (m.partition, m.offset), reverse=True):
+                parsed = parse_record(message.key, message.value) if message.key else None
+                if parsed is None or parsed.key not in updates:
+                    continue
+                if parsed.kind == UPDATE_TYPE and not parsed.deleted:
+                    updates[parsed.key].append(parsed)
+                    continue
+                newer = updates.pop(parsed.key)
+                if not parsed.deleted:
+                    windows[shown[parsed.key]] = in_flight_window(parsed, reversed(newer))
+            ends.update({index: start for index, (start, _) in chunks.items()})
 
     def share_reset_plan(self, group_id: str, topics: list[str], target: str,
                          value: str = "") -> dict[tuple[str, int], int]:

@@ -18,9 +18,9 @@ from confluent_kafka.admin import (AclOperation, AdminClient, AlterConfigOpType,
 from odradek.client import Admin
 from odradek.client.share_groups import (alter_share_group_offsets, describe_share_groups, list_share_groups,
                                          share_group_offsets)
-from odradek.console.cluster import InFlightRange, in_flight_window
+from odradek.console.cluster import KEY_SCAN_CHUNK, InFlightRange, in_flight_window
 from odradek.console.rates import parse_share_records
-from odradek.coordinator.share_state import SNAPSHOT_TYPE, UPDATE_TYPE, ShareStateRecord
+from odradek.coordinator.share_state import SNAPSHOT_TYPE, UPDATE_TYPE, ShareStateRecord, state_partition_for
 from odradek.embedded import wait_until
 from tests.console.conftest import http_get, screenshot, start_console_broker
 from tests.console.test_secured import READ_GROUP, acl, alice_console  # noqa: F401 (a fixture)
@@ -136,6 +136,45 @@ def test_share_group_members_lag_in_flight_records_reset_and_delete(console, pag
     assert group not in [g for g, _ in list_share_groups(admin)]
     assert f"Deleted share group {group}." in page.text_content(".notice")
     screenshot(page, "share-groups")
+
+
+def test_a_window_behind_other_state_records_and_a_group_of_many_partitions(console, topic_name):
+    """The window is found where other share-partitions' records pushed it more than a chunk back in the state
+    topic's partition; a group's partitions are shown 100 a page."""
+    admin = Admin(console.bootstrap_servers)
+    held, many = f"held-{topic_name}", f"many-{topic_name}"
+    admin.create_topic(held, 1)
+    admin.create_topic(many, 120)
+    producer = Producer({"bootstrap.servers": console.bootstrap_servers})
+    for index in range(3):
+        producer.produce(held, f"job-{index}".encode())
+    assert producer.flush(30) == 0
+    alter_share_group_offsets(admin, held, {(held, 0): 0})
+    share = ShareConsumer({"bootstrap.servers": console.bootstrap_servers, "group.id": held,
+                           "share.acknowledgement.mode": "explicit"})
+    try:
+        share.subscribe([held])
+        assert [m.offset() for m in poll(share, lambda got: len(got) == 3)] == [0, 1, 2]  # held, not acknowledged
+        # another group's share-partitions write their state after it, into the same state partition among others
+        alter_share_group_offsets(admin, many, {(many, index): 0 for index in range(120)})
+        state_partitions = SETTINGS["share.coordinator.state.topic.num.partitions"]
+        (held_offset,) = share_group_offsets(admin, held)
+        behind = state_partition_for(held, held_offset.topic_id, 0, state_partitions)
+        sharing = sum(1 for o in share_group_offsets(admin, many)
+                      if state_partition_for(many, o.topic_id, o.partition, state_partitions) == behind)
+        for _ in range(KEY_SCAN_CHUNK // sharing + 1):  # more than a chunk of records after the held group's
+            alter_share_group_offsets(admin, many, {(many, index): 0 for index in range(120)})
+        status, body = http_get(console.url + f"share-groups/{held}")
+        assert status == 200 and "<td>0–2</td>" in body and '<td class="deliveries">1</td>' in body, body
+    finally:
+        share.close()
+    started = time.monotonic()
+    status, first = http_get(console.url + f"share-groups/{many}")
+    took = time.monotonic() - started
+    assert status == 200 and first.count('<tr data-partition="') == 100 and "page 1 of 2 (120)" in first
+    status, second = http_get(console.url + f"share-groups/{many}?page=2")
+    assert status == 200 and second.count('<tr data-partition="') == 20 and f"{many}:119" in second
+    assert took < 10, f"a page of 100 share-partitions took {took:.1f} s"
 
 
 def test_an_unknown_share_group_answers_404(console):

@@ -200,7 +200,7 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     # ----------------------------------------------------------------------------------------------- groups
     async def groups(request: Request) -> Response:
         share_page = request.query_params.get("share_page", "1")
-        try:  # a broker before Kafka 4 has no share groups: it refuses ListGroups v5, and the page says so
+        try:  # a broker before Kafka 3.8 has no ListGroups v5 (types): the page says so
             share_groups, share_refusal = await run_in_threadpool(
                 view.share_groups, int(share_page) if share_page.isdigit() else 1), None
         except ClientError as exc:

@@ -103,7 +103,8 @@ def test_the_wire_programs_records_are_what_a_kafka_consumer_reads_and_they_read
     produced = loadgen.produce(bootstrap, topic_name, 3001, processes=2, config={"acks": "all",
                                "batch.size": batch_size}, wire_partitions=3)
     assert (produced.records, produced.bytes) == (3001, 300_100)
-    assert produce_requests_since(metered, before, 7) == 7  # 1501 records: 3 requests of 500 and one of 1; 1500: 3 of 500
+    # 1501 records: 3 requests of 500 and one of 1; 1500: 3 of 500 (the wire producer sends a batch per request)
+    assert produce_requests_since(metered, before, 7) == 7
     records = read_all(bootstrap, topic_name, 3, 3001)
     assert len(records) == 3001 and not any(r.error() for r in records)
     assert {len(r.value()) for r in records} == {100} and {r.key() for r in records} == {None}

@@ -108,6 +108,26 @@ def produce(p: Producer, topic: str, records: int, partitions: int, *, value_siz
     return records / elapsed
 
 
+def produce_each(bootstrap: str, topic: str, records: int, payload: bytes, settings: dict) -> float:
+    """`records` copies of `payload` through one producer (linger.ms=5 and `settings`), a produce() call each (what
+    an application's loop does, where `produce` hands librdkafka prebuilt chunks), waiting out a full local queue,
+    then flushed; the seconds from the first call to the last acknowledgement, connected (and authenticated)
+    before the clock starts."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **settings})
+    p.list_topics(topic, timeout=10)
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                p.produce(topic, payload)
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(120):
+        raise RuntimeError(f"{topic}: records still unacknowledged after 120 s")
+    return time.perf_counter() - started
+
+
 def consume(bootstrap: str, topic: str, partitions: int, records: int) -> float:
     """Read the topic from offset 0 until `records` past the warm-up record arrived; records per second, timed
     from the first record's arrival so that connecting and the first metadata round trips are not counted."""

@@ -30,27 +30,12 @@ from pathlib import Path
 import confluent_kafka
 import httpx
 
+from bench import client
 from odradek.client import Admin
 from odradek.embedded import BrokerProcess
 
 RESULTS = Path(__file__).parent / "results"
 BINARY = "application/vnd.kafka.binary.v2+json"
-
-
-def native(bootstrap: str, topic: str, records: int, payload: bytes) -> float:
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
-    producer.list_topics(topic, timeout=10)
-    started = time.perf_counter()
-    for _ in range(records):
-        while True:
-            try:
-                producer.produce(topic, payload)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    if producer.flush(120):
-        raise RuntimeError("records left unsent")
-    return time.perf_counter() - started
 
 
 def spread(work, clients: int, total: int) -> float:
@@ -134,8 +119,8 @@ def main() -> int:
             admin = Admin(broker.bootstrap_servers)
             cluster = httpx.get(f"{url}/v3/clusters").json()["data"][0]["metadata"]["self"]
             ways = {
-                "native (confluent-kafka)": lambda topic: native(broker.bootstrap_servers, topic, args.records,
-                                                                 payload),
+                "native (confluent-kafka)": lambda topic: client.produce_each(
+                    broker.bootstrap_servers, topic, args.records, payload, {"acks": "all"}),
                 f"v2 binary, {args.batch} records a request": lambda topic: spread(
                     v2_batches(url, topic, payload, args.batch), args.clients, args.records),
                 "v3 streamed records": lambda topic: spread(v3_stream(url, cluster, topic, payload), args.clients,

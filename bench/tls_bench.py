@@ -25,6 +25,7 @@ from pathlib import Path
 import confluent_kafka
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
+from bench import client
 from odradek.embedded import BrokerProcess
 
 MB = 1024 * 1024
@@ -40,23 +41,6 @@ def cpu_seconds(pid: int) -> float:
     """The broker process's user + system CPU time so far (from /proc): steadier than rates on a busy machine."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def produce(bootstrap: str, client_config: dict, topic: str, records: int, payload: bytes) -> float:
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "1",
-                                         "queue.buffering.max.messages": 1_000_000, **client_config})
-    producer.list_topics(topic, timeout=10)  # connect (and authenticate) before the clock starts
-    started = time.perf_counter()
-    for _ in range(records):
-        while True:
-            try:
-                producer.produce(topic, payload)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    if producer.flush(120):
-        raise RuntimeError("records left unsent")
-    return time.perf_counter() - started
 
 
 def consume(bootstrap: str, client_config: dict, topic: str, records: int) -> float:
@@ -114,8 +98,10 @@ def main() -> int:
             for _ in range(args.rounds):
                 for name, client_config in listeners.items():
                     topic = f"bench-{name.lower()}-{uuid.uuid4().hex[:6]}"
-                    for phase, run in (("produce", lambda: produce(addresses[name], client_config, topic,
-                                                                    args.records, payload)),
+                    for phase, run in (("produce", lambda: client.produce_each(
+                                           addresses[name], topic, args.records, payload,
+                                           {"acks": "1", "queue.buffering.max.messages": 1_000_000,
+                                            **client_config})),
                                        ("consume", lambda: consume(addresses[name], client_config, topic,
                                                                     args.records))):
                         cpu_before = cpu_seconds(pid)

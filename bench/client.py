@@ -1,15 +1,15 @@
 """The client side every workload shares: confluent-kafka configured once, the same for every broker.
 
-One client and one configuration for all three brokers, so that differences come from the brokers. The Python
-loop around the client is kept out of the way: records go in through `produce_batch` (librdkafka loops in C over a
+One client and one configuration for all three brokers, so that differences come from the brokers. The Python loop
+around the client is kept out of the way: records go in through `produce_batch` (librdkafka loops in C over a
 prebuilt list) and come out through `consume` counted by `len`, because at a million records a second a Python
 statement per record would measure the interpreter instead of the broker (`produce_each`, a produce() call per
 record, is for the benchmarks that time a producer as an application's loop drives it: TLS, the REST proxy's native
-way). The consumer's prefetch queue is allowed to hold the whole run (queued.min.messages) with no back-off when it is full (fetch.queue.backoff.ms=0, whose 1 s
-default would otherwise pause fetching whenever the application is a little behind); fetch sizes stay at the
-client's defaults, but the client accepts answers of any size (receive.message.max.bytes): noida-db ignores
-the fetch limits and answers with the whole partition, over 100 MB here, which the client would otherwise refuse
-and retry forever.
+way). The consumer's prefetch queue is allowed to hold the whole run (queued.min.messages) with no back-off when it
+is full (fetch.queue.backoff.ms=0, whose 1 s default would otherwise pause fetching whenever the application is a
+little behind); fetch sizes stay at the client's defaults, but the client accepts answers of any size
+(receive.message.max.bytes): noida-db ignores the fetch limits and answers with the whole partition, over 100 MB
+here, which the client would otherwise refuse and retry forever.
 """
 
 from __future__ import annotations

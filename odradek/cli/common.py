@@ -1,6 +1,6 @@
 """What every client-side command shares: --bootstrap-server (which odradek.client.options holds for the Spark
 pipelines' commands too) with --command-config, the client properties file Kafka's tools take (Java's names,
-translated by odradek.client.properties), and --timeout; KEY=VALUE arguments, tables.
+translated by odradek.client.properties), and --timeout; the group commands' parsers; KEY=VALUE arguments, tables.
 
 Commands talk to a cluster through odradek.client only; failures surface as ClientError (or ValueError for bad
 input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1; UsageError (arguments that
@@ -10,8 +10,9 @@ parse but do not go together) exits 2 like argparse's own usage errors.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from odradek.client import Admin
 from odradek.client.options import add_bootstrap, add_command_config, properties_file, timestamp_ms
@@ -61,10 +62,36 @@ def admin_of(args: argparse.Namespace) -> Admin:
     return Admin(args.bootstrap_server, args.timeout, command_config(args))
 
 
+class GroupAction(NamedTuple):
+    """One action of a group command: its name, the function that runs it, its help and description, what more it
+    takes than the group (`arguments`, given its parser) and whether it takes a group at all (list does not)."""
+
+    name: str
+    run: Callable[[argparse.Namespace], int]
+    help: str
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    takes_group: bool = True
+
+
+def add_group_command(commands, name: str, help: str, description: str, actions: Iterable[GroupAction]) -> None:
+    """`odradek groups` and `odradek share-groups`: the command and its actions, each parser taking the group
+    (unless the action takes none), then the action's own arguments, then the admin options."""
+    command = commands.add_parser(name, help=help, description=description)
+    parsers = command.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action in actions:
+        parser = parsers.add_parser(action.name, help=action.help, description=action.description)
+        if action.takes_group:
+            parser.add_argument("group")
+        if action.arguments is not None:
+            action.arguments(parser)
+        parser.set_defaults(run=action.run)
+        add_admin_options(parser)
+
+
 def add_reset_arguments(reset: argparse.ArgumentParser, held: str) -> None:
-    """reset-offsets' arguments as kafka-consumer-groups and kafka-share-groups take them: the group, which topics
-    (`held`: what the group has for a topic, "offsets" or "state"), the target and --execute."""
-    reset.add_argument("group")
+    """reset-offsets' arguments after the group, as kafka-consumer-groups and kafka-share-groups take them: which
+    topics (`held`: what the group has for a topic, "offsets" or "state"), the target and --execute."""
     which = reset.add_mutually_exclusive_group(required=True)
     which.add_argument("--topic", "-t", action="append", help="a topic to reset, repeatable")
     which.add_argument("--all-topics", action="store_true", help=f"every topic the group has {held} for")

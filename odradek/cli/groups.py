@@ -9,38 +9,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli.common import add_admin_options, add_reset_arguments, admin_of, print_table
+from odradek.cli.common import GroupAction, add_group_command, add_reset_arguments, admin_of, print_table
 from odradek.client import ClientError
 
 
 def add_commands(commands) -> None:
-    groups = commands.add_parser("groups", help="list, describe, reset offsets of and delete consumer groups",
-                                 description="Manage consumer groups.")
-    actions = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
-
-    listing = actions.add_parser("list", help="list groups and their states", description="List consumer groups.")
-    listing.set_defaults(run=run_list)
-
-    describe = actions.add_parser("describe", help="members, committed offsets and lag per partition",
-                                  description="Show a group's state, and per partition its committed offset, the "
-                                              "log end offset, the lag and the member that owns it (consumer id, "
-                                              "host and client id), in kafka-consumer-groups' columns.")
-    describe.add_argument("group")
-    describe.set_defaults(run=run_describe)
-
-    reset = actions.add_parser("reset-offsets", help="move a group's committed offsets (dry run unless --execute)",
-                               description="Move a group's committed offsets. Shows the new offsets and changes "
-                                           "nothing unless --execute is given.")
-    add_reset_arguments(reset, "offsets")
-    reset.set_defaults(run=run_reset_offsets)
-
-    delete = actions.add_parser("delete", help="delete a group and its offsets",
-                                description="Delete an empty group and its committed offsets.")
-    delete.add_argument("group")
-    delete.set_defaults(run=run_delete)
-
-    for action in (listing, describe, reset, delete):
-        add_admin_options(action)
+    add_group_command(commands, "groups", "list, describe, reset offsets of and delete consumer groups",
+                      "Manage consumer groups.", [
+                          GroupAction("list", run_list, "list groups and their states", "List consumer groups.",
+                                      takes_group=False),
+                          GroupAction("describe", run_describe, "members, committed offsets and lag per partition",
+                                      "Show a group's state, and per partition its committed offset, the log end "
+                                      "offset, the lag and the member that owns it (consumer id, host and client "
+                                      "id), in kafka-consumer-groups' columns."),
+                          GroupAction("reset-offsets", run_reset_offsets,
+                                      "move a group's committed offsets (dry run unless --execute)",
+                                      "Move a group's committed offsets. Shows the new offsets and changes nothing "
+                                      "unless --execute is given.",
+                                      lambda reset: add_reset_arguments(reset, "offsets")),
+                          GroupAction("delete", run_delete, "delete a group and its offsets",
+                                      "Delete an empty group and its committed offsets.")])
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -13,42 +13,31 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli.common import add_admin_options, add_reset_arguments, admin_of, print_table
+from odradek.cli.common import GroupAction, add_group_command, add_reset_arguments, admin_of, print_table
 from odradek.client import ClientError
 from odradek.client.share_groups import (alter_share_group_offsets, delete_share_group, describe_share_groups,
                                          list_share_groups, share_group_offsets)
 
 
 def add_commands(commands) -> None:
-    groups = commands.add_parser("share-groups", help="list, describe, reset offsets of and delete share groups",
-                                 description="Manage share groups (KIP-932).")
-    actions = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add_group_command(commands, "share-groups", "list, describe, reset offsets of and delete share groups",
+                      "Manage share groups (KIP-932).", [
+                          GroupAction("list", run_list, "list share groups and their states", "List share groups.",
+                                      takes_group=False),
+                          GroupAction("describe", run_describe, "start offset and lag per share-partition",
+                                      "Show a share group's state and, per partition, its start offset and lag, "
+                                      "in kafka-share-groups' columns.", add_describe_arguments),
+                          GroupAction("reset-offsets", run_reset_offsets,
+                                      "move a share group's start offsets (dry run unless --execute)",
+                                      "Move an empty share group's start offsets. Shows the new offsets and "
+                                      "changes nothing unless --execute is given.",
+                                      lambda reset: add_reset_arguments(reset, "state")),
+                          GroupAction("delete", run_delete, "delete a share group and its state",
+                                      "Delete an empty share group and its share-partitions' state.")])
 
-    listing = actions.add_parser("list", help="list share groups and their states",
-                                 description="List share groups.")
-    listing.set_defaults(run=run_list)
 
-    describe = actions.add_parser("describe", help="start offset and lag per share-partition",
-                                  description="Show a share group's state and, per partition, its start offset "
-                                              "and lag, in kafka-share-groups' columns.")
-    describe.add_argument("group")
+def add_describe_arguments(describe: argparse.ArgumentParser) -> None:
     describe.add_argument("--members", action="store_true", help="the members and their assigned partitions")
-    describe.set_defaults(run=run_describe)
-
-    reset = actions.add_parser("reset-offsets", help="move a share group's start offsets (dry run unless "
-                                                     "--execute)",
-                               description="Move an empty share group's start offsets. Shows the new offsets and "
-                                           "changes nothing unless --execute is given.")
-    add_reset_arguments(reset, "state")
-    reset.set_defaults(run=run_reset_offsets)
-
-    delete = actions.add_parser("delete", help="delete a share group and its state",
-                                description="Delete an empty share group and its share-partitions' state.")
-    delete.add_argument("group")
-    delete.set_defaults(run=run_delete)
-
-    for action in (listing, describe, reset, delete):
-        add_admin_options(action)
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -20,7 +20,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ import httpx
 
 from bench import client
 from odradek.client import Admin
-from odradek.embedded import BrokerProcess
+from odradek.embedded import BrokerProcess, free_port
 
 RESULTS = Path(__file__).parent / "results"
 BINARY = "application/vnd.kafka.binary.v2+json"
@@ -90,12 +89,6 @@ def v3_single(url: str, cluster: str, topic: str, payload: bytes):
                 if answer.status_code != 200:
                     raise RuntimeError(answer.text[:200])
     return work
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def main() -> int:

@@ -271,7 +271,7 @@ class ZooKeeperServer(_ChildProcess, _Service):
         self.data_dir = Path(data_dir) if data_dir is not None else self._temporary_directory("odradek-zookeeper-")
         self.extra_config = dict(extra_config or {})
         self.jvm_options = list(jvm_options)
-        self.port = port or _free_port()  # known before start, so brokers can be configured first
+        self.port = port or free_port()  # known before start, so brokers can be configured first
         self.tick_time_ms = tick_time_ms
         self.classpath = classpath
         self.log_path = self.data_dir / "zookeeper.log"
@@ -372,7 +372,9 @@ class Cluster(_Service):
             self.zookeeper_server.stop()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS's pick), for a server to be configured with
+    before it starts."""
     import socket
 
     with socket.socket() as sock:

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from odradek.embedded import _free_port, wait_until
+from odradek.embedded import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 JAVA_BUILD = ROOT / "build" / "java"
@@ -184,8 +184,8 @@ class KafkaServer:
         self.heap = heap
         self.jvm_options = [*self.JVM_OPTIONS, *jvm_options]
         self.node_ids = list(range(1, nodes + 1))
-        self.ports = {node: _free_port() for node in self.node_ids}
-        self.controller_ports = {node: _free_port() for node in self.node_ids}
+        self.ports = {node: free_port() for node in self.node_ids}
+        self.controller_ports = {node: free_port() for node in self.node_ids}
         self.cluster_id = _kafka_uuid()
         self.processes: dict[int, subprocess.Popen] = {}
         self.started_in: float | None = None

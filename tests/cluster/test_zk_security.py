@@ -24,7 +24,7 @@ from kazoo.security import ACL, Id, Permissions
 from odradek.cluster.membership import ClusterMembershipError
 from odradek.cluster.zk_security import ZooKeeperSecurity, jaas_section, java_property
 from odradek.config import resolve_broker_config
-from odradek.embedded import Cluster, ZooKeeperServer, _free_port as free_port, zookeeper_available
+from odradek.embedded import Cluster, ZooKeeperServer, free_port, zookeeper_available
 
 BROKERS_PASSWORD = "kafka-secret"
 ONE_BROKER = {"offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1}

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from odradek.embedded import _free_port, wait_until
+from odradek.embedded import free_port, wait_until
 from tests.interop.conftest import secured_broker  # noqa: F401 (a fixture: SASL_SSL with ACLs)
 from tests.jvm import start_tool
 from tests.security.conftest import certificates  # noqa: F401 (the secured broker's)
@@ -33,7 +33,7 @@ class ConnectWorker:
     """One connect-distributed JVM of group `group`, its REST API on a free port, its log in `directory`."""
 
     def __init__(self, bootstrap: str, group: str, directory: Path, name: str, settings: dict | None = None):
-        self.port, self.name, self.directory = _free_port(), name, directory
+        self.port, self.name, self.directory = free_port(), name, directory
         self.log_path = directory / f"connect-{name}.log"
         self.properties = {
             "bootstrap.servers": bootstrap, "group.id": group,

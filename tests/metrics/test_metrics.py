@@ -9,7 +9,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.client import Admin, ConsumerConnector, Producer
-from odradek.embedded import BrokerProcess, _free_port as free_port  # the one free-port probe
+from odradek.embedded import BrokerProcess, free_port  # the one free-port probe
 from tests.broker.raw_client import RawClient
 from tests.broker.test_many_partitions import fetch_values
 

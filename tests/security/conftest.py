@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from odradek.embedded import BrokerProcess, _free_port as free_port  # the one free-port probe
+from odradek.embedded import BrokerProcess, free_port  # the one free-port probe
 from tests.broker.raw_client import RawClient
 from tests.security.certificates import Certificates, make_certificates
 

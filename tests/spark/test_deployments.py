@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from odradek.embedded import _free_port
+from odradek.embedded import free_port
 from odradek.spark.generators import produce_orders
 
 from .helpers import create_topic, produce
@@ -104,7 +104,7 @@ def test_spark_lookup_finds_odradek_and_never_fails_without_the_spark_extra(extr
 
 
 def test_an_unreachable_master_is_one_line_and_a_failed_exit(broker, topic_name, tmp_path):
-    master = f"spark://127.0.0.1:{_free_port()}"  # nothing listens there
+    master = f"spark://127.0.0.1:{free_port()}"  # nothing listens there
     run = subprocess.run([sys.executable, "-m", "odradek", "pipeline", "warehouse-load", "--master", master,
                           "--bootstrap-server", broker.bootstrap_servers, "--topics", topic_name,
                           "--output", str(tmp_path / "warehouse")], capture_output=True, text=True, timeout=240,
@@ -129,7 +129,7 @@ def standalone_cluster(tmp_path_factory):
     master URL and the workers' log files."""
     logs = tmp_path_factory.mktemp("spark-cluster")
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port = _free_port()
+    port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
     commands = {
         "master": [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),

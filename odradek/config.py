@@ -788,6 +788,11 @@ def layered_broker_props(static: Mapping[str, Any], *dynamic_layers: Mapping[str
     return props
 
 
+def host_port(host: str, port: int) -> str:
+    """host:port as bootstrap.servers and listeners write it: an IPv6 host in brackets ([::1]:9092)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def parse_listener(text: str) -> tuple[str, int]:
     """(host, port) of the first entry of a `listeners`-style value: `PLAINTEXT://host:port,...`."""
     address = text.split(",")[0].split("://", 1)[-1]

@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from odradek.config import host_port
+
 _READY = re.compile(r"ready on (?P<host>[^ ]+):(?P<port>\d+)")
 
 
@@ -100,7 +102,7 @@ class _LocalBroker(_Service):
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
+        return host_port(self.host, self.port)
 
 
 class BrokerProcess(_ChildProcess, _LocalBroker):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, add_admin_options, command_config
+from odradek.config import host_port
 
 LOCAL_HOSTS = ("0.0.0.0", "::", "")  # a listener bound to every address is reached on 127.0.0.1
 
@@ -78,6 +79,6 @@ def proxy_beside(broker, registry_url: str | None):
         client_config = {"security.protocol": "SASL_PLAINTEXT",
                          "sasl.mechanism": enabled_mechanisms(listener, broker.props)[0]}
     host = "127.0.0.1" if listener.host in LOCAL_HOSTS else listener.host
-    settings = ProxySettings(f"{host}:{listener.port}", client_config, basic_auth=basic_auth,
+    settings = ProxySettings(host_port(host, listener.port), client_config, basic_auth=basic_auth,
                              schema_registry_url=registry_url)
     return RestProxy(settings, port=config["rest.proxy.port"], ssl_certfile=certfile, ssl_keyfile=keyfile)

@@ -42,7 +42,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from odradek.cluster.membership import BrokerEndpoint, ClusterInfo, ClusterMembershipError
 from odradek.cluster.metadata import new_cluster_id
 from odradek.cluster.zk_security import SecuredKazooClient, ZooKeeperSecurity
-from odradek.config import Listener
+from odradek.config import Listener, host_port
 
 log = logging.getLogger("odradek.zookeeper")
 
@@ -83,7 +83,7 @@ def encode_broker(endpoint: BrokerEndpoint, timestamp_ms: int, jmx_port: int = -
     body: dict[str, object] = {
         "features": {},
         "listener_security_protocol_map": {entry.name: entry.security_protocol for entry in listeners},
-        "endpoints": [f"{entry.name}://{_bracketed(entry.host)}:{entry.port}" for entry in listeners],
+        "endpoints": [f"{entry.name}://{host_port(entry.host, entry.port)}" for entry in listeners],
         "jmx_port": jmx_port, "port": plaintext.port if plaintext else -1,
         "host": plaintext.host if plaintext else None,
         "version": BROKER_ZNODE_VERSION, "timestamp": str(timestamp_ms),
@@ -91,10 +91,6 @@ def encode_broker(endpoint: BrokerEndpoint, timestamp_ms: int, jmx_port: int = -
     if endpoint.rack is not None:
         body["rack"] = endpoint.rack
     return json.dumps(body, separators=(",", ":")).encode()
-
-
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
 
 
 def decode_broker(node_id: int, data: bytes) -> BrokerEndpoint:

@@ -127,9 +127,7 @@ class _StateCollector:
                     lag.add_metric([group_id, topic, str(index)], max(0, partition.high_watermark - committed.offset))
         yield lag
 
-        share = broker.share_coordinator  # None in a ZooKeeper cluster
-        if share is not None:
-            yield from _share_group_gauges(broker, share)
+        yield from _share_group_gauges(broker, broker.share_coordinator)
 
         for name, value in broker.cleaner.metrics().items():
             gauge = GaugeMetricFamily("odradek_log_cleaner_" + name.replace("-", "_"), f"Log cleaner {name}")

@@ -461,8 +461,7 @@ class Broker:
         self.group_coordinator.start()  # loads __consumer_offsets in the background
         self.transaction_coordinator = TransactionCoordinator(self)
         self.transaction_coordinator.start()  # loads __transaction_state in the background
-        # share groups on a single node only (their state's inter-broker APIs are not served in a cluster)
-        self.share_coordinator = None if self.config["zookeeper.connect"] else ShareCoordinator(self)
+        self.share_coordinator = ShareCoordinator(self)
         handlers, unsupported_version_answer = build_handlers(self)
         self.server = NetworkServer(
             handlers,
@@ -585,8 +584,7 @@ class Broker:
             await self.server.close(drain_seconds=SHUTDOWN_DRAIN_S)
             await self.group_coordinator.stop()
             await self.transaction_coordinator.stop()
-            if self.share_coordinator is not None:
-                self.share_coordinator.stop()
+            self.share_coordinator.stop()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.close()
         for task in self._tasks:

@@ -29,6 +29,7 @@ import functools
 import logging
 import struct
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterable
 
 from odradek.clock import now_ms
@@ -39,10 +40,10 @@ from odradek.coordinator.classic import (JOIN, SYNC, ClassicGroup, ClassicGroupC
                                          SyncResult, Wait)
 from odradek.coordinator.consumer import ConsumerGroup, HeartbeatResult
 from odradek.coordinator.offsets import OffsetAndMetadata, OffsetStore, TopicPartition
-from odradek.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupRecord, OffsetRecord, group_metadata_record,
-                                               offset_commit_record, parse_record, partition_count,
-                                               partition_for,
-                                               restore_classic_group)
+from odradek.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupRecord, OffsetRecord, ShareTopicsRecord,
+                                               group_metadata_record, offset_commit_record, parse_record,
+                                               partition_count, partition_for, restore_classic_group,
+                                               share_topics_record)
 from odradek.errors import ErrorCode, KafkaError
 from odradek.periodic import every
 from odradek.records.batch import (CONTROL_COMMIT, Record, decode_batch, decode_control_record,
@@ -68,6 +69,7 @@ class GroupCoordinator:
             initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
             max_size=config["group.max.size"])
         self.groups: dict[str, Group] = {}
+        self.share_topics: dict[str, dict[uuid.UUID, str]] = {}  # share group -> the topics it has state for
         self.offsets = OffsetStore()
         # producer id -> (group, partition) -> (offset, log offset of its record): TxnOffsetCommits awaiting markers
         self._pending_transactional_offsets: dict[int, dict[tuple[str, TopicPartition],
@@ -143,6 +145,8 @@ class GroupCoordinator:
     def _unload(self, index: int) -> None:
         """Another broker leads this partition now: its groups and offsets are that broker's."""
         self._loaded.discard(index)
+        for group_id in [g for g in self.share_topics if partition_for(g, self.num_partitions) == index]:
+            del self.share_topics[group_id]
         for group_id in set(self.groups) | set(self.offsets.group_ids()):
             if partition_for(group_id, self.num_partitions) != index:
                 continue
@@ -548,6 +552,16 @@ class GroupCoordinator:
         data = encode_batch(batch_records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
         return partition.append(data, [parse_header(data)], origin=AppendOrigin.COORDINATOR).last_offset
 
+    def record_share_topics(self, group_id: str, topics: dict[uuid.UUID, tuple[str, int]] | None) -> None:
+        """Keep, in the group's partition, the topics (id -> (name, partition count)) the share group has state for
+        (share_coordinator.py), or forget them all (None): what tells this coordinator, after a start or a move,
+        that the group exists and where its state is."""
+        self._append(group_id, [share_topics_record(group_id, topics)])
+        if topics is None:
+            self.share_topics.pop(group_id, None)
+        else:
+            self.share_topics[group_id] = {topic_id: name for topic_id, (name, _) in topics.items()}
+
     def _drop_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
         partitions = list(partitions)
         self._append(group_id, [offset_commit_record(group_id, topic, index, None) for topic, index in partitions])
@@ -654,6 +668,11 @@ class GroupCoordinator:
                 self.offsets.remove(parsed.group_id, partition)
             else:
                 self.offsets.commit(parsed.group_id, partition, parsed.committed, record_offset)
+        elif isinstance(parsed, ShareTopicsRecord):
+            if parsed.topics is None:
+                self.share_topics.pop(parsed.group_id, None)
+            else:
+                self.share_topics[parsed.group_id] = parsed.topics
         elif isinstance(parsed, GroupRecord):
             if parsed.value is None:
                 self.groups.pop(parsed.group_id, None)

@@ -3,7 +3,8 @@
 A group lives in partition abs(String.hashCode(group_id)) % the partition count of __consumer_offsets, computed the
 Java way so the layout matches Kafka's; offsets.topic.num.partitions only sizes the topic when it is created. Keys
 and values carry a leading int16 version, as Kafka writes them: key version 0/1 is an offset commit (group, topic,
-partition), key version 2 a classic group's metadata (group); a null value is a tombstone that compaction keeps
+partition), key version 2 a classic group's metadata (group), 15 the topics a share group has state for (Kafka's
+ShareGroupStatePartitionMetadata: the share coordinator's record of where to look); a null value is a tombstone that compaction keeps
 until delete.retention.ms and then drops.
 
 The key and value schemas are Kafka's, declared once in odradek/protocol/internal.py.
@@ -11,16 +12,18 @@ The key and value schemas are Kafka's, declared once in odradek/protocol/interna
 
 from __future__ import annotations
 
+import uuid
 from typing import NamedTuple
 
 from odradek.coordinator.classic import ClassicGroup, ClassicGroupConfig, ClassicMember
 from odradek.coordinator.offsets import OffsetAndMetadata
 from odradek.protocol.internal import (CONSUMER_OFFSETS_KEY, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey,
-                                       OffsetCommitValue, decode_versioned, encode_versioned)
+                                       OffsetCommitValue, ShareGroupStatePartitionMetadataKey,
+                                       ShareGroupStatePartitionMetadataValue, decode_versioned, encode_versioned)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
-OFFSET_KEY_VERSION, GROUP_KEY_VERSION = 1, 2
+OFFSET_KEY_VERSION, GROUP_KEY_VERSION, SHARE_TOPICS_KEY_VERSION = 1, 2, 15
 
 
 class OffsetRecord(NamedTuple):
@@ -33,6 +36,11 @@ class OffsetRecord(NamedTuple):
 class GroupRecord(NamedTuple):
     group_id: str
     value: object | None  # a GroupMetadataValue, or None for a tombstone
+
+
+class ShareTopicsRecord(NamedTuple):
+    group_id: str
+    topics: dict[uuid.UUID, str] | None  # topic id -> name; None for a tombstone
 
 
 def java_string_hash(text: str) -> int:
@@ -88,11 +96,31 @@ def group_metadata_record(group_id: str, group: ClassicGroup | None) -> tuple[by
     return key, encode_versioned(GroupMetadataValue, 3, value)
 
 
-def parse_record(key: bytes, value: bytes | None) -> OffsetRecord | GroupRecord | None:
+def share_topics_record(group_id: str, topics: dict[uuid.UUID, tuple[str, int]] | None
+                        ) -> tuple[bytes, bytes | None]:
+    """(key, value) naming the topics (id -> (name, partition count)) a share group has state for; the tombstone
+    when `topics` is None."""
+    key = encode_versioned(ShareGroupStatePartitionMetadataKey, SHARE_TOPICS_KEY_VERSION,
+                           ShareGroupStatePartitionMetadataKey(group_id=group_id))
+    if topics is None:
+        return key, None
+    Topic = ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo
+    value = ShareGroupStatePartitionMetadataValue(initialized_topics=[
+        Topic(topic_id=topic_id, topic_name=name, partitions=list(range(count)))
+        for topic_id, (name, count) in sorted(topics.items())], deleting_topics=[])
+    return key, encode_versioned(ShareGroupStatePartitionMetadataValue, 0, value)
+
+
+def parse_record(key: bytes, value: bytes | None) -> OffsetRecord | GroupRecord | ShareTopicsRecord | None:
     """One __consumer_offsets record; None for key versions this broker does not keep (KIP-848 group records)."""
     if int.from_bytes(key[:2], "big", signed=True) not in CONSUMER_OFFSETS_KEY:
         return None
     version, k = decode_versioned(CONSUMER_OFFSETS_KEY, key)
+    if version == SHARE_TOPICS_KEY_VERSION:
+        if value is None:
+            return ShareTopicsRecord(k.group_id, None)
+        v = decode_versioned(ShareGroupStatePartitionMetadataValue, value)[1]
+        return ShareTopicsRecord(k.group_id, {t.topic_id: t.topic_name for t in v.initialized_topics})
     if version == GROUP_KEY_VERSION:
         return GroupRecord(k.group, None if value is None else decode_versioned(GroupMetadataValue, value)[1])
     committed = None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import uuid
 
 from odradek.clock import now_ms
@@ -32,10 +33,11 @@ from odradek.coordinator.assignors import TopicInfo
 from odradek.coordinator.share_configs import ShareGroupSettings, settings
 from odradek.coordinator.share_group import ShareGroup, ShareHeartbeatResult
 from odradek.coordinator.share_partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, SharePartition
-from odradek.coordinator.share_state import (SHARE_STATE_TOPIC, SNAPSHOT_TYPE, parse_record, snapshot_record,
-                                             state_partition_for, tombstone)
+from odradek.coordinator.share_persister import SharePersister, Summary
+from odradek.coordinator.share_state_coordinator import ShareStateCoordinator
 from odradek.errors import ErrorCode, KafkaError
-from odradek.records.batch import Record, decode_batch, encode_batch, validate_batches
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, uuid.UUID, int]
 STATE_NAMES = {AVAILABLE: "available", ACQUIRED: "acquired", ACKNOWLEDGED: "acknowledged", ARCHIVED: "archived"}
@@ -56,9 +58,14 @@ class ShareCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[Key, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
-        self._stored: dict[int, dict[Key, tuple[int, list]]] = {}  # state partition -> what it holds, once read
-        self._snapshot_epochs: dict[Key, int] = {}
-        self._created_ms: dict[Key, int] = {}
+        self.state = ShareStateCoordinator(broker)  # the state partitions this broker leads
+        self.persister = SharePersister(broker, self.state)  # the state, wherever it is kept
+        self._epochs: dict[Key, tuple[int, int]] = {}  # share-partition -> (state epoch, leader epoch) it was read at
+        self._loading: dict[Key, asyncio.Future] = {}
+        self._locks: dict[Key, asyncio.Lock] = {}  # one state write of a share-partition at a time
+        self._changes: dict[Key, int] = {}  # writes asked for, per share-partition
+        self._written: dict[Key, int] = {}  # the last of those a finished write covered
+        self._tasks: set[asyncio.Task] = set()
         self._waiters: set[asyncio.Future] = set()
         self._timer: asyncio.TimerHandle | None = None
 
@@ -80,31 +87,24 @@ class ShareCoordinator:
                 partition.lock_duration_ms, partition.delivery_limit = (limits["lock_duration_ms"],
                                                                         limits["delivery_limit"])
 
-    @property
-    def num_state_partitions(self) -> int:
-        topic = self.broker.metadata.topics.get(SHARE_STATE_TOPIC)
-        return len(topic.partitions) if topic is not None else \
-            self.broker.config["share.coordinator.state.topic.num.partitions"]
-
     # ------------------------------------------------------------------------------------------ membership
     def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int, rack_id: str | None,
                   subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> ShareHeartbeatResult:
-        if not group_id:
-            raise KafkaError(ErrorCode.INVALID_GROUP_ID)
+        self.broker.group_coordinator.check_available(group_id)  # INVALID_GROUP_ID, NOT_COORDINATOR...
         if group_id in self.broker.group_coordinator.groups:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         group = self.groups.get(group_id)
         if group is None:
             if member_epoch != 0:
                 raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self.groups[group_id] = ShareGroup(group_id, session_timeout_ms=self.session_timeout_ms,
-                                                       heartbeat_interval_ms=self.heartbeat_interval_ms,
-                                                       now_ms=now_ms())
+            group = self.groups[group_id] = self._new_group(group_id)
         result = group.heartbeat(member_id=member_id, member_epoch=member_epoch, rack_id=rack_id,
                                  subscribed_topic_names=subscribed_topic_names, topics=self.topic_catalogue(),
                                  client_id=client_id, client_host=client_host, now_ms=now_ms())
         if result.member_epoch < 0:
             self._member_gone(group_id, member_id)
+        else:
+            self.record_topics(group_id, {t for m in group.members.values() for t, p in m.assigned.items() if p})
         self._arm_timer()
         return result
 
@@ -113,11 +113,15 @@ class ShareCoordinator:
                 if not name.startswith("__")}
 
     def _member_gone(self, group_id: str, member_id: str) -> None:
-        """Its session closes and every record it held comes back."""
+        """Its session closes and every record it held here comes back (in a cluster, those it held on partitions
+        other brokers lead come back there when their share session closes or their locks expire)."""
         self.sessions.pop((group_id, member_id), None)
-        for key, partition in self.partitions.items():
+        self._release(group_id, member_id)
+
+    def _release(self, group_id: str, member_id: str) -> None:
+        for key, partition in list(self.partitions.items()):
             if key[0] == group_id and partition.release_member(member_id):
-                self.persist(key)
+                self._persist_later(key)
         self._wake()
 
     # -------------------------------------------------------------------------------------------- sessions
@@ -134,8 +138,9 @@ class ShareCoordinator:
         session = self.sessions.get(key)
         if session is None:
             raise KafkaError(ErrorCode.SHARE_SESSION_NOT_FOUND, "The share session was not found.")
-        if epoch == -1:
+        if epoch == -1:  # the member closes its session: what it holds here is released, as Kafka releases it
             del self.sessions[key]
+            self._release(group_id, member_id)
             return None
         if epoch != session.epoch:
             raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
@@ -146,20 +151,35 @@ class ShareCoordinator:
         return session
 
     # -------------------------------------------------------------------------------------- share-partitions
-    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int, leader) -> SharePartition:
-        """The share-partition of the group on partition `leader` (a cluster Partition): as stored, else new where
-        the group's share.auto.offset.reset puts it."""
+    async def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int, leader) -> SharePartition:
+        """The share-partition of the group on partition `leader` (a cluster Partition this broker leads): in memory
+        when it was read in the leader's current epoch, else read from the share state (share_persister.py) or,
+        with none, made where the group's share.auto.offset.reset puts it and written there at once (so a start
+        at the log end is not moved by a restart). Loaded once however many requests ask at the same time."""
         key = (group_id, topic_id, index)
         partition = self.partitions.get(key)
-        if partition is None:
-            stored = self._stored_states(state_partition_for(group_id, topic_id, index,
-                                                             self.num_state_partitions)).get(key)
-            if stored is None:
-                partition = SharePartition(self._reset_offset(group_id, leader), **self._limits(group_id))
-                self._created_ms[key] = now_ms()
-            else:
-                partition = SharePartition.restored(stored[0], stored[1], **self._limits(group_id))
-            self.partitions[key] = partition
+        if partition is not None and self._epochs[key][1] == leader.leader_epoch:
+            return partition
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = self._loading[key] = asyncio.ensure_future(self._load(key, leader))
+            loading.add_done_callback(lambda done: self._loading.pop(key, None) if self._loading.get(key) is done
+                                      else None)
+        return await asyncio.shield(loading)
+
+    async def _load(self, key: Key, leader) -> SharePartition:
+        group_id = key[0]
+        epoch = leader.leader_epoch
+        stored = await self.persister.read(key, epoch)
+        if stored is None:
+            partition = SharePartition(self._reset_offset(group_id, leader), **self._limits(group_id))
+            state_epoch = 0
+        else:
+            partition = SharePartition.restored(stored.start_offset, stored.batches, **self._limits(group_id))
+            state_epoch = stored.state_epoch
+        self.partitions[key], self._epochs[key] = partition, (state_epoch, epoch)
+        if stored is None:
+            await self.persist(key)
         return partition
 
     def _reset_offset(self, group_id: str, leader) -> int:
@@ -176,147 +196,161 @@ class ShareCoordinator:
                 return min(found[0], leader.high_watermark)
         return leader.high_watermark
 
-    def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
-                    batches: list[tuple[int, int, list[int]]], leader) -> None:
+    async def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
+                          batches: list[tuple[int, int, list[int]]], leader) -> None:
         """Apply a partition's acknowledgement batches and persist them; INVALID_RECORD_STATE (and the batches
         before the failing one applied) as Kafka answers a batch naming records this member does not hold."""
-        partition = self.share_partition(group_id, topic_id, index, leader)
+        key = (group_id, topic_id, index)
+        partition = await self.share_partition(group_id, topic_id, index, leader)
         now = now_ms()
+        refused = None
         try:
             for first, last, types in batches:
                 partition.acknowledge(member_id, first, last, types, now)
+        except KafkaError as exc:
+            refused = exc
+        try:
+            await self.persist(key)
         finally:
-            self.persist((group_id, topic_id, index))
             self._wake()
             self._arm_timer()
+        if refused is not None:
+            raise refused
 
-    def acquired(self, key: Key) -> None:
-        """A fetch acquired records of this share-partition: persist the delivery counts, arm the lock timer."""
-        self.persist(key)
+    async def acquired(self, key: Key) -> None:
+        """A fetch acquired records of this share-partition: persist the delivery counts (before the records are
+        answered), arm the lock timer."""
         self._arm_timer()
+        await self.persist(key)
 
-    def persist(self, key: Key) -> None:
-        partition = self.partitions[key]
-        group_id, topic_id, index = key
-        self._snapshot_epochs[key] = epoch = self._snapshot_epochs.get(key, -1) + 1
-        now = now_ms()
-        record = snapshot_record(group_id, topic_id, index, start_offset=partition.start_offset,
-                                 batches=partition.state_batches(), snapshot_epoch=epoch,
-                                 create_ms=self._created_ms.setdefault(key, now), write_ms=now)
-        self._write(key, [record])
+    async def persist(self, key: Key) -> None:
+        """Write the share-partition's state as it is now (its start offset, and each record above it), once the
+        writes asked before are done; a write asked while another was under way is covered by the next one, which
+        carries every change before it. A write fenced by a newer leader or state epoch drops the share-partition
+        here (it is read again when next asked for) and raises."""
+        self._changes[key] = change = self._changes.get(key, 0) + 1
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            partition = self.partitions.get(key)
+            if partition is None or self._written.get(key, 0) >= change:
+                return
+            covered = self._changes[key]
+            state_epoch, leader_epoch = self._epochs[key]
+            try:
+                await self.persister.write(key, state_epoch=state_epoch, leader_epoch=leader_epoch,
+                                           start_offset=partition.start_offset, batches=partition.state_batches())
+            except KafkaError as exc:
+                if exc.code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH) \
+                        and self.partitions.get(key) is partition:
+                    self._forget(key)
+                raise
+            self._written[key] = max(self._written.get(key, 0), covered)
 
-    def delete_state(self, key: Key) -> None:
-        self.partitions.pop(key, None)
-        self._write(key, [tombstone(*key)])
+    def _persist_later(self, key: Key) -> None:
+        """Persist from a timer (a lock expired, a member left): nobody waits on it, failures are logged."""
+        task = asyncio.get_running_loop().create_task(self.persist(key))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("writing share-partition state failed: %s", task.exception())
+
+    def _forget(self, key: Key) -> None:
+        for table in (self.partitions, self._epochs, self._changes, self._written, self._locks):
+            table.pop(key, None)
+
+    @property
+    def num_state_partitions(self) -> int:
+        return self.state.num_partitions
 
     def ensure_state_topic(self) -> None:
-        self.broker.ensure_internal_topic(SHARE_STATE_TOPIC, self.broker.config[
-            "share.coordinator.state.topic.num.partitions"], {
-            "cleanup.policy": "compact", "compression.type": "producer",
-            "segment.bytes": str(self.broker.config["share.coordinator.state.topic.segment.bytes"])},
-            "share.coordinator.state.topic.replication.factor")
-
-    def _write(self, key: Key, records: list[tuple[bytes, bytes | None]]) -> None:
-        self.ensure_state_topic()
-        index = state_partition_for(*key, self.num_state_partitions)
-        now = now_ms()
-        data = encode_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)])
-        self.broker.partition(SHARE_STATE_TOPIC, index).append(data, validate_batches(data))
-        if index in self._stored:
-            if records[-1][1] is None:
-                self._stored[index].pop(key, None)
-            else:
-                partition = self.partitions[key]
-                self._stored[index][key] = (partition.start_offset, partition.state_batches())
-
-    def _stored_states(self, index: int) -> dict[Key, tuple[int, list]]:
-        """The share-partition states partition `index` of the state topic holds, read once after a start."""
-        stored = self._stored.get(index)
-        if stored is not None:
-            return stored
-        stored = self._stored[index] = {}
-        if SHARE_STATE_TOPIC not in self.broker.metadata.topics:
-            return stored
-        for header, batch in self.broker.partition(SHARE_STATE_TOPIC, index).log.iter_batches():
-            if header.is_control:
-                continue
-            for record in decode_batch(batch)[1]:
-                if record.key is None:
-                    continue
-                parsed = parse_record(record.key, record.value)
-                if parsed is None:
-                    continue
-                if parsed.deleted:
-                    stored.pop(parsed.key, None)
-                elif parsed.kind == SNAPSHOT_TYPE:
-                    stored[parsed.key] = (parsed.start_offset, parsed.batches)
-                    self._snapshot_epochs[parsed.key] = parsed.snapshot_epoch
-                elif parsed.key in stored:  # a ShareUpdate over the snapshot before it
-                    start, batches = stored[parsed.key]
-                    merged = {o: (s, c) for f, la, s, c in batches for o in range(f, la + 1)}
-                    merged.update({o: (s, c) for f, la, s, c in parsed.batches for o in range(f, la + 1)})
-                    start = max(start, parsed.start_offset)
-                    stored[parsed.key] = (start, [(o, o, s, c) for o, (s, c) in sorted(merged.items())])
-        return stored
+        self.state.ensure_topic()
 
     # ------------------------------------------------------------------------------------ administration
+    def coordinates(self, group_id: str) -> bool:
+        try:
+            self.broker.group_coordinator.check_available(group_id)
+        except KafkaError:
+            return False
+        return True
+
     def group(self, group_id: str) -> ShareGroup | None:
-        """The share group, also one with no members since the start that has share-partition state."""
-        self._load_every_state()
-        return self.groups.get(group_id)
+        """The share group, also one with no members since this coordinator took it that has state (its topics
+        are recorded in __consumer_offsets: GroupCoordinator.share_topics)."""
+        group = self.groups.get(group_id)
+        if group is None and group_id in self.broker.group_coordinator.share_topics:
+            group = self.groups[group_id] = self._new_group(group_id)
+        return group
 
     def group_ids(self) -> list[str]:
-        self._load_every_state()
-        return sorted(self.groups)
+        """The share groups this broker coordinates."""
+        return sorted(g for g in set(self.groups) | set(self.broker.group_coordinator.share_topics)
+                      if self.coordinates(g) and self.group(g) is not None)
 
-    def state_keys(self, group_id: str) -> list[Key]:
-        """The share-partitions of the group with state, in memory or in the state topic."""
-        self._load_every_state()
-        keys = {key for key in self.partitions if key[0] == group_id}
-        for stored in self._stored.values():
-            keys.update(key for key in stored if key[0] == group_id)
-        return sorted(keys, key=lambda key: (str(key[1]), key[2]))
+    def record_topics(self, group_id: str, topic_ids) -> None:
+        """Record (once) that the group has, or is about to have, state on these topics."""
+        known = self.broker.group_coordinator.share_topics.get(group_id, {})
+        by_id = self.broker.metadata.topics_by_id
+        if set(topic_ids) <= set(known):
+            return
+        topics = {t: (by_id[t].name, len(by_id[t].partitions)) for t in set(known) | set(topic_ids) if t in by_id}
+        self.broker.group_coordinator.record_share_topics(group_id, topics)
 
-    def start_offset(self, key: Key) -> int:
-        """The share-partition's start offset; -1 when it has no state."""
-        partition = self.partitions.get(key)
-        if partition is not None:
-            return partition.start_offset
-        stored = self._stored_states(state_partition_for(*key, self.num_state_partitions)).get(key)
-        return stored[0] if stored is not None else -1
+    async def states(self, group_id: str, topic_ids=None) -> dict[Key, Summary]:
+        """The share-partitions of the group with state (of `topic_ids`, or of every topic it has state on), and
+        their summaries from the share state."""
+        recorded = set(self.broker.group_coordinator.share_topics.get(group_id, {}))
+        by_id = self.broker.metadata.topics_by_id
+        out = {}
+        for topic_id in sorted(recorded if topic_ids is None else set(topic_ids) & recorded, key=str):
+            if topic_id not in by_id:
+                continue
+            for index in range(len(by_id[topic_id].partitions)):
+                key = (group_id, topic_id, index)
+                summary = await self.persister.summary(key)
+                if summary is not None:
+                    out[key] = summary
+        return out
 
-    def in_flight_done(self, key: Key) -> int:
-        """Records past the start offset that are done already (acknowledged or archived): not part of the lag."""
-        partition = self.partitions.get(key)
-        if partition is None:
-            stored = self._stored_states(state_partition_for(*key, self.num_state_partitions)).get(key)
-            batches = stored[1] if stored is not None else []
-            return sum(last - first + 1 for first, last, state, _ in batches if state in (ACKNOWLEDGED, ARCHIVED))
-        return sum(1 for record in partition.records.values() if record.state in (ACKNOWLEDGED, ARCHIVED))
+    async def summary(self, key: Key) -> Summary | None:
+        return await self.persister.summary(key)
 
-    def alter_offsets(self, group_id: str, starts: dict[tuple[uuid.UUID, int], int]) -> None:
+    async def alter_offsets(self, group_id: str, starts: dict[tuple[uuid.UUID, int], int]) -> None:
         """New start offsets (AlterShareGroupOffsets): an empty group's share-partitions start again there, their
-        in-flight state dropped; a group not known yet is made, empty, as Kafka makes it."""
+        in-flight state dropped (a new state epoch fences the state a partition's leader still holds); a group not
+        known yet is made, empty, as Kafka makes it."""
         group = self._empty_group(group_id, create=True)
+        self.record_topics(group_id, {topic_id for topic_id, _ in starts})
         for (topic_id, index), start in starts.items():
             key = (group_id, topic_id, index)
-            self.partitions[key] = SharePartition(start, **self._limits(group_id))
-            self._created_ms[key] = now_ms()
-            self.persist(key)
+            summary = await self.persister.summary(key)
+            await self.persister.initialize(key, state_epoch=summary.state_epoch + 1 if summary else 0,
+                                            start_offset=start)
+            self._forget(key)
         group.state_timestamp_ms = now_ms()
 
-    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
-        """Forget the state of every partition of the topic (DeleteShareGroupOffsets): tombstones."""
+    async def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """Forget the state of every partition of the topic (DeleteShareGroupOffsets)."""
         self._empty_group(group_id)
-        for key in self.state_keys(group_id):
-            if key[1] == topic_id:
-                self.delete_state(key)
+        for key in await self.states(group_id, {topic_id}):
+            await self.persister.delete(key)
+            self._forget(key)
+        known = self.broker.group_coordinator.share_topics.get(group_id, {})
+        if topic_id in known:
+            by_id = self.broker.metadata.topics_by_id
+            self.broker.group_coordinator.record_share_topics(group_id, {
+                t: (by_id[t].name, len(by_id[t].partitions)) for t in known if t != topic_id and t in by_id})
 
-    def delete_group(self, group_id: str) -> None:
+    async def delete_group(self, group_id: str) -> None:
         self._empty_group(group_id)
-        for key in self.state_keys(group_id):
-            self.delete_state(key)
-        del self.groups[group_id]
+        for key in await self.states(group_id):
+            await self.persister.delete(key)
+            self._forget(key)
+        if group_id in self.broker.group_coordinator.share_topics:
+            self.broker.group_coordinator.record_share_topics(group_id, None)
+        self.groups.pop(group_id, None)
 
     def partition_views(self):
         """(group, topic id, partition, start offset, records in flight by state name) of every share-partition in
@@ -327,6 +361,10 @@ class ShareCoordinator:
                 counts[STATE_NAMES[record.state]] += 1
             yield group_id, topic_id, index, partition.start_offset, counts
 
+    def _new_group(self, group_id: str) -> ShareGroup:
+        return ShareGroup(group_id, session_timeout_ms=self.session_timeout_ms,
+                          heartbeat_interval_ms=self.heartbeat_interval_ms, now_ms=now_ms())
+
     def _empty_group(self, group_id: str, create: bool = False) -> ShareGroup:
         group = self.group(group_id)
         if group is None:
@@ -334,23 +372,10 @@ class ShareCoordinator:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
             if group_id in self.broker.group_coordinator.groups:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
-            group = self.groups[group_id] = ShareGroup(group_id, session_timeout_ms=self.session_timeout_ms,
-                                                       heartbeat_interval_ms=self.heartbeat_interval_ms,
-                                                       now_ms=now_ms())
+            group = self.groups[group_id] = self._new_group(group_id)
         if group.members:
             raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"Group {group_id} has active members.")
         return group
-
-    def _load_every_state(self) -> None:
-        """Every partition of the state topic read (once), and an empty group made for each group it holds."""
-        if SHARE_STATE_TOPIC not in self.broker.metadata.topics:
-            return
-        for index in range(self.num_state_partitions):
-            for group_id, _, _ in self._stored_states(index):
-                if group_id not in self.groups:
-                    self.groups[group_id] = ShareGroup(group_id, session_timeout_ms=self.session_timeout_ms,
-                                                       heartbeat_interval_ms=self.heartbeat_interval_ms,
-                                                       now_ms=now_ms())
 
     # ------------------------------------------------------------------------------------ waits and timers
     async def wait_for_change(self, partitions, timeout_s: float) -> None:
@@ -368,6 +393,9 @@ class ShareCoordinator:
 
     def stop(self) -> None:
         """The broker stops: no more timers (lock expiries, member sessions), every long poll answers now."""
+        self.persister.close()
+        for task in self._tasks:
+            task.cancel()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -392,7 +420,7 @@ class ShareCoordinator:
                 self._member_gone(group.group_id, member_id)
         expired = [key for key, partition in self.partitions.items() if partition.expire_locks(now)]
         for key in expired:
-            self.persist(key)
+            self._persist_later(key)
         if expired:
             self._wake()
         self._arm_timer()

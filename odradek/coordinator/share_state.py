@@ -26,6 +26,7 @@ from odradek.protocol.schema import INT8, INT16, INT32, INT64, STRING, UUID, arr
 
 SHARE_STATE_TOPIC = "__share_group_state"
 SNAPSHOT_TYPE, UPDATE_TYPE = 0, 1
+ACKNOWLEDGED_STATE, ARCHIVED_STATE = 2, 4  # DeliveryState in the state batches (0 is available)
 
 _INT16 = struct.Struct(">h")
 
@@ -78,6 +79,8 @@ class ShareStateRecord(NamedTuple):
     batches: list[tuple[int, int, int, int]]  # (first, last, state, delivery count)
     snapshot_epoch: int
     deleted: bool
+    state_epoch: int = 0  # a ShareUpdate carries none: the snapshot's before it holds
+    leader_epoch: int = -1
 
 
 def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
@@ -98,9 +101,10 @@ def _key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -
 
 def snapshot_record(group_id: str, topic_id: uuid.UUID, partition: int, *, start_offset: int,
                     batches: list[tuple[int, int, int, int]], snapshot_epoch: int, create_ms: int,
-                    write_ms: int) -> tuple[bytes, bytes]:
+                    write_ms: int, state_epoch: int = 0, leader_epoch: int = -1) -> tuple[bytes, bytes]:
     value = ShareSnapshotValue(
-        snapshot_epoch=snapshot_epoch, state_epoch=0, leader_epoch=-1, start_offset=start_offset,
+        snapshot_epoch=snapshot_epoch, state_epoch=state_epoch, leader_epoch=leader_epoch,
+        start_offset=start_offset, delivery_complete_count=delivery_complete_count(batches),
         create_timestamp=create_ms, write_timestamp=write_ms,
         state_batches=[_StateBatch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
                        for f, la, s, c in batches])
@@ -123,4 +127,34 @@ def parse_record(key: bytes, value: bytes | None) -> ShareStateRecord | None:
     schema = ShareSnapshotValue if record_type == SNAPSHOT_TYPE else ShareUpdateValue
     _, v = decode_versioned(schema, value)
     batches = [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in v.state_batches]
-    return ShareStateRecord(ident, record_type, v.start_offset, batches, v.snapshot_epoch, False)
+    return ShareStateRecord(ident, record_type, v.start_offset, batches, v.snapshot_epoch, False,
+                            getattr(v, "state_epoch", 0), v.leader_epoch)
+
+
+def delivery_complete_count(batches: list[tuple[int, int, int, int]]) -> int:
+    """The records past the start offset that are done (acknowledged or archived): KIP-1226's count, which the
+    share group's lag leaves out."""
+    return sum(last - first + 1 for first, last, state, _ in batches if state in (ACKNOWLEDGED_STATE, ARCHIVED_STATE))
+
+
+def merge_batches(old: list[tuple[int, int, int, int]], new: list[tuple[int, int, int, int]],
+                  start_offset: int) -> list[tuple[int, int, int, int]]:
+    """`old` with `new` written over it (a newer batch wins on the offsets it covers) and nothing below
+    `start_offset`: how Kafka's share coordinator applies a write (a ShareUpdate) to the state it holds. Ranges,
+    never offsets one by one: the batches are sorted and do not overlap within `old` or within `new`."""
+    out = []
+    pending = sorted(new)
+    for first, last, state, count in sorted(old):
+        for n_first, n_last, _, _ in pending:  # cut what any new batch covers out of this old one
+            if n_last < first or n_first > last:
+                continue
+            if n_first > first:
+                out.append((first, n_first - 1, state, count))
+            first = n_last + 1
+            if first > last:
+                break
+        if first <= last:
+            out.append((first, last, state, count))
+    merged = sorted(out + pending)
+    return [(max(first, start_offset), last, state, count) for first, last, state, count in merged
+            if last >= start_offset]

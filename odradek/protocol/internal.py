@@ -5,7 +5,7 @@ These are byte-for-byte what Kafka writes (transcribed from group-coordinator/, 
 clients/ message JSON), so Kafka's tools and consumers reading these topics or blobs see the same bytes.  Each
 is stored as an int16 version followed by the body (`encode_versioned` / `decode_versioned`).  For
 __consumer_offsets keys the version doubles as the record type: 0 and 1 are offset commits, 2 group metadata;
-`CONSUMER_OFFSETS_KEY` is that family.  Kafka 4's coordinator-record JSON restates the keys as "record type +
+`CONSUMER_OFFSETS_KEY` is that family (with 15, a share group's ShareGroupStatePartitionMetadata).  Kafka 4's coordinator-record JSON restates the keys as "record type +
 version 0"; the bytes are the same, and we keep the classic numbering that tools print.
 """
 
@@ -15,7 +15,7 @@ import struct
 
 from .codec import decoder, encoder, run_decoder
 from .errors import ProtocolError
-from .schema import BYTES, INT8, INT16, INT32, INT64, STRING, array, field, message, struct as struct_
+from .schema import BYTES, INT8, INT16, INT32, INT64, STRING, UUID, array, field, message, struct as struct_
 
 _VERSION = struct.Struct(">h")
 
@@ -69,7 +69,32 @@ GroupMetadataValue = message(
     ],
 )
 
-CONSUMER_OFFSETS_KEY = {0: OffsetCommitKey, 1: OffsetCommitKey, 2: GroupMetadataKey}
+ShareGroupStatePartitionMetadataKey = message(  # record type 15: which topics a share group has state for
+    "ShareGroupStatePartitionMetadataKey", valid_versions="15", flexible_versions="none",
+    fields=[
+        field("group_id", STRING, "15"),
+    ],
+)
+
+_ShareTopicPartitions = struct_("TopicPartitionsInfo", [
+    field("topic_id", UUID, "0+"),
+    field("topic_name", STRING, "0+"),
+    field("partitions", array(INT32), "0+"),
+])
+
+ShareGroupStatePartitionMetadataValue = message(
+    "ShareGroupStatePartitionMetadataValue", valid_versions="0", flexible_versions="0+",
+    fields=[
+        field("initialized_topics", array(_ShareTopicPartitions), "0+"),
+        field("deleting_topics", array(struct_("TopicInfo", [
+            field("topic_id", UUID, "0+"),
+            field("topic_name", STRING, "0+"),
+        ])), "0+"),
+    ],
+)
+
+CONSUMER_OFFSETS_KEY = {0: OffsetCommitKey, 1: OffsetCommitKey, 2: GroupMetadataKey,
+                        15: ShareGroupStatePartitionMetadataKey}
 
 # __transaction_state ------------------------------------------------------------------------------------------
 

@@ -33,6 +33,12 @@ ALLOWED = [
             "Odradek has no feature levels (metadata.version, transaction.version, group.version): it advertises "
             "none, so clients use what needs none (transactions v1, the classic or KIP-848 v0 protocols)"),
     Allowed("ApiVersions", None, None, "finalized_features", "as supported_features"),
+    *(Allowed(name, None, f"lone-{name}", "results[].partitions[].error_code",
+              "a share-partition of a topic that does not exist: Kafka answers NOT_COORDINATOR until a FindCoordinator "
+              "of key type 2 has made __share_group_state, Odradek makes the topic at the first state request and "
+              "answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka then does") for name in (
+        "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState", "DeleteShareGroupState",
+        "ReadShareGroupStateSummary")),
     Allowed("Metadata", None, "metadata-auto-create", "topics[].error_code",
             "Odradek creates an auto-created topic before it answers; Kafka's controller creates it after "
             "(UNKNOWN_TOPIC_OR_PARTITION, no partitions, until the next Metadata); clients retry either way"),

@@ -822,6 +822,12 @@ LONE = {
     "SaslAuthenticate": lambda v: {"auth_bytes": b"\x00user\x00secret"},
     "ListTransactions": lambda v: {"state_filters": ["Ongoing", "NoSuchState"], "producer_id_filters": [7],
                                    "duration_filter": 60000},
+    # the share coordinator's state APIs (brokers ask them), on a share-partition no one has state for
+    **{name: (lambda fields: lambda v: {"group_id": "d-no-such-share-group", "topics": [{
+        "topic_id": uuid.UUID(int=932), "partitions": [{"partition": 0, **fields}]}]})(fields) for name, fields in (
+        ("ReadShareGroupState", {"leader_epoch": 0}), ("ReadShareGroupStateSummary", {"leader_epoch": 0}),
+        ("DeleteShareGroupState", {}), ("InitializeShareGroupState", {"state_epoch": 0, "start_offset": 0}),
+        ("WriteShareGroupState", {"state_epoch": 0, "leader_epoch": 0, "start_offset": 0, "state_batches": []}))},
 }
 
 

@@ -267,7 +267,7 @@ def test_registry_ranges():
                 18: 4, 19: 7, 20: 6, 21: 2, 22: 5, 23: 4, 24: 5, 25: 4, 26: 5, 27: 1, 28: 5, 29: 3, 30: 3, 31: 3,
                 32: 4, 33: 2, 35: 4, 36: 2, 34: 2, 37: 3, 42: 2, 43: 2, 44: 1, 45: 0, 46: 0, 47: 0, 48: 1, 49: 1,
                 50: 0, 51: 0, 60: 2, 61: 0, 65: 0, 66: 1, 68: 1, 69: 1, 74: 0, 75: 0,
-                76: 1, 77: 1, 78: 2, 79: 2, 90: 1, 91: 0, 92: 0}
+                76: 1, 77: 1, 78: 2, 79: 2, 83: 0, 84: 0, 85: 1, 86: 0, 87: 1, 90: 1, 91: 0, 92: 0}
     assert {k: a.max_version for k, a in API_BY_KEY.items()} == expected
     share_apis = {76, 77, 78, 79}  # from v1, as Kafka 4.2+ (handlers/api_versions.py)
     assert all(a.min_version == (1 if k in share_apis else 0) for k, a in API_BY_KEY.items())

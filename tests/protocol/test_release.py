@@ -37,7 +37,8 @@ def test_every_api_versions_version_carries_the_same_table(broker):
 
 
 # at Kafka 4.2+'s ranges (handlers/api_versions.py)
-SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
+SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0),
+              87: (0, 1), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
 
 
 def test_advertised_maxima_are_kafka_4_0(broker):

@@ -11,7 +11,8 @@ against the client's request_percentage quota (odradek/security/quotas.py).
 from __future__ import annotations
 
 from odradek.broker.handlers import (acls, admin, api_versions, configs, fetch, groups, log_dirs, metadata, offsets,
-                                     partition_admin, produce, quotas, security, share, transactions)
+                                     partition_admin, produce, quotas, security, share, share_state,
+                                     transactions)
 from odradek.security.quotas import with_request_quota
 
 
@@ -19,7 +20,7 @@ def build_handlers(broker) -> tuple[dict, object]:
     """(api key -> handler, the answer to an unsupported version of a request)."""
     handlers: dict = {}
     for module in (acls, metadata, produce, fetch, offsets, admin, partition_admin, configs, log_dirs, security,
-                   transactions, groups, quotas, share):
+                   transactions, groups, quotas, share, share_state):
         handlers.update(module.handlers(broker))
     handlers = {key: with_request_quota(broker.quotas, handler) for key, handler in handlers.items()}
     answer_api_versions, unsupported_version_answer = api_versions.make(set(handlers))

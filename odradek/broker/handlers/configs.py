@@ -16,8 +16,9 @@ log4j loggers (`kafka-configs --entity-type broker-loggers`): described with eac
 is the root logger), set or unset (back to inheriting) only by IncrementalAlterConfigs. A GROUP resource (type 32,
 `kafka-configs --entity-type groups`) is a group id's share group configs (odradek/coordinator/share_configs.py:
 Kafka's names, checks and INVALID_CONFIG answers), kept in the catalogue and told to the share coordinator; they
-are served where share groups are, on a single node. With an authorizer, describing needs DESCRIBE_CONFIGS and
-altering ALTER_CONFIGS on the topic or the group, or on the cluster for a broker or broker logger resource.
+are served on a single node (a ZooKeeper cluster's share groups run with its brokers' group.share.* configs). With
+an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS on the topic or the group, or on the
+cluster for a broker or broker logger resource.
 """
 
 from __future__ import annotations
@@ -243,8 +244,9 @@ def handlers(broker) -> dict:
         return entries
 
     def check_group_resource(resource_name: str) -> None:
-        """Group configs are served where share groups are: a single node."""
-        if broker.share_coordinator is None:
+        """Group configs are kept in a single node's catalogue; a ZooKeeper cluster's share groups run with the
+        brokers' group.share.* configs."""
+        if broker.config["zookeeper.connect"]:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {GROUP}")
         if not resource_name:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")

@@ -345,7 +345,7 @@ def handlers(broker) -> dict:
                                                group_type="share"))
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)
 
-    def answer_delete_groups(connection, header, request):
+    async def answer_delete_groups(connection, header, request):
         Response = DELETE_GROUPS.response
         access = broker.access(connection)
         results = []
@@ -355,7 +355,7 @@ def handlers(broker) -> dict:
                 access.require(AclOperation.DELETE, ResourceType.GROUP, group_id)
                 share = broker.share_coordinator
                 if share is not None and share.group(group_id) is not None:
-                    share.delete_group(group_id)
+                    await share.delete_group(group_id)
                 else:
                     coordinator().delete_group(group_id)
             except KafkaError as exc:

@@ -14,10 +14,12 @@ DeleteShareGroupOffsets forgets a topic's state, and both refuse a group with me
 authorizer, READ on the group and on each topic to fetch, acknowledge and alter offsets, DESCRIBE on the group and
 topics to describe, DELETE on the group to delete offsets.
 
-These APIs are served on a single node only: in a ZooKeeper cluster the share-partition's state partition may be
-led by another broker, which Kafka reaches through the share coordinator's inter-broker APIs (83-87), not
-implemented here; a cluster does not advertise them (librdkafka's share consumer then reports the feature
-unsupported, Kafka's KafkaShareConsumer UnsupportedVersionException).
+In a ZooKeeper cluster, as in Kafka: ShareGroupHeartbeat, ShareGroupDescribe and the offsets APIs go to the
+group's coordinator (the leader of its __consumer_offsets partition; NOT_COORDINATOR elsewhere), ShareFetch and
+ShareAcknowledge to each partition's leader, which keeps the share-partition and writes its state through the
+share coordinator of its __share_group_state partition (share_persister.py, handlers/share_state.py). The lag
+DescribeShareGroupOffsets answers is the leader's high watermark (asked with ListOffsets when another broker leads
+the partition) less the start offset and the records above it already done.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ SHARE_ACKNOWLEDGE = api("ShareAcknowledge")
 DESCRIBE_OFFSETS = api("DescribeShareGroupOffsets")
 ALTER_OFFSETS = api("AlterShareGroupOffsets")
 DELETE_OFFSETS = api("DeleteShareGroupOffsets")
+LIST_OFFSETS = api("ListOffsets")
 
 
 def _client_host(connection) -> str:
@@ -48,8 +51,6 @@ def _client_host(connection) -> str:
 
 def handlers(broker) -> dict:
     coordinator = broker.share_coordinator
-    if coordinator is None:  # a ZooKeeper cluster
-        return {}
 
     # -------------------------------------------------------------------------------- ShareGroupHeartbeat
     def answer_heartbeat(connection, header, request):
@@ -84,6 +85,7 @@ def handlers(broker) -> dict:
             answer = Response.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id)
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+                broker.group_coordinator.check_available(group_id)
                 group = coordinator.group(group_id)
                 if group is None:
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
@@ -107,7 +109,7 @@ def handlers(broker) -> dict:
         return Response(throttle_time_ms=0, groups=described)
 
     # ---------------------------------------------------------------------------- acknowledgements (both)
-    def acknowledge(group_id: str, member_id: str, topics) -> dict[tuple[uuid.UUID, int], KafkaError | None]:
+    async def acknowledge(group_id: str, member_id: str, topics) -> dict[tuple[uuid.UUID, int], KafkaError | None]:
         """Each partition's acknowledgement batches applied: (topic id, partition) -> the error, or None."""
         results = {}
         by_id = broker.metadata.topics_by_id
@@ -121,9 +123,9 @@ def handlers(broker) -> dict:
                     if known is None:
                         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                     partition = broker.partition(known.name, p.partition_index)
-                    coordinator.acknowledge(group_id, member_id, topic.topic_id, p.partition_index,
-                                            [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                                             for b in p.acknowledgement_batches], partition)
+                    await coordinator.acknowledge(group_id, member_id, topic.topic_id, p.partition_index,
+                                                  [(b.first_offset, b.last_offset, list(b.acknowledge_types))
+                                                   for b in p.acknowledgement_batches], partition)
                 except KafkaError as exc:
                     error = exc
                 results[(topic.topic_id, p.partition_index)] = error
@@ -136,11 +138,10 @@ def handlers(broker) -> dict:
         return Response.LeaderIdAndEpoch(leader_id=broker.node_id, leader_epoch=max(0, partition.leader_epoch))
 
     # ---------------------------------------------------------------------------------------- ShareFetch
-    def acquire(group_id: str, member_id: str, keys, max_records: int, max_bytes: int) -> dict:
+    async def acquire(group_id: str, member_id: str, keys, max_records: int, max_bytes: int) -> dict:
         """(topic id, partition) -> (error or None, batch bytes, [(first, last, delivery count)])."""
         by_id = broker.metadata.topics_by_id
         out = {}
-        now = now_ms()
         read_committed = coordinator.settings(group_id).read_committed
         for topic_id, index in sorted(keys):
             if max_records <= 0:
@@ -152,7 +153,8 @@ def handlers(broker) -> dict:
                 partition = broker.partition(known.name, index)
                 log = partition.log
                 bound = partition.last_stable_offset if read_committed else partition.high_watermark
-                share = coordinator.share_partition(group_id, topic_id, index, partition)
+                share = await coordinator.share_partition(group_id, topic_id, index, partition)
+                now = now_ms()
                 if share.start_offset < log.log_start_offset:
                     share.move_start(log.log_start_offset)
                 offset = share.next_fetch_offset()
@@ -170,7 +172,7 @@ def handlers(broker) -> dict:
                     ranges[h.base_offset in delivered].append((h.base_offset, h.last_offset))
                 acquired = share.acquire(member_id, ranges[True], max_records, now, skipped=ranges[False])
                 if acquired:
-                    coordinator.acquired((group_id, topic_id, index))
+                    await coordinator.acquired((group_id, topic_id, index))
                     out[(topic_id, index)] = (None, data, acquired)
                     max_records -= sum(last - first + 1 for first, last, _ in acquired)
             except KafkaError as exc:
@@ -201,7 +203,7 @@ def handlers(broker) -> dict:
                         responses=[Response.ShareFetchableTopicResponse(topic_id=t, partitions=parts)
                                    for t, parts in by_topic.items()])
 
-    def answer_share_fetch(connection, header, request):
+    async def answer_share_fetch(connection, header, request):
         group_id, member_id = request.group_id or "", request.member_id or ""
         added = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
         forgotten = [(t.topic_id, i) for t in request.forgotten_topics_data for i in t.partitions]
@@ -215,15 +217,15 @@ def handlers(broker) -> dict:
             session = coordinator.session(group_id, member_id, request.share_session_epoch, added, forgotten)
         except KafkaError as exc:
             return fetch_response(header, group_id, {}, {}, exc)
-        acks = acknowledge(group_id, member_id, request.topics)
+        acks = await acknowledge(group_id, member_id, request.topics)
         if session is None:
             return fetch_response(header, group_id, acks, {})
         max_records = request.max_records if request.max_records > 0 else 500
         max_bytes = max(1, min(request.max_bytes, 64 << 20))
-        acquired = acquire(group_id, member_id, session.partitions, max_records, max_bytes)
+        acquired = await acquire(group_id, member_id, session.partitions, max_records, max_bytes)
         if any(ranges for _, _, ranges in acquired.values()) or request.max_wait_ms <= 0 or broker.stopping:
             return fetch_response(header, group_id, acks, acquired)
-        return long_poll(header, request, session, acks, max_records, max_bytes, group_id, member_id)
+        return await long_poll(header, request, session, acks, max_records, max_bytes, group_id, member_id)
 
     async def long_poll(header, request, session, acks, max_records, max_bytes, group_id, member_id):
         deadline = time.monotonic() + request.max_wait_ms / 1000
@@ -232,13 +234,13 @@ def handlers(broker) -> dict:
             watched = [broker.partitions[(by_id[t].name, i)] for t, i in session.partitions
                        if t in by_id and (by_id[t].name, i) in broker.partitions]
             await coordinator.wait_for_change(watched, deadline - time.monotonic())
-            acquired = acquire(group_id, member_id, session.partitions, max_records, max_bytes)
+            acquired = await acquire(group_id, member_id, session.partitions, max_records, max_bytes)
             if (any(ranges for _, _, ranges in acquired.values()) or broker.stopping
                     or time.monotonic() >= deadline):
                 return fetch_response(header, group_id, acks, acquired)
 
     # ---------------------------------------------------------------------------------- ShareAcknowledge
-    def answer_share_acknowledge(connection, header, request):
+    async def answer_share_acknowledge(connection, header, request):
         Response = SHARE_ACKNOWLEDGE.response
         group_id, member_id = request.group_id or "", request.member_id or ""
         try:
@@ -248,7 +250,7 @@ def handlers(broker) -> dict:
             coordinator.session(group_id, member_id, request.share_session_epoch, [], [])
         except KafkaError as exc:
             return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
-        acks = acknowledge(group_id, member_id, request.topics)
+        acks = await acknowledge(group_id, member_id, request.topics)
         names = {t.topic_id: name for name, t in broker.metadata.topics.items()}
         by_topic: dict = {}
         for (topic_id, index), error in sorted(acks.items()):
@@ -262,7 +264,24 @@ def handlers(broker) -> dict:
                                    for t, parts in by_topic.items()])
 
     # ------------------------------------------------------------------------------ share group offsets
-    def answer_describe_offsets(connection, header, request):
+    async def high_watermark(name: str, index: int) -> int:
+        """The partition's high watermark: its own when this broker leads it, else its leader's (ListOffsets)."""
+        if broker.leads(name, index):
+            return broker.partitions[(name, index)].high_watermark
+        leader = broker.metadata.topics[name].partitions[index].leader
+        Request = LIST_OFFSETS.request
+        try:
+            answer = await coordinator.persister.request(leader, LIST_OFFSETS, 1, Request(
+                replica_id=-1, topics=[Request.ListOffsetsTopic(name=name, partitions=[
+                    Request.ListOffsetsPartition(partition_index=index, timestamp=-1)])]))
+        except (OSError, TimeoutError) as exc:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"The leader is not reachable: {exc}") from None
+        found = answer.topics[0].partitions[0]
+        if found.error_code != ErrorCode.NONE:
+            raise KafkaError(ErrorCode(found.error_code))
+        return found.offset
+
+    async def answer_describe_offsets(connection, header, request):
         Response = DESCRIBE_OFFSETS.response
         access = broker.access(connection)
         topics = broker.metadata.topics
@@ -274,18 +293,21 @@ def handlers(broker) -> dict:
             answers.append(answer)
             try:
                 access.require(AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+                broker.group_coordinator.check_available(group_id)
+                if coordinator.group(group_id) is None:  # as Kafka: no error, no topics
+                    continue
+                if asked.topics is None:  # every partition the group has state for
+                    known_states = await coordinator.states(group_id)
+                    wanted: dict[str, list[int]] = {}
+                    for _, topic_id, index in known_states:
+                        if topic_id in names:
+                            wanted.setdefault(names[topic_id], []).append(index)
+                else:
+                    known_states = None
+                    wanted = {t.topic_name: list(t.partitions) for t in asked.topics}
             except KafkaError as exc:
                 answer.error_code, answer.error_message = exc.code, exc.message
                 continue
-            if coordinator.group(group_id) is None:  # as Kafka: no error, no topics
-                continue
-            if asked.topics is None:  # every partition the group has state for
-                wanted: dict[str, list[int]] = {}
-                for _, topic_id, index in coordinator.state_keys(group_id):
-                    if topic_id in names:
-                        wanted.setdefault(names[topic_id], []).append(index)
-            else:
-                wanted = {t.topic_name: list(t.partitions) for t in asked.topics}
             for name, indexes in wanted.items():
                 known = topics.get(name)
                 topic = Response.DescribeShareGroupOffsetsResponseTopic(
@@ -300,21 +322,23 @@ def handlers(broker) -> dict:
                         if known is None or not 0 <= index < len(known.partitions):
                             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                         key = (group_id, known.topic_id, index)
-                        part.start_offset = coordinator.start_offset(key)
-                        if part.start_offset >= 0:
-                            leader = broker.partition(name, index)
-                            part.leader_epoch = max(0, leader.leader_epoch)
-                            part.lag = max(0, leader.high_watermark - part.start_offset
-                                           - coordinator.in_flight_done(key))
+                        summary = known_states[key] if known_states is not None else \
+                            await coordinator.summary(key)
+                        if summary is not None:
+                            part.start_offset = summary.start_offset
+                            part.leader_epoch = max(0, known.partitions[index].leader_epoch)
+                            part.lag = max(0, await high_watermark(name, index) - summary.start_offset
+                                           - max(0, summary.delivery_complete_count))
                     except KafkaError as exc:
                         part.error_code, part.error_message = exc.code, exc.message
         return Response(throttle_time_ms=0, groups=answers)
 
-    def answer_alter_offsets(connection, header, request):
+    async def answer_alter_offsets(connection, header, request):
         Response = ALTER_OFFSETS.response
         access = broker.access(connection)
         try:
             access.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
+            broker.group_coordinator.check_available(request.group_id)
         except KafkaError as exc:
             return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
         topics = broker.metadata.topics
@@ -330,27 +354,31 @@ def handlers(broker) -> dict:
                     access.require(AclOperation.READ, ResourceType.TOPIC, asked.topic_name)
                     if known is None or not 0 <= p.partition_index < len(known.partitions):
                         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    log = broker.partition(asked.topic_name, p.partition_index).log
                     start = p.start_offset
-                    if not log.log_start_offset <= start <= log.log_end_offset:
-                        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Offset {start} is outside the log "
-                                         f"[{log.log_start_offset}, {log.log_end_offset}].")
+                    if start < 0:
+                        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Offset {start} is not an offset.")
+                    if broker.leads(asked.topic_name, p.partition_index):
+                        log = broker.partitions[(asked.topic_name, p.partition_index)].log
+                        if not log.log_start_offset <= start <= log.log_end_offset:
+                            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Offset {start} is outside the log "
+                                             f"[{log.log_start_offset}, {log.log_end_offset}].")
                     starts[(known.topic_id, p.partition_index)] = start
                 except KafkaError as exc:
                     code, message = exc.code, exc.message
                 topic.partitions.append(Response.AlterShareGroupOffsetsResponsePartition(
                     partition_index=p.partition_index, error_code=code, error_message=message))
         try:
-            coordinator.alter_offsets(request.group_id, starts)
+            await coordinator.alter_offsets(request.group_id, starts)
         except KafkaError as exc:
             return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
         return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=answers)
 
-    def answer_delete_offsets(connection, header, request):
+    async def answer_delete_offsets(connection, header, request):
         Response = DELETE_OFFSETS.response
         access = broker.access(connection)
         try:
             access.require(AclOperation.DELETE, ResourceType.GROUP, request.group_id)
+            broker.group_coordinator.check_available(request.group_id)
             if coordinator.group(request.group_id) is None:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
         except KafkaError as exc:
@@ -365,7 +393,7 @@ def handlers(broker) -> dict:
                 access.require(AclOperation.READ, ResourceType.TOPIC, asked.topic_name)
                 if known is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                coordinator.delete_offsets(request.group_id, known.topic_id)
+                await coordinator.delete_offsets(request.group_id, known.topic_id)
             except KafkaError as exc:
                 if exc.code == ErrorCode.NON_EMPTY_GROUP:
                     return Response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)

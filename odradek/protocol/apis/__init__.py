@@ -11,4 +11,5 @@ from .partition_admin import *  # noqa: F401,F403
 from .produce import *  # noqa: F401,F403
 from .quotas import *  # noqa: F401,F403
 from .share import *  # noqa: F401,F403
+from .share_state import *  # noqa: F401,F403
 from .transactions import *  # noqa: F401,F403

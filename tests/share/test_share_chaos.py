@@ -1,6 +1,9 @@
 """Share groups under faults: three ShareConsumer processes acknowledging at random (accept, release, reject) while
 a producer writes, consumers and the broker killed with SIGKILL and started again; then every record is checked.
 
+The same run is made against one broker (killed -9 and started again) and three brokers on ZooKeeper (the
+share-partition's leader, its share state's leader and the group's coordinator killed in turn).
+
 Each consumer prints what it saw and what the broker confirmed: `S value count` when a record is delivered, then
 after its commit `A value` (accepted), `R value` (rejected), `L value` (released) or `U value` for an
 acknowledgement whose answer never came (the broker died: it may or may not have applied it). A run is valid when no
@@ -25,7 +28,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.embedded import BrokerProcess
+from odradek.embedded import BrokerProcess, wait_until
 from odradek.protocol import api
 from odradek.client.connection import Connection, Unreachable
 
@@ -100,22 +103,136 @@ class Consumers:
             reader.join(10)
 
 
-def share_lag(port: int, group: str, topic: str) -> int | None:
+def call_coordinator(ports: list[int], api_name: str, version: int, **fields):
+    """The answer of the first broker that answers as the group's coordinator (a cluster's others answer
+    NOT_COORDINATOR, a loading one COORDINATOR_LOAD_IN_PROGRESS); None when none does."""
+    for port in ports:
+        try:
+            connection = Connection(("127.0.0.1", port), 5, "chaos", {api_name: (version, version)})
+        except Unreachable:
+            continue
+        try:
+            answer = connection.call(api_name, **fields)
+        except Unreachable:
+            continue
+        finally:
+            connection.close()
+        codes = {getattr(answer, "error_code", 0)} | {g.error_code for g in getattr(answer, "groups", [])}
+        if not codes & {14, 15, 16}:
+            return answer
+    return None
+
+
+def share_lag(ports: list[int], group: str, topic: str) -> int | None:
     Request = api("DescribeShareGroupOffsets").request
-    try:
-        connection = Connection(("127.0.0.1", port), 5, "chaos", {"DescribeShareGroupOffsets": (1, 1)})
-    except Unreachable:
+    answer = call_coordinator(ports, "DescribeShareGroupOffsets", 1, groups=[
+        Request.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+            Request.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0])])])
+    if answer is None:
         return None
-    try:
-        answer = connection.call("DescribeShareGroupOffsets", groups=[Request.DescribeShareGroupOffsetsRequestGroup(
-            group_id=group, topics=[Request.DescribeShareGroupOffsetsRequestTopic(topic_name=topic,
-                                                                                  partitions=[0])])])
-    except Unreachable:
-        return None
-    finally:
-        connection.close()
     partition = answer.groups[0].topics[0].partitions[0]
     return partition.lag if partition.error_code == 0 and partition.start_offset >= 0 else None
+
+
+def reset_to_start(ports: list[int], group: str, topic: str) -> None:
+    """The share-partition starts where the group is first reset: the log start, before anything is written."""
+    Request = api("AlterShareGroupOffsets").request
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        answer = call_coordinator(ports, "AlterShareGroupOffsets", 0, group_id=group, topics=[
+            Request.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                Request.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])])
+        if answer is not None and answer.error_code == 0 and answer.responses[0].partitions[0].error_code == 0:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"AlterShareGroupOffsets never succeeded: {answer}")
+
+
+class OneBroker:
+    """The system under test: one broker process, killed -9 and started again."""
+
+    replication = 1
+
+    def __init__(self, tmp_path, seed: int):
+        self.broker = BrokerProcess(tmp_path / f"data-{seed}", settings=SETTINGS)
+        self.broker.start()
+        self.bootstrap_servers = self.broker.bootstrap_servers
+        self.ports = [self.broker.port]
+
+    @staticmethod
+    def group_for(topic: str, seed: int) -> str:
+        return f"chaos-{seed}"
+
+    def fault(self, rng) -> str:
+        self.broker.kill()
+        self.broker.start()
+        return "broker"
+
+    def stop(self) -> None:
+        self.broker.stop()
+
+
+class ThreeBrokers:
+    """Three brokers on ZooKeeper, the topic and the internal ones replicated three times (min.insync.replicas
+    2). The group is picked so that three different brokers lead the topic's partition (the share-partition's
+    leader), the group's __consumer_offsets partition (its coordinator) and its share state's __share_group_state
+    partition (the share coordinator it writes to over the wire); the faults kill -9 each of them in turn and
+    start it again."""
+
+    replication = 3
+
+    def __init__(self, odradek_zookeeper, tmp_path_factory, seed: int):
+        from tests.cluster.conftest import new_cluster
+        self.cluster = new_cluster(odradek_zookeeper, tmp_path_factory, f"share-chaos-{seed}",
+                                   settings={**SETTINGS, "offsets.topic.num.partitions": 3})
+        self.cluster.start()
+        self.bootstrap_servers = self.cluster.bootstrap_servers
+        self.ports = [b.port for b in self.cluster.brokers]
+        self.victims: list[int] = []
+
+    def group_for(self, topic: str, seed: int) -> str:
+        """A group id whose three roles (see the class) are on three brokers; the victims in that order."""
+        from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+        from odradek.coordinator.share_state import SHARE_STATE_TOPIC, state_partition_for
+        connection = Connection(("127.0.0.1", self.ports[0]), 10, "chaos", {"FindCoordinator": (4, 4),
+                                                                            "Metadata": (12, 12)})
+        try:
+            for key_type, key in ((0, "probe"), (2, "probe:AAAAAAAAAAAAAAAAAAAAAA:0")):  # makes the topics
+                wait_until(lambda: connection.call("FindCoordinator", key="", key_type=key_type,
+                                                   coordinator_keys=[key]).coordinators[0].error_code == 0, 30)
+
+            def leaders():
+                topics = {t.name: t for t in connection.call("Metadata", topics=None,
+                                                             allow_auto_topic_creation=False).topics}
+                wanted = (topic, OFFSETS_TOPIC, SHARE_STATE_TOPIC)
+                if all(t in topics and all(p.leader_id >= 0 for p in topics[t].partitions) for t in wanted):
+                    return topics
+            topics = wait_until(leaders, 30)
+        finally:
+            connection.close()
+        data = topics[topic]
+        offsets, state = topics[OFFSETS_TOPIC].partitions, topics[SHARE_STATE_TOPIC].partitions
+        for n in range(10_000):
+            group = f"chaos-{seed}-{n}"
+            roles = [data.partitions[0].leader_id, offsets[partition_for(group, len(offsets))].leader_id,
+                     state[state_partition_for(group, data.topic_id, 0, len(state))].leader_id]
+            if len(set(roles)) == 3:
+                self.victims = [roles[0], roles[2], roles[1]]
+                return group
+        raise AssertionError("no group id puts the three roles on three brokers")
+
+    def fault(self, rng) -> str:
+        victim = self.cluster.broker(self.victims[0] if self.victims else rng.choice(self.cluster.brokers).node_id)
+        self.victims = self.victims[1:]
+        victim.kill()
+        session_s = self.cluster.TEST_FRIENDLY_SETTINGS["zookeeper.session.timeout.ms"] / 1000
+        victim.start(timeout=session_s + 30)
+        return f"broker {victim.node_id}"
+
+    def stop(self) -> None:
+        from tests.cluster.conftest import python_defects
+        self.cluster.stop()
+        assert not python_defects(self.cluster)
 
 
 def check(produced: set[str], lines: list[str]) -> list[str]:
@@ -144,30 +261,22 @@ def check(produced: set[str], lines: list[str]) -> list[str]:
     return anomalies
 
 
-def chaos_run(tmp_path, topic: str, seed: int, seconds: float, alternate: bool = False) -> None:
-    """`alternate`: a consumer, then the broker, then a consumer... (else each fault one of them at random)."""
+def chaos_run(system, topic: str, seed: int, seconds: float, alternate: bool = False, gap=(1.5, 3.0)) -> None:
+    """`system`: OneBroker or ThreeBrokers. `alternate`: a consumer, then a broker, then a consumer... (else each
+    fault one of them at random); a fault every `gap` seconds."""
     rng = random.Random(seed)
-    broker = BrokerProcess(tmp_path / f"data-{seed}", settings=SETTINGS)
-    broker.start()
-    group = f"chaos-{seed}"
-    consumers = Consumers(broker.bootstrap_servers, group, topic, seed)
     produced: set[str] = set()
+    consumers = None
     try:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-        # the share-partition starts where the group is first reset: the log start, before anything is written
-        Request = api("AlterShareGroupOffsets").request
-        connection = Connection(("127.0.0.1", broker.port), 10, "chaos", {"AlterShareGroupOffsets": (0, 0)})
-        try:
-            assert connection.call("AlterShareGroupOffsets", group_id=group, topics=[
-                Request.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
-                    Request.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]
-            ).error_code == 0
-        finally:
-            connection.close()
+        admin = AdminClient({"bootstrap.servers": system.bootstrap_servers})
+        admin.create_topics([NewTopic(topic, 1, system.replication, config={
+            "min.insync.replicas": str(min(2, system.replication))})])[topic].result(30)
+        group = system.group_for(topic, seed)
+        consumers = Consumers(system.bootstrap_servers, group, topic, seed)
+        reset_to_start(system.ports, group, topic)
         for slot in range(3):
             consumers.start(slot)
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "enable.idempotence": True,
+        producer = Producer({"bootstrap.servers": system.bootstrap_servers, "enable.idempotence": True,
                              "linger.ms": 5, "message.timeout.ms": 60000})
 
         def delivered(error, message):
@@ -176,7 +285,7 @@ def chaos_run(tmp_path, topic: str, seed: int, seconds: float, alternate: bool =
 
         faults = []
         deadline = time.monotonic() + seconds
-        next_fault = time.monotonic() + rng.uniform(1.5, 3.0)
+        next_fault = time.monotonic() + rng.uniform(*gap)
         sent = 0
         while time.monotonic() < deadline:
             for _ in range(10):
@@ -185,24 +294,23 @@ def chaos_run(tmp_path, topic: str, seed: int, seconds: float, alternate: bool =
             producer.poll(0.05)
             if time.monotonic() >= next_fault:
                 if (len(faults) % 2 == 1) if alternate else rng.random() < 0.35:
-                    broker.kill()
-                    broker.start()
-                    faults.append("broker")
+                    faults.append(system.fault(rng))
                 else:
                     slot = rng.randrange(3)
                     consumers.kill(slot)
                     consumers.start(slot)
                     faults.append(f"consumer {slot}")
-                next_fault = time.monotonic() + rng.uniform(1.5, 3.0)
+                next_fault = time.monotonic() + rng.uniform(*gap)
         assert producer.flush(60) == 0
         settle = time.monotonic() + 40
-        while share_lag(broker.port, group, topic) != 0 and time.monotonic() < settle:
+        while share_lag(system.ports, group, topic) != 0 and time.monotonic() < settle:
             time.sleep(0.5)
-        lag = share_lag(broker.port, group, topic)
+        lag = share_lag(system.ports, group, topic)
         time.sleep(0.5)  # the last lines of the consumers' output
     finally:
-        consumers.stop()
-        broker.stop()
+        if consumers is not None:
+            consumers.stop()
+        system.stop()
     kinds = collections.Counter(line.split()[1] for line in consumers.lines)
     print(f"\nseed {seed}: {len(produced)} records, kills {faults}, {dict(sorted(kinds.items()))}")
     anomalies = check(produced, consumers.lines)
@@ -212,7 +320,17 @@ def chaos_run(tmp_path, topic: str, seed: int, seconds: float, alternate: bool =
 
 
 def test_share_consumers_and_broker_killed_lose_nothing_and_accept_nothing_twice(tmp_path, topic_name):
-    chaos_run(tmp_path, topic_name, seed=7, seconds=10, alternate=True)
+    chaos_run(OneBroker(tmp_path, 7), topic_name, seed=7, seconds=10, alternate=True)
+
+
+def test_in_a_cluster_brokers_killed_lose_nothing_and_accept_nothing_twice(odradek_zookeeper, tmp_path_factory,
+                                                                          topic_name):
+    """The share-partition's leader, then the share state's leader, then the group's coordinator (three brokers)
+    killed -9 and started again, between consumer kills: the partition's new leader reads the state from the share
+    coordinator, whose new leader has every write its in-sync replicas acknowledged; the group's new coordinator
+    finds the group from its __consumer_offsets record."""
+    chaos_run(ThreeBrokers(odradek_zookeeper, tmp_path_factory, 11), topic_name, seed=11, seconds=36,
+              alternate=True, gap=(4.0, 6.0))
 
 
 @pytest.mark.skipif("SHARE_CHAOS_SECONDS" not in os.environ, reason="SHARE_CHAOS_SECONDS (and SHARE_CHAOS_SEED)")
@@ -222,5 +340,6 @@ def test_long_share_chaos(tmp_path, topic_name):
     print(f"\nSHARE_CHAOS_SEED={seed}")
     deadline = time.monotonic() + seconds
     while deadline - time.monotonic() > 30:
-        chaos_run(tmp_path, f"{topic_name}-{seed}", seed, min(120, deadline - time.monotonic() - 20))
+        chaos_run(OneBroker(tmp_path, seed), f"{topic_name}-{seed}", seed, min(120, deadline - time.monotonic() - 20))
+        seed += 1
         seed += 1

@@ -35,7 +35,8 @@ from odradek.client.share_groups import (ShareGroupInfo, ShareOffset, alter_shar
                                          share_group_offsets)
 from odradek.console import render
 from odradek.coordinator.share_partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE
-from odradek.coordinator.share_state import SHARE_STATE_TOPIC, UPDATE_TYPE, parse_record, state_partition_for
+from odradek.coordinator.share_state import (SHARE_STATE_TOPIC, UPDATE_TYPE, merge_batches, parse_record,
+                                             state_partition_for)
 from odradek.security.scram import DEFAULT_ITERATIONS, MECHANISMS
 
 TOPICS_PER_PAGE = 50
@@ -658,24 +659,20 @@ def _mechanism(name: str) -> ScramMechanism:
 
 def in_flight_window(snapshot, updates) -> list[InFlightRange]:
     """A snapshot's in-flight window with the later ShareUpdate records applied (each record's state and delivery
-    count replaced, the start offset moved on), as ranges of records alike."""
-    start = snapshot.start_offset
-    records = {o: (state, count) for first, last, state, count in snapshot.batches for o in range(first, last + 1)}
+    count replaced, the start offset moved on: the share coordinator's merge_batches), as ranges of records alike."""
+    start, batches = snapshot.start_offset, snapshot.batches
     for update in updates:
         start = max(start, update.start_offset)
-        records.update({o: (state, count) for first, last, state, count in update.batches
-                        for o in range(first, last + 1)})
+        batches = merge_batches(batches, update.batches, start)
     ranges: list[InFlightRange] = []
-    for offset, (state, count) in sorted(records.items()):
-        if offset < start:
-            continue
+    for first, last, state, count in merge_batches(batches, [], start):
         name = DELIVERY_STATES.get(state, str(state))
         previous = ranges[-1] if ranges else None
-        if previous is not None and previous.last == offset - 1 and (previous.state, previous.deliveries) == (
+        if previous is not None and previous.last == first - 1 and (previous.state, previous.deliveries) == (
                 name, count):
-            ranges[-1] = dataclasses.replace(previous, last=offset)
+            ranges[-1] = dataclasses.replace(previous, last=last)
         else:
-            ranges.append(InFlightRange(offset, offset, name, count))
+            ranges.append(InFlightRange(first, last, name, count))
     return ranges
 
 

@@ -34,6 +34,8 @@ import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from odradek.embedded import free_port
+
 _API_VERSIONS_V0 = struct.pack(">ihhih", 10, 18, 0, 1, 0)  # size, api key 18, v0, correlation id 1, client id ""
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -41,12 +43,6 @@ _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 class Unavailable(RuntimeError):
     """The broker's program is not installed here."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def api_versions(sock: socket.socket) -> None:

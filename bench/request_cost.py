@@ -59,9 +59,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.peers import free_port
 from odradek.client import Admin
-from odradek.embedded import BrokerProcess
+from odradek.embedded import BrokerProcess, free_port
 from odradek.protocol import RequestHeader, api, encode_request
 from odradek.records.batch import Record, encode_batch
 

@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -31,18 +30,12 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from bench import client
 from bench.peers import cpu_seconds
-from odradek.embedded import BrokerProcess
+from odradek.embedded import BrokerProcess, free_port
 
 RESULTS = Path(__file__).parent / "results"
 ORDER = json.dumps({"type": "record", "name": "Order", "namespace": "com.acme", "fields": [
     {"name": "id", "type": "long"}, {"name": "item", "type": "string"}]})
 SETTINGS = {"off": {}, "on": {"confluent.value.schema.validation": "true"}}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def one_run(broker: BrokerProcess, registry: SchemaRegistryClient, topic: str, configs: dict, records: int,

@@ -480,6 +480,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
                   "__share_group_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("share.coordinator.state.topic.segment.bytes", _T.INT, 104857600, "segment.bytes of "
                   "__share_group_state", minimum=1),
+        ConfigKey("share.coordinator.state.topic.min.isr", _T.SHORT, 2, "min.insync.replicas of "
+                  "__share_group_state in a ZooKeeper cluster (a single node: 1)", minimum=1),
         ConfigKey("transaction.state.log.num.partitions", _T.INT, 50, "Partitions of __transaction_state"),
         ConfigKey("transaction.state.log.segment.bytes", _T.INT, 104857600, "segment.bytes of __transaction_state",
                   minimum=1),
@@ -683,7 +685,6 @@ _KAFKA_KEYS_NOT_USED_HERE = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
     "num.network.threads", "num.io.threads",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "share.coordinator.state.topic.min.isr",
 })
 
 

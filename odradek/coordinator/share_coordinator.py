@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import uuid
 
@@ -163,9 +164,14 @@ class ShareCoordinator:
         loading = self._loading.get(key)
         if loading is None:
             loading = self._loading[key] = asyncio.ensure_future(self._load(key, leader))
-            loading.add_done_callback(lambda done: self._loading.pop(key, None) if self._loading.get(key) is done
-                                      else None)
+            loading.add_done_callback(functools.partial(self._loaded, key))
         return await asyncio.shield(loading)
+
+    def _loaded(self, key: Key, done: asyncio.Future) -> None:
+        if self._loading.get(key) is done:
+            del self._loading[key]
+        if not done.cancelled():
+            done.exception()  # retrieved here too: every request that waited may have been cancelled
 
     async def _load(self, key: Key, leader) -> SharePartition:
         group_id = key[0]
@@ -234,7 +240,7 @@ class ShareCoordinator:
             partition = self.partitions.get(key)
             if partition is None or self._written.get(key, 0) >= change:
                 return
-            covered = self._changes[key]
+            covered = self._changes.get(key, change)  # (forgotten meanwhile: a share-partition read again)
             state_epoch, leader_epoch = self._epochs[key]
             try:
                 await self.persister.write(key, state_epoch=state_epoch, leader_epoch=leader_epoch,

@@ -63,10 +63,14 @@ class ShareStateCoordinator:
         return state_partition_for(*key, self.num_partitions)
 
     def ensure_topic(self) -> None:
-        self.broker.ensure_internal_topic(SHARE_STATE_TOPIC, self.broker.config[
-            "share.coordinator.state.topic.num.partitions"], {
-            "cleanup.policy": "compact", "compression.type": "producer",
-            "segment.bytes": str(self.broker.config["share.coordinator.state.topic.segment.bytes"])},
+        """__share_group_state with Kafka's topic configs for it (ShareCoordinatorService's: compacted, compression
+        of the producer, share.coordinator.state.topic.segment.bytes) and min.insync.replicas =
+        share.coordinator.state.topic.min.isr in a cluster (1 on a single node, whose replication factor is 1)."""
+        config = self.broker.config
+        min_isr = 1 if self.broker.controller is None else config["share.coordinator.state.topic.min.isr"]
+        self.broker.ensure_internal_topic(SHARE_STATE_TOPIC, config["share.coordinator.state.topic.num.partitions"], {
+            "cleanup.policy": "compact", "compression.type": "producer", "min.insync.replicas": str(min_isr),
+            "segment.bytes": str(config["share.coordinator.state.topic.segment.bytes"])},
             "share.coordinator.state.topic.replication.factor")
 
     # ------------------------------------------------------------------------------------------ operations

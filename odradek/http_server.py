@@ -15,6 +15,8 @@ import threading
 
 import uvicorn
 
+from odradek.config import host_port
+
 DEFAULT_HOST = "127.0.0.1"
 
 
@@ -47,8 +49,7 @@ class HttpService:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((self.host, self.port))
         self._socket.listen(128)  # connections wait in the backlog until uvicorn serves: the URL works from now
-        host = f"[{self.host}]" if family == socket.AF_INET6 else self.host
-        self.url = f"{self.scheme}://{host}:{self._socket.getsockname()[1]}{self._root}"
+        self.url = f"{self.scheme}://{host_port(self.host, self._socket.getsockname()[1])}{self._root}"
 
     def start(self) -> str:
         self._listen()

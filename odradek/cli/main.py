@@ -34,7 +34,7 @@ from odradek.cli.common import INTERRUPTED_EXIT_CODE, UsageError, key_value
 from odradek.cli.extras import missing_extra_line
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.cluster.membership import ClusterMembershipError
-from odradek.config import BROKER_CONFIGS, parse_listener, parse_properties
+from odradek.config import BROKER_CONFIGS, host_port, parse_listener, parse_properties
 from odradek.errors import KafkaError
 
 DEFAULT_DATA_DIR = "odradek-data"
@@ -184,8 +184,8 @@ def _start_console(broker, host: str, port: int, registry_url: str | None) -> st
     from odradek.console import Console, ConsoleSettings
 
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    metrics = [f"http://{local}:{broker.metrics.port}/metrics"] if broker.metrics is not None else []
-    settings = ConsoleSettings(f"{local}:{port}", port=broker.config["console.port"],
+    metrics = [f"http://{host_port(local, broker.metrics.port)}/metrics"] if broker.metrics is not None else []
+    settings = ConsoleSettings(host_port(local, port), port=broker.config["console.port"],
                                zookeeper=broker.config["zookeeper.connect"] or None, metrics_urls=metrics,
                                schema_registry_url=registry_url)
     return Console(settings).start_thread()
@@ -200,7 +200,7 @@ def _start_schema_registry(broker, host: str, port: int, registry_port: int) -> 
     from odradek.registry.validation import RegistrySchemas
 
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    registry = SchemaRegistry(SchemaRegistrySettings(f"{local}:{port}", port=registry_port))
+    registry = SchemaRegistry(SchemaRegistrySettings(host_port(local, port), port=registry_port))
     schemas = RegistrySchemas(registry.store)
     schema_validation.install(broker, schemas)
     url = registry.start_thread()

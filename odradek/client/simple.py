@@ -24,6 +24,7 @@ import confluent_kafka
 
 from odradek.client.errors import LIBRDKAFKA_LOGGER, ClientError
 from odradek.client.messages import Decoder, Message, identity
+from odradek.config import host_port
 from odradek.errors import ErrorCode, KafkaError, error_name
 from odradek.protocol import api
 from odradek.client.connection import AuthenticationFailed, Connection, Unreachable, UnsupportedApi, server_address
@@ -74,7 +75,7 @@ class SimpleConsumer:
             if self.leader is None:
                 raise ClientError(f"partition {topic}-{partition} has no live leader in ZooKeeper",
                                   "LEADER_NOT_AVAILABLE", retriable=True)
-            bootstrap_servers = f"{self.leader.host}:{self.leader.port}"
+            bootstrap_servers = host_port(self.leader.host, self.leader.port)
         self.topic = topic
         self.partition = partition
         self.key_decoder = key_decoder

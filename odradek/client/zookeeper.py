@@ -36,6 +36,7 @@ from odradek.cluster.membership import BrokerEndpoint
 from odradek.cluster.zk_catalogue import TOPICS, PartitionState, decode_assignment, state_path, topic_path
 from odradek.cluster.zk_security import ZooKeeperSecurity
 from odradek.cluster.zookeeper import BROKER_IDS, connect_client, decode_broker
+from odradek.config import host_port
 
 log = logging.getLogger("odradek.client.zookeeper")
 
@@ -149,7 +150,7 @@ def registered_brokers(client: KazooClient, ids: Iterable[str] | None = None) ->
 
 def bootstrap_servers(client: KazooClient) -> str:
     """host:port of every registered broker, for librdkafka's bootstrap list."""
-    return ",".join(f"{b.host}:{b.port}" for _, b in sorted(registered_brokers(client).items()))
+    return ",".join(host_port(b.host, b.port) for _, b in sorted(registered_brokers(client).items()))
 
 
 class ZooKeeperClusterView:

@@ -28,6 +28,7 @@ import confluent_kafka
 
 from odradek.client import Admin, ClientError
 from odradek.client.errors import LIBRDKAFKA_LOGGER
+from odradek.config import host_port
 from odradek.registry.state import NOOP_KEY, State, encode
 
 log = logging.getLogger("odradek.registry")
@@ -131,7 +132,7 @@ class KafkaStore:
             brokers = producer.list_topics(self.topic, timeout=5).brokers.values()
         except confluent_kafka.KafkaException:
             return
-        self._known = self._known[:self._given] + [f"{broker.host}:{broker.port}" for broker in brokers]
+        self._known = self._known[:self._given] + [host_port(broker.host, broker.port) for broker in brokers]
 
     def _writer(self) -> confluent_kafka.Producer:
         """The transactional producer, the other registries' fenced and this one caught up since (tried again when

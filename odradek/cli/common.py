@@ -1,6 +1,7 @@
 """What every client-side command shares: --bootstrap-server (which odradek.client.options holds for the Spark
 pipelines' commands too) with --command-config, the client properties file Kafka's tools take (Java's names,
-translated by odradek.client.properties), and --timeout; the group commands' parsers; KEY=VALUE arguments, tables.
+translated by odradek.client.properties), and --timeout; the group commands' parsers and reset-offsets' plan;
+KEY=VALUE arguments, tables.
 
 Commands talk to a cluster through odradek.client only; failures surface as ClientError (or ValueError for bad
 input), which `odradek.cli.main` turns into one `odradek: ...` line and exit code 1; UsageError (arguments that
@@ -10,7 +11,8 @@ parse but do not go together) exits 2 like argparse's own usage errors.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -102,6 +104,15 @@ def add_reset_arguments(reset: argparse.ArgumentParser, held: str) -> None:
                         help="the first offset at or after TIME (epoch ms or ISO-8601)")
     target.add_argument("--to-offset", type=int, metavar="OFFSET", help="this offset in every partition")
     reset.add_argument("--execute", action="store_true", help="apply the new offsets (default: dry run)")
+
+
+def print_reset_plan(args: argparse.Namespace, plan: Mapping[tuple[str, int], int]) -> None:
+    """reset-offsets' answer: the new offset of each partition, then, unless --execute applied them, the dry-run
+    line on stderr."""
+    print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                [(args.group, topic, p, offset) for (topic, p), offset in sorted(plan.items())])
+    if not args.execute:
+        print("Dry run: nothing changed; add --execute to apply these offsets.", file=sys.stderr)
 
 
 def key_value(text: str) -> tuple[str, str]:

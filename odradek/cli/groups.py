@@ -7,9 +7,9 @@ group without active members can have its offsets reset or be deleted (the broke
 from __future__ import annotations
 
 import argparse
-import sys
 
-from odradek.cli.common import GroupAction, add_group_command, add_reset_arguments, admin_of, print_table
+from odradek.cli.common import (GroupAction, add_group_command, add_reset_arguments, admin_of, print_reset_plan,
+                                print_table)
 from odradek.client import ClientError
 
 
@@ -55,10 +55,7 @@ def run_reset_offsets(args: argparse.Namespace) -> int:
                             to_offset=args.to_offset, to_datetime=args.to_datetime)
     if args.execute:
         admin.set_group_offsets(args.group, plan)
-    print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
-                [(args.group, topic, p, offset) for (topic, p), offset in sorted(plan.items())])
-    if not args.execute:
-        print("Dry run: nothing changed; add --execute to apply these offsets.", file=sys.stderr)
+    print_reset_plan(args, plan)
     return 0
 
 

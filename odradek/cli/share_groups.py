@@ -11,9 +11,9 @@ on a single node.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from odradek.cli.common import GroupAction, add_group_command, add_reset_arguments, admin_of, print_table
+from odradek.cli.common import (GroupAction, add_group_command, add_reset_arguments, admin_of, print_reset_plan,
+                                print_table)
 from odradek.client import ClientError
 from odradek.client.share_groups import (alter_share_group_offsets, delete_share_group, describe_share_groups,
                                          list_share_groups, share_group_offsets)
@@ -72,10 +72,7 @@ def run_reset_offsets(args: argparse.Namespace) -> int:
         raise ClientError(f"UNKNOWN_TOPIC_OR_PARTITION: {exc}", "UNKNOWN_TOPIC_OR_PARTITION") from None
     if args.execute:
         alter_share_group_offsets(admin, args.group, plan)
-    print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
-                [(args.group, topic, p, offset) for (topic, p), offset in sorted(plan.items())])
-    if not args.execute:
-        print("Dry run: nothing changed; add --execute to apply these offsets.", file=sys.stderr)
+    print_reset_plan(args, plan)
     return 0
 
 

@@ -19,6 +19,12 @@ be translated (no schema id, an id the registry does not have, a value or key th
 schema that has no column types or does not evolve the table) goes to the dead-letter table `<topic>~dlq`,
 key_value rows with the reason, and never holds the topic up.
 
+The `kafka` struct keeps the value's bytes too (kafka.value), as the log had them, frame and all: the typed columns
+cannot give them back (JSON text, Protobuf's field order, a value's properties beyond its schema), and a read that
+starts from the table (format("odradek") with startingOffsets=iceberg) yields them. A table written before the writer
+kept them gains the field at the first round with rows (every translation's schema has the whole `kafka` struct, and
+the table takes it by union); its older rows hold null there.
+
 Each table keeps its own offsets in its snapshot summaries (odradek.offsets). The writer reads from the main
 table's; the dead-letter table is committed first and takes only records at or past its own offsets, so a round cut
 between the two commits, read again, adds to each table only what it lacks.
@@ -61,8 +67,7 @@ class _Row:
     index: int  # the partition
     value_known: Known
     key_known: Known | None  # None: the key is its bytes alone
-    row: dict
-    value: bytes | None
+    row: dict  # its `kafka` holds the value's bytes, for a dead letter too
 
 
 class SchemaSink:
@@ -90,16 +95,16 @@ class SchemaSink:
         for key, value, header, timestamp, offset in zip(keys, values, headers, columns.timestamps.tolist(),
                                                          columns.offsets.tolist()):
             kafka = {"key": key, "headers": header, "timestamp": timestamp * 1000, "partition": index,
-                     "offset": offset}
+                     "offset": offset, tables.KAFKA_VALUE: value}
             try:
                 value_known, row = self._decode(value, VALUE, latest.get(VALUE))
                 key_known = None
                 if typed_keys and key is not None:
                     key_known, kafka[tables.KEY_FIELDS] = self._decode(key, KEY, latest.get(KEY))
                 row[tables.KAFKA_COLUMN] = kafka
-                self._rows.append(_Row(index, value_known, key_known, row, value))
+                self._rows.append(_Row(index, value_known, key_known, row))
             except Untranslatable as exc:
-                self._bury(index, kafka, value, str(exc))
+                self._bury(index, kafka, str(exc))
 
     def commit(self, offsets: dict[int, int]) -> int:
         """Evolve the table to every schema this round's rows use, commit the dead letters, then the rows."""
@@ -112,7 +117,7 @@ class SchemaSink:
                 used = [entry for entry in self._rows
                         if (entry.value_known if what == VALUE else entry.key_known) == known]
                 for entry in used:
-                    self._bury(entry.index, entry.row[tables.KAFKA_COLUMN], entry.value,
+                    self._bury(entry.index, entry.row[tables.KAFKA_COLUMN],
                                f"the {what}'s {translation.name} does not evolve the table: {refusal}")
                 self._rows = [entry for entry in self._rows if entry not in used]
         arrow_schema = self.table.schema().as_arrow()
@@ -222,10 +227,11 @@ class SchemaSink:
                 pa.Table.from_pylist([entry.row], schema=arrow_schema)
                 kept.append(entry.row)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-                self._bury(entry.index, entry.row[tables.KAFKA_COLUMN], entry.value,
+                self._bury(entry.index, entry.row[tables.KAFKA_COLUMN],
                            f"the record does not fit its columns: {exc}")
         return pa.Table.from_pylist(kept, schema=arrow_schema)
 
-    def _bury(self, index: int, kafka: dict, value: bytes | None, reason: str) -> None:
+    def _bury(self, index: int, kafka: dict, reason: str) -> None:
+        """A dead letter: a key_value row (the record's own fields, its value's bytes among them) and the reason."""
         kafka = {name: got for name, got in kafka.items() if name != tables.KEY_FIELDS}
-        self._dead.append((index, {**kafka, "value": value, "reason": reason}))
+        self._dead.append((index, {**kafka, "reason": reason}))

@@ -50,9 +50,13 @@ KEY_VALUE_SCHEMA = Schema(
     NestedField(6, "offset", LongType(), required=True),
 )
 KEY_VALUE_ARROW = KEY_VALUE_SCHEMA.as_arrow()
-# the schema modes' tables: the value's fields, then Kafka's in one struct column (a value may have a field `offset`)
+# the schema modes' tables: the value's fields, then Kafka's in one struct column (a value may have a field `offset`):
+# the record's key, headers, timestamp, partition, offset and, last, its value's bytes as the log has them (a table
+# written before the writer kept them lacks `value`, or holds null in it: docs/iceberg.md, format notes)
 KAFKA_COLUMN = "kafka"
-KAFKA_STRUCT = StructType(*(field for field in KEY_VALUE_SCHEMA.fields if field.name != "value"))
+KAFKA_VALUE = "value"  # kafka.value: never null in a row the writer keeps it for (a null value is a dead letter)
+KAFKA_STRUCT = StructType(*(field for field in KEY_VALUE_SCHEMA.fields if field.name != KAFKA_VALUE),
+                          KEY_VALUE_SCHEMA.find_field(KAFKA_VALUE))
 KEY_FIELDS = "key_fields"  # kafka.key_fields: a key of a registry schema as its columns (schema_sink.py)
 DLQ_SUFFIX = "~dlq"  # `<topic>~dlq`: the records a schema mode could not translate, as key_value rows and a reason
 DLQ_SCHEMA = Schema(*KEY_VALUE_SCHEMA.fields, NestedField(10, "reason", StringType(), required=True))

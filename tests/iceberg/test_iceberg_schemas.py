@@ -66,6 +66,7 @@ def test_framed_values_become_columns_and_evolve(broker, registry, topic_name):
         [(0, "i0", ["a"], None), (1, "i1", ["a"], None), (2, "i2", ["a"], None), (10, None, [], 7)]
     assert [row["kafka"]["offset"] for row in written] == [0, 1, 2, 3]
     assert written[0]["kafka"]["key"] == b"k" and written[3]["kafka"]["headers"] == [{"key": "h", "value": b"1"}]
+    assert [row["kafka"]["value"] for row in written] == first + second  # the value's bytes, frame and all
     assert written[1]["at"].timestamp() == 1.0
     assert [field.name for field in table.schema().fields] == ["kafka", "id", "item", "tags", "at", "qty"]
 

@@ -553,7 +553,8 @@ def validate_topic_configs(overrides: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _iceberg_spec_of_mode(parsed: Mapping[str, Any]) -> None:
-    """A schema mode's table has no `value` column (the value's fields are its columns): a spec of it is refused."""
+    """A schema mode's table has no `value` column (the value's fields are its columns; kafka.value keeps its bytes
+    to read the records back, no partition column): a spec of it is refused."""
     spec = parsed.get("odradek.iceberg.partition.spec", "hour(timestamp)")
     if parsed.get("odradek.iceberg.mode", "disabled").startswith("value_schema") and \
             any(column == "value" for _, _, column in parse_iceberg_partition_spec(spec)):

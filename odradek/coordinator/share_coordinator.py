@@ -167,6 +167,24 @@ class ShareCoordinator:
             loading.add_done_callback(functools.partial(self._loaded, key))
         return await asyncio.shield(loading)
 
+    async def refresh(self, group_id: str, partitions) -> None:
+        """A share session opens on these (topic id, partition)s: a share-partition held here whose stored state
+        epoch is no longer the one it was read at, or whose state is gone, is dropped, to be read again at its
+        next use. In a cluster AlterShareGroupOffsets, DeleteShareGroupOffsets and DeleteGroups change the state
+        from the group's coordinator; a share-partition leader with nothing in flight writes nothing, so no
+        fenced write would ever tell it, and it went on delivering from its old start offset (or nothing)."""
+        for topic_id, index in partitions:
+            key = (group_id, topic_id, index)
+            if key not in self.partitions or key in self._loading:
+                continue
+            try:
+                summary = await self.persister.summary(key)
+            except KafkaError:  # the share coordinator is away: a stale state epoch still fences the next write
+                continue
+            held = self._epochs.get(key)
+            if held is not None and (summary is None or summary.state_epoch != held[0]):
+                self._forget(key)
+
     def _loaded(self, key: Key, done: asyncio.Future) -> None:
         if self._loading.get(key) is done:
             del self._loading[key]

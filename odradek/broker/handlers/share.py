@@ -217,6 +217,8 @@ def handlers(broker) -> dict:
             session = coordinator.session(group_id, member_id, request.share_session_epoch, added, forgotten)
         except KafkaError as exc:
             return fetch_response(header, group_id, {}, {}, exc)
+        if request.share_session_epoch == 0:  # state reset by the group's coordinator meanwhile is read again
+            await coordinator.refresh(group_id, added)
         acks = await acknowledge(group_id, member_id, request.topics)
         if session is None:
             return fetch_response(header, group_id, acks, {})

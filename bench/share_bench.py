@@ -7,7 +7,9 @@ throughput should grow with the consumers; a classic group of as many Consumers 
 whatever their number. Each run is a new group reading the partition from its start (the share group reset to the
 earliest offsets with AlterShareGroupOffsets before it joins, the classic group with auto.offset.reset earliest),
 timed from the first consumer's start to the last record handled; every record must be handled once (accepted
-records are never redelivered, and no lock runs out at these sizes).
+records are never redelivered, and no lock runs out at these sizes). Beside each rate, the broker process's CPU
+per record handled in that run (ShareFetch, acknowledgement and the state writes for the share group; Fetch, and
+the offset commits for the classic one), from /proc.
 Run: `python -m bench.share_bench [--records 2000 --work-ms 2]`.
 """
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.processes import cpu_seconds
 from odradek.embedded import BrokerProcess
 from odradek.protocol import api
 from odradek.client.connection import Connection
@@ -48,8 +51,10 @@ def reset_to_earliest(port: int, group: str) -> None:
     assert answer.error_code == 0 and answer.responses[0].partitions[0].error_code == 0, answer
 
 
-def run(bootstrap: str, consumers: int, records: int, work_s: float, make, poll) -> tuple[float, list[int]]:
-    """(records/s, records handled by each consumer)."""
+def run(broker: BrokerProcess, consumers: int, records: int, work_s: float, make, poll
+        ) -> tuple[float, float, list[int]]:
+    """(records/s, broker CPU µs per record, records handled by each consumer)."""
+    cpu_before = cpu_seconds(broker.process.pid)
     handled: list[set[bytes]] = [set() for _ in range(consumers)]
     total = threading.Semaphore(0)
     done = threading.Event()
@@ -74,12 +79,13 @@ def run(bootstrap: str, consumers: int, records: int, work_s: float, make, poll)
         if not total.acquire(timeout=120):
             raise AssertionError("the consumers stopped before every record was handled")
     elapsed = time.monotonic() - started
+    cpu = cpu_seconds(broker.process.pid) - cpu_before
     done.set()
     for thread in threads:
         thread.join()
     every = [value for part in handled for value in part]
     assert len(every) == len(set(every)) == records, "a record was handled twice or not at all"
-    return records / elapsed, [len(part) for part in handled]
+    return records / elapsed, cpu / records * 1e6, [len(part) for part in handled]
 
 
 def main() -> None:
@@ -97,22 +103,24 @@ def main() -> None:
             admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
             produce(bootstrap, args.records)
             print(f"{args.records} records on one partition, {args.work_ms} ms of work per record")
-            print(f"{'consumers':>9}  {'share group rec/s':>17}  {'classic group rec/s':>19}  share split")
+            print(f"{'consumers':>9}  {'share group rec/s':>17}  {'µs CPU/rec':>10}  {'classic group rec/s':>19}  "
+                  f"{'µs CPU/rec':>10}  share split")
             for consumers in (1, 2, 4, 8):
                 group = f"share-{consumers}"
                 reset_to_earliest(broker.port, group)
-                share_rate, split = run(
-                    bootstrap, consumers, args.records, args.work_ms / 1000,
+                share_rate, share_cpu, split = run(
+                    broker, consumers, args.records, args.work_ms / 1000,
                     lambda: _subscribed(ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
                                                        "max.poll.records": args.batch})),
                     lambda client: client.poll(0.2))
                 classic_group = f"classic-{consumers}"
-                classic_rate, _ = run(
-                    bootstrap, consumers, args.records, args.work_ms / 1000,
+                classic_rate, classic_cpu, _ = run(
+                    broker, consumers, args.records, args.work_ms / 1000,
                     lambda: _subscribed(Consumer({"bootstrap.servers": bootstrap, "group.id": classic_group,
                                                   "auto.offset.reset": "earliest"})),
                     lambda client: client.consume(args.batch, 0.2))
-                print(f"{consumers:>9}  {share_rate:>17.0f}  {classic_rate:>19.0f}  {split}")
+                print(f"{consumers:>9}  {share_rate:>17.0f}  {share_cpu:>10.0f}  {classic_rate:>19.0f}  "
+                      f"{classic_cpu:>10.0f}  {split}")
         finally:
             broker.stop()
 

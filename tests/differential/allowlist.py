@@ -126,7 +126,8 @@ FUZZ_ALLOWED: list[FuzzAllowed] = [
         "ListTransactions", "DescribeClientQuotas", "AlterClientQuotas", "ConsumerGroupHeartbeat",
         "ConsumerGroupDescribe", "ListConfigResources", "DescribeTopicPartitions", "ShareGroupHeartbeat",
         "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
-        "DeleteShareGroupOffsets")] + [
+        "DeleteShareGroupOffsets", "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+        "DeleteShareGroupState", "ReadShareGroupStateSummary")] + [
     FuzzAllowed(name, "no answer", CODES, f"Kafka leaves {what} unanswered (for 5 s and more); Odradek answers it")
     for name, what in (("WriteTxnMarkers", "markers for partitions it does not have"),
                        ("AddPartitionsToTxn", "a v4+ request with no transactions"),

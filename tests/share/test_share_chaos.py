@@ -130,6 +130,8 @@ def share_lag(ports: list[int], group: str, topic: str) -> int | None:
             Request.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0])])])
     if answer is None:
         return None
+    if not answer.groups[0].topics:  # the group not known (yet) to the broker that answered
+        return None
     partition = answer.groups[0].topics[0].partitions[0]
     return partition.lag if partition.error_code == 0 and partition.start_offset >= 0 else None
 

@@ -132,12 +132,13 @@ def values(tag: str, count: int, start_offset: int = 0) -> set[str]:
 
 @pytest.fixture(scope="module")
 def first_run(cluster, tmp_path_factory):
-    """300 records written by Kafka's producer and consumed by three KafkaShareConsumers from offset 0."""
+    """300 records written by Kafka's producer and consumed by three KafkaShareConsumers from offset 0, 20 a poll
+    with 20 ms of work after each (one consumer free to fetch all 300 at once would leave the others nothing)."""
     topic, group = "java-share-cluster", "java-share-cluster-group"
     partition_leaders = make_topic(cluster, topic)
     begun = time.monotonic()
     run = run_check(cluster, tmp_path_factory.mktemp("first-run"), topic, group, expect=300, produce=300, tag="a",
-                    **{"from": 0})
+                    poll=20, pause=20, **{"from": 0})
     return topic, group, partition_leaders, run, time.monotonic() - begun
 
 

@@ -96,27 +96,35 @@ def test_a_paused_controller_comes_back_as_a_follower_of_the_new_one(cluster, zk
 
 def test_brokers_reconnect_after_a_zookeeper_restart(tmp_path):
     """ZooKeeper keeps its sessions across a restart, so the brokers reconnect to theirs (registrations kept) even
-    after an outage longer than the session timeout, and their watches work again."""
+    after an outage longer than the session timeout, and their watches work again. The sessions here last 10 s:
+    a restarted ZooKeeper gives each restored session its timeout again, and on a loaded machine its JVM start and
+    the brokers' reconnection took longer than 6 s."""
     from kazoo.client import KazooClient
+
+    session_timeout_s = 10
 
     def sessions(zk) -> dict[int, int]:
         return {node: zk.get(f"/brokers/ids/{node}")[1].ephemeralOwner for node in registered(zk)}
 
     with ZooKeeperServer(tmp_path / "zookeeper") as server, \
-            Cluster(2, zookeeper=server.connect, data_dir=tmp_path / "cluster") as cluster:
+            Cluster(2, zookeeper=server.connect, data_dir=tmp_path / "cluster",
+                    settings={"zookeeper.session.timeout.ms": session_timeout_s * 1000}) as cluster:
         zk = KazooClient(hosts=server.connect)
         zk.start(timeout=15)
         before = sessions(zk)
         zk.stop()
         server.kill()
-        time.sleep(SESSION_TIMEOUT_S + 1)
+        time.sleep(session_timeout_s + 1)
         server.start()
         zk.start(timeout=15)
         try:
-            assert wait_until(lambda: sessions(zk) == before and controller_of(zk) in (1, 2), timeout=10)
+            assert wait_until(lambda: sessions(zk) == before and controller_of(zk) in (1, 2), timeout=10), \
+                (before, sessions(zk), controller_of(zk))
             cluster.broker(2).stop()  # a change the other broker must see through its re-established watch
-            assert wait_until(lambda: registered(zk) == [1] and controller_of(zk) == 1, timeout=10)
-            assert wait_until(lambda: list(metadata_of(cluster.broker(1)).brokers) == [1], timeout=10)
+            assert wait_until(lambda: registered(zk) == [1] and controller_of(zk) == 1, timeout=10), \
+                (registered(zk), controller_of(zk))
+            assert wait_until(lambda: list(metadata_of(cluster.broker(1)).brokers) == [1], timeout=10), \
+                list(metadata_of(cluster.broker(1)).brokers)
         finally:
             zk.stop()
             zk.close()

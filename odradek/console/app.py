@@ -219,15 +219,21 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
     async def group_lag_series(request: Request) -> Response:
         return JSONResponse(lag_history.series(request.path_params["group"]))
 
-    async def reset_offsets(request: Request) -> Response:
+    async def planned_reset(request: Request, plan_of, execute) -> tuple[str, dict, dict, bool]:
+        """A reset form's plan (`plan_of(group, topics, target, value)`), carried out by `execute(group, plan)`
+        when the form says execute: the group, the form, the plan and whether it ran."""
         group_id = request.path_params["group"]
         form = await form_of(request)
         topics = [name.strip() for name in form.get("topics", "").split(",") if name.strip()]
-        plan = await run_in_threadpool(view.reset_plan, group_id, topics, form.get("target", "earliest"),
+        plan = await run_in_threadpool(plan_of, group_id, topics, form.get("target", "earliest"),
                                        form.get("value", ""))
         executed = form.get("execute") == "yes"
         if executed:
-            await run_in_threadpool(view.reset_offsets, group_id, plan)
+            await run_in_threadpool(execute, group_id, plan)
+        return group_id, form, plan, executed
+
+    async def reset_offsets(request: Request) -> Response:
+        group_id, form, plan, executed = await planned_reset(request, view.reset_plan, view.reset_offsets)
         described = await run_in_threadpool(view.group, group_id)
         return page(request, "group.html", group=described, offsets=render.page_of(described.offsets, 1, 100),
                     lag=group_lag(described.offsets), plan=sorted(plan.items()), executed=executed, form=form)
@@ -247,14 +253,7 @@ def create_app(view: ClusterView, sampler: MetricsSampler | None = None, loopbac
                     detail=detail, **context)
 
     async def reset_share_offsets(request: Request) -> Response:
-        group_id = request.path_params["group"]
-        form = await form_of(request)
-        topics = [name.strip() for name in form.get("topics", "").split(",") if name.strip()]
-        plan = await run_in_threadpool(view.share_reset_plan, group_id, topics, form.get("target", "earliest"),
-                                       form.get("value", ""))
-        executed = form.get("execute") == "yes"
-        if executed:
-            await run_in_threadpool(view.share_reset_offsets, group_id, plan)
+        _, form, plan, executed = await planned_reset(request, view.share_reset_plan, view.share_reset_offsets)
         return await share_group(request, plan=sorted(plan.items()), executed=executed, form=form)
 
     async def delete_share_group(request: Request) -> Response:

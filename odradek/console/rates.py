@@ -103,15 +103,18 @@ class MetricsSampler:
             self._thread.start()
         return self
 
+    def _scrapes(self):
+        """Each broker's metrics text, read now; a broker that does not answer is logged and left out."""
+        for url in self.urls:
+            try:
+                yield urllib.request.urlopen(url, timeout=self.interval).read().decode()
+            except OSError as exc:
+                log.warning("cannot scrape %s: %s", url, exc)
+
     def scrape(self) -> None:
         totals = dict.fromkeys(COUNTERS.values(), 0.0)
         sizes: dict[tuple[str, int], float] = {}
-        for url in self.urls:
-            try:
-                text = urllib.request.urlopen(url, timeout=self.interval).read().decode()
-            except OSError as exc:
-                log.warning("cannot scrape %s: %s", url, exc)
-                continue
+        for text in self._scrapes():
             broker_totals, broker_sizes = parse_scrape(text)
             for name, value in broker_totals.items():
                 totals[name] += value
@@ -124,12 +127,7 @@ class MetricsSampler:
         """The share-partitions' in-flight records by state, scraped now (a page shows them as they are, not as
         they were at the last interval); None without metrics or when no broker answers."""
         found: dict[tuple[str, str, int], dict[str, int]] | None = None
-        for url in self.urls:
-            try:
-                text = urllib.request.urlopen(url, timeout=self.interval).read().decode()
-            except OSError as exc:
-                log.warning("cannot scrape %s: %s", url, exc)
-                continue
+        for text in self._scrapes():
             found = (found or {}) | parse_share_records(text)  # a share-partition lives on one broker
         return found
 

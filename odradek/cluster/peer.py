@@ -13,6 +13,8 @@ between two fetches, rather than re-authenticating on the same connection.
 `round_trip` is one request and its answer on such a connection (the replica fetchers keep theirs open);
 `call_peer` is one request over a fresh connection: WriteTxnMarkers (a transaction coordinator closing a transaction
 on partitions other brokers lead) is rare enough that a connection per request costs nothing worth a pool.
+`PeerPool` keeps one connection per broker for requests that come often (the share persister's state writes, a
+share group's lag), one request at a time on each, opened again when broken or due for a new SASL session.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import asyncio
 import dataclasses
 import struct
 import time
+from collections.abc import Callable
 
 from odradek.errors import ErrorCode
 from odradek.protocol import RequestHeader, api, decode_response, encode_request
@@ -124,3 +127,44 @@ async def call_peer(security: InterBrokerSecurity, endpoint, api_name: str, vers
             connection.close()
 
     return await asyncio.wait_for(exchange(), timeout)
+
+
+class PeerPool:
+    """One kept connection per broker. `security()` is the inter-broker listener's security (known once the broker
+    has started), `endpoint_of(node_id)` a live broker's registered endpoint (None when it is not live)."""
+
+    def __init__(self, security: Callable[[], InterBrokerSecurity], endpoint_of: Callable[[int], object], *,
+                 client_id: str, timeout: float = PEER_TIMEOUT_S):
+        self._security, self._endpoint_of = security, endpoint_of
+        self.client_id, self.timeout = client_id, timeout
+        self._peers: dict[int, tuple[PeerConnection | None, asyncio.Lock]] = {}  # node id -> (connection, its lock)
+
+    async def request(self, node_id: int, spec, version: int, request):
+        """One request to broker `node_id` and its decoded answer; OSError or asyncio.TimeoutError when it cannot
+        be reached or answer (the connection is then dropped, to be opened again by the next request)."""
+        _, lock = self._peers.setdefault(node_id, (None, asyncio.Lock()))
+        async with lock:
+            connection = self._peers[node_id][0]
+            if connection is None or connection.due_for_renewal():
+                if connection is not None:
+                    connection.close()
+                    self._peers[node_id] = (None, lock)
+                endpoint = self._endpoint_of(node_id)
+                if endpoint is None:
+                    raise ConnectionError(f"broker {node_id} is not live")
+                connection = await open_peer_connection(self._security(), endpoint, client_id=self.client_id,
+                                                        timeout=self.timeout)
+                self._peers[node_id] = (connection, lock)
+            try:
+                return await round_trip(connection.reader, connection.writer, spec, version, request,
+                                        client_id=self.client_id, timeout=self.timeout)
+            except BaseException:
+                connection.close()
+                self._peers[node_id] = (None, lock)
+                raise
+
+    def close(self) -> None:
+        for connection, _ in self._peers.values():
+            if connection is not None:
+                connection.close()
+        self._peers.clear()

@@ -30,6 +30,7 @@ import uuid
 
 from odradek.clock import now_ms
 from odradek.cluster.append_waits import next_change, resolve
+from odradek.cluster.peer import PeerPool
 from odradek.coordinator.assignors import TopicInfo
 from odradek.coordinator.share_configs import ShareGroupSettings, settings
 from odradek.coordinator.share_group import ShareGroup, ShareHeartbeatResult
@@ -60,7 +61,11 @@ class ShareCoordinator:
         self.partitions: dict[Key, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.state = ShareStateCoordinator(broker)  # the state partitions this broker leads
-        self.persister = SharePersister(broker, self.state)  # the state, wherever it is kept
+        # one kept connection per other broker: the state writes to its share coordinator, a group's lag
+        self.peers = PeerPool(lambda: broker.inter_broker, self._live_endpoint,
+                              client_id=f"broker-{broker.node_id}-share-coordinator",
+                              timeout=config["request.timeout.ms"] / 1000)
+        self.persister = SharePersister(broker, self.state, self.peers)  # the state, wherever it is kept
         self._epochs: dict[Key, tuple[int, int]] = {}  # share-partition -> (state epoch, leader epoch) it was read at
         self._loading: dict[Key, asyncio.Future] = {}
         self._locks: dict[Key, asyncio.Lock] = {}  # one state write of a share-partition at a time
@@ -222,19 +227,28 @@ class ShareCoordinator:
 
     async def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
                           batches: list[tuple[int, int, list[int]]], leader) -> None:
-        """Apply a partition's acknowledgement batches and persist them; INVALID_RECORD_STATE (and the batches
-        before the failing one applied) as Kafka answers a batch naming records this member does not hold."""
+        """Apply a partition's acknowledgement batches once their state is written; INVALID_RECORD_STATE (and the
+        batches before the failing one applied) as Kafka answers a batch naming records this member does not hold.
+        A failed write leaves the records acquired, as they were (the share-partition's `roll_back`)."""
         key = (group_id, topic_id, index)
         partition = await self.share_partition(group_id, topic_id, index, leader)
         now = now_ms()
         refused = None
+        pending: list[int] = []
         try:
             for first, last, types in batches:
-                partition.acknowledge(member_id, first, last, types, now)
+                pending += partition.acknowledge(member_id, first, last, types, now)
         except KafkaError as exc:
             refused = exc
         try:
             await self.persist(key)
+            if self.partitions.get(key) is not partition:  # dropped by another write fenced meanwhile, or read again
+                raise KafkaError(ErrorCode.FENCED_STATE_EPOCH, "The share-partition's state was read again.")
+        except BaseException:
+            partition.roll_back(pending)
+            raise
+        else:
+            partition.complete(pending)
         finally:
             self._wake()
             self._arm_timer()
@@ -260,9 +274,10 @@ class ShareCoordinator:
                 return
             covered = self._changes.get(key, change)  # (forgotten meanwhile: a share-partition read again)
             state_epoch, leader_epoch = self._epochs[key]
+            start_offset, batches = partition.state()
             try:
                 await self.persister.write(key, state_epoch=state_epoch, leader_epoch=leader_epoch,
-                                           start_offset=partition.start_offset, batches=partition.state_batches())
+                                           start_offset=start_offset, batches=batches)
             except KafkaError as exc:
                 if exc.code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH) \
                         and self.partitions.get(key) is partition:
@@ -415,9 +430,12 @@ class ShareCoordinator:
         for waiter in list(self._waiters):
             resolve(waiter)
 
+    def _live_endpoint(self, node_id: int):
+        return next((b for b in self.broker.membership.live_brokers() if b.node_id == node_id), None)
+
     def stop(self) -> None:
         """The broker stops: no more timers (lock expiries, member sessions), every long poll answers now."""
-        self.persister.close()
+        self.peers.close()
         for task in self._tasks:
             task.cancel()
         if self._timer is not None:

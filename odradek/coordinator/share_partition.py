@@ -11,9 +11,15 @@ and GAP archive it, ACCEPT acknowledges it, RENEW extends its lock. The start of
 done, so the window holds at most `max_locks` records not yet done (group.share.partition.max.record.locks), as
 Kafka bounds it.
 
-`state_batches` is what is persisted (odradek/coordinator/share_state.py): runs of equal (state, delivery count),
-an acquired record stored as AVAILABLE with the count of its current delivery, as Kafka's persister writes it. A
-share-partition restored from them (`restored`) delivers every record that was not done again, and counts it.
+An acknowledgement takes effect in two steps, as Kafka's state transitions do: `acknowledge` marks its records
+pending (still acquired, their lock neither expiring nor released, no second acknowledgement taken, but written
+with their new state), and once the state write is done `complete` settles them, or `roll_back` leaves them as they
+were when it failed, acquired by their member, whose client was told the acknowledgement failed.
+
+`state` is what is persisted (odradek/coordinator/share_state.py): the start offset and runs of equal (state,
+delivery count), an acquired record stored as AVAILABLE with the count of its current delivery, as Kafka's persister
+writes it. A share-partition restored from them (`restored`) delivers every record that was not done again, and
+counts it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class InFlight:
     delivery_count: int = 0
     member: str | None = None
     lock_deadline_ms: int = 0
+    pending: int | None = None  # ACCEPT, RELEASE, REJECT or GAP: an acknowledgement awaiting its state write
 
 
 class SharePartition:
@@ -110,9 +117,10 @@ class SharePartition:
         return acquired
 
     # ------------------------------------------------------------------------------------ acknowledging
-    def acknowledge(self, member: str, first: int, last: int, types: list[int], now_ms: int) -> None:
+    def acknowledge(self, member: str, first: int, last: int, types: list[int], now_ms: int) -> list[int]:
         """One acknowledgement batch: one type for the whole range, or one per offset. Every record must be
-        acquired by `member` (INVALID_RECORD_STATE otherwise, and nothing changes), as Kafka checks."""
+        acquired by `member` and not pending (INVALID_RECORD_STATE otherwise, and nothing changes), as Kafka
+        checks. RENEW takes effect at once; the offsets it returns are pending, for `complete` or `roll_back`."""
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
             raise KafkaError(ErrorCode.INVALID_REQUEST, "acknowledgement batch does not match its offsets")
         if any(t not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for t in types):
@@ -122,15 +130,27 @@ class SharePartition:
                              f"offsets {first}-{last} are not all in flight [{self.start_offset}, {self.end_offset})")
         for offset in range(first, last + 1):
             record = self.records.get(offset)
-            if record is None or record.state != ACQUIRED or record.member != member:
+            if record is None or record.state != ACQUIRED or record.member != member or record.pending is not None:
                 raise KafkaError(ErrorCode.INVALID_RECORD_STATE,
                                  f"offset {offset} is not acquired by this member")
+        pending = []
         for offset in range(first, last + 1):
             kind = types[0] if len(types) == 1 else types[offset - first]
-            record = self.records[offset]
             if kind == RENEW:
-                record.lock_deadline_ms = now_ms + self.lock_duration_ms
-            elif kind == ACCEPT:
+                self.records[offset].lock_deadline_ms = now_ms + self.lock_duration_ms
+            else:
+                self.records[offset].pending = kind
+                pending.append(offset)
+        return pending
+
+    def complete(self, offsets: Iterable[int]) -> None:
+        """The state write carrying these pending acknowledgements is done: they take effect."""
+        for offset in offsets:
+            record = self.records.get(offset)
+            if record is None or record.pending is None:
+                continue
+            kind, record.pending = record.pending, None
+            if kind == ACCEPT:
                 self._settle(record, ACKNOWLEDGED)
             elif kind == RELEASE:
                 self._release(record)
@@ -138,11 +158,18 @@ class SharePartition:
                 self._settle(record, ARCHIVED)
         self._advance()
 
+    def roll_back(self, offsets: Iterable[int]) -> None:
+        """The state write failed: these records stay acquired, as before their acknowledgement."""
+        for offset in offsets:
+            record = self.records.get(offset)
+            if record is not None:
+                record.pending = None
+
     def release_member(self, member: str) -> bool:
         """The member left or its session ended: its records come back (or are archived at the limit)."""
         released = False
         for record in self.records.values():
-            if record.state == ACQUIRED and record.member == member:
+            if record.state == ACQUIRED and record.member == member and record.pending is None:
                 self._release(record)
                 released = True
         self._advance()
@@ -152,7 +179,7 @@ class SharePartition:
         """Release every record whose lock has run out; whether any was."""
         expired = False
         for record in self.records.values():
-            if record.state == ACQUIRED and record.lock_deadline_ms <= now_ms:
+            if record.state == ACQUIRED and record.lock_deadline_ms <= now_ms and record.pending is None:
                 self._release(record)
                 expired = True
         self._advance()
@@ -170,27 +197,40 @@ class SharePartition:
         self.start_offset = max(self.start_offset, offset)
 
     # -------------------------------------------------------------------------------------------- views
-    def state_batches(self) -> list[tuple[int, int, int, int]]:
-        """(first, last, state, delivery count) runs covering the window, ACQUIRED written as AVAILABLE."""
+    def state(self) -> tuple[int, list[tuple[int, int, int, int]]]:
+        """What is written: the start offset and (first, last, state, delivery count) runs covering the window from
+        it, as they will be once the pending acknowledgements take effect (a pending one as the state it leads to,
+        the start offset past the records it completes), ACQUIRED written as AVAILABLE."""
+        states = [self._written_state(self.records[offset]) for offset in range(self.start_offset, self.end_offset)]
+        skipped = next((at for at, state in enumerate(states) if state not in _DONE), len(states))
         runs: list[list[int]] = []
-        for offset in range(self.start_offset, self.end_offset):
-            record = self.records[offset]
-            state = AVAILABLE if record.state == ACQUIRED else record.state
-            if runs and runs[-1][2] == state and runs[-1][3] == record.delivery_count:
+        for offset in range(self.start_offset + skipped, self.end_offset):
+            state, count = states[offset - self.start_offset], self.records[offset].delivery_count
+            if runs and runs[-1][2] == state and runs[-1][3] == count:
                 runs[-1][1] = offset
             else:
-                runs.append([offset, offset, state, record.delivery_count])
-        return [tuple(run) for run in runs]
+                runs.append([offset, offset, state, count])
+        return self.start_offset + skipped, [tuple(run) for run in runs]
 
     def acquired_count(self) -> int:
         return sum(1 for record in self.records.values() if record.state == ACQUIRED)
 
     def next_lock_deadline(self) -> int | None:
-        return min((r.lock_deadline_ms for r in self.records.values() if r.state == ACQUIRED), default=None)
+        return min((r.lock_deadline_ms for r in self.records.values() if r.state == ACQUIRED and r.pending is None),
+                   default=None)
 
     # ---------------------------------------------------------------------------------------- internals
+    def _released_state(self, record: InFlight) -> int:
+        return ARCHIVED if record.delivery_count >= self.delivery_limit else AVAILABLE
+
+    def _written_state(self, record: InFlight) -> int:
+        if record.pending is not None:
+            return ACKNOWLEDGED if record.pending == ACCEPT else \
+                self._released_state(record) if record.pending == RELEASE else ARCHIVED
+        return AVAILABLE if record.state == ACQUIRED else record.state
+
     def _release(self, record: InFlight) -> None:
-        self._settle(record, ARCHIVED if record.delivery_count >= self.delivery_limit else AVAILABLE)
+        self._settle(record, self._released_state(record))
 
     @staticmethod
     def _settle(record: InFlight, state: int) -> None:

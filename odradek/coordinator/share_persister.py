@@ -5,7 +5,7 @@ Each operation names one share-partition (group, topic id, partition). The state
 __share_group_state partition the key hashes to (share_state_coordinator.py): this broker's own ShareStateCoordinator
 is called directly when that is this broker (always on a single node), else the request (InitializeShareGroupState,
 ReadShareGroupState, WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary) goes to that broker
-over one kept inter-broker connection per broker (odradek.cluster.peer; a request at a time on it). Answers that
+over one kept inter-broker connection per broker (odradek.cluster.peer's PeerPool, which the caller owns). Answers that
 say the state partition is moving or loading (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS, NOT_LEADER_OR_FOLLOWER, a broken connection) are tried again, the leader looked up
 afresh, until request.timeout.ms; any other error (FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH, NOT_ENOUGH_REPLICAS,
@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import NamedTuple
 
-from odradek.cluster.peer import open_peer_connection, round_trip
+from odradek.cluster.peer import PeerPool
 from odradek.coordinator.share_state import SHARE_STATE_TOPIC
 from odradek.coordinator.share_state_coordinator import Batches, ShareStateCoordinator, StoredState
 from odradek.errors import ErrorCode, KafkaError
@@ -46,10 +46,10 @@ DELETE, SUMMARY = api("DeleteShareGroupState"), api("ReadShareGroupStateSummary"
 
 
 class SharePersister:
-    def __init__(self, broker, local: ShareStateCoordinator):
+    def __init__(self, broker, local: ShareStateCoordinator, peers: PeerPool):
         self.broker = broker
         self.local = local
-        self._peers: dict[int, tuple[object, asyncio.Lock]] = {}  # node id -> (PeerConnection or None, its lock)
+        self.peers = peers
 
     # ------------------------------------------------------------------------------------------ operations
     async def read(self, key: Key, leader_epoch: int) -> StoredState | None:
@@ -100,12 +100,6 @@ class SharePersister:
 
         await self._call(key, here, DELETE, 0, {}, lambda p: None)
 
-    def close(self) -> None:
-        for connection, _ in self._peers.values():
-            if connection is not None:
-                connection.close()
-        self._peers.clear()
-
     # ---------------------------------------------------------------------------------------------- routing
     async def _call(self, key: Key, here, spec, version: int, partition_fields: dict, answer):
         """`here()` when this broker leads the key's state partition, else `spec` to the broker that does, its
@@ -141,35 +135,10 @@ class SharePersister:
         Request = spec.request
         request = Request(group_id=group_id, topics=[Request.StateData(topic_id=topic_id, partitions=[
             Request.PartitionData(partition=index, **partition_fields)])])
-        result = (await self.request(node_id, spec, version, request)).results[0].partitions[0]
+        result = (await self.peers.request(node_id, spec, version, request)).results[0].partitions[0]
         if result.error_code != ErrorCode.NONE:
             raise KafkaError(ErrorCode(result.error_code), result.error_message)
         return result
-
-    async def request(self, node_id: int, spec, version: int, request):
-        """One request to broker `node_id` on the connection kept to it (opened again when broken or due for a
-        new SASL session); OSError or asyncio.TimeoutError when it cannot be reached or answer."""
-        timeout = self.broker.config["request.timeout.ms"] / 1000
-        client_id = f"broker-{self.broker.node_id}-share-persister"
-        _, lock = self._peers.setdefault(node_id, (None, asyncio.Lock()))
-        async with lock:
-            connection = self._peers[node_id][0]
-            if connection is None or connection.due_for_renewal():
-                if connection is not None:
-                    connection.close()
-                endpoint = next((b for b in self.broker.membership.live_brokers() if b.node_id == node_id), None)
-                if endpoint is None:
-                    raise ConnectionError(f"broker {node_id} is not live")
-                connection = await open_peer_connection(self.broker.inter_broker, endpoint, client_id=client_id,
-                                                        timeout=timeout)
-                self._peers[node_id] = (connection, lock)
-            try:
-                return await round_trip(connection.reader, connection.writer, spec, version, request,
-                                        client_id=client_id, timeout=timeout)
-            except BaseException:
-                connection.close()
-                self._peers[node_id] = (None, lock)
-                raise
 
 
 async def _settled(pending) -> None:

@@ -150,6 +150,33 @@ def reset_to_start(ports: list[int], group: str, topic: str) -> None:
     raise AssertionError(f"AlterShareGroupOffsets never succeeded: {answer}")
 
 
+def share_roles(port: int, topic: str):
+    """For partition 0 of `topic` in a cluster: a function of a group id giving the brokers that lead the
+    partition (the share-partition's leader), the group's __consumer_offsets partition (its coordinator) and its
+    share state's __share_group_state partition (its share coordinator), once every one of those has a leader."""
+    from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+    from odradek.coordinator.share_state import SHARE_STATE_TOPIC, state_partition_for
+    connection = Connection(("127.0.0.1", port), 10, "chaos", {"FindCoordinator": (4, 4), "Metadata": (12, 12)})
+    try:
+        for key_type, key in ((0, "probe"), (2, "probe:AAAAAAAAAAAAAAAAAAAAAA:0")):  # makes the topics
+            wait_until(lambda: connection.call("FindCoordinator", key="", key_type=key_type,
+                                               coordinator_keys=[key]).coordinators[0].error_code == 0, 30)
+
+        def leaders():
+            topics = {t.name: t for t in connection.call("Metadata", topics=None,
+                                                         allow_auto_topic_creation=False).topics}
+            wanted = (topic, OFFSETS_TOPIC, SHARE_STATE_TOPIC)
+            if all(t in topics and all(p.leader_id >= 0 for p in topics[t].partitions) for t in wanted):
+                return topics
+        topics = wait_until(leaders, 30)
+    finally:
+        connection.close()
+    data = topics[topic]
+    offsets, state = topics[OFFSETS_TOPIC].partitions, topics[SHARE_STATE_TOPIC].partitions
+    return lambda group: (data.partitions[0].leader_id, offsets[partition_for(group, len(offsets))].leader_id,
+                          state[state_partition_for(group, data.topic_id, 0, len(state))].leader_id)
+
+
 class OneBroker:
     """The system under test: one broker process, killed -9 and started again."""
 
@@ -194,30 +221,10 @@ class ThreeBrokers:
 
     def group_for(self, topic: str, seed: int) -> str:
         """A group id whose three roles (see the class) are on three brokers; the victims in that order."""
-        from odradek.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
-        from odradek.coordinator.share_state import SHARE_STATE_TOPIC, state_partition_for
-        connection = Connection(("127.0.0.1", self.ports[0]), 10, "chaos", {"FindCoordinator": (4, 4),
-                                                                            "Metadata": (12, 12)})
-        try:
-            for key_type, key in ((0, "probe"), (2, "probe:AAAAAAAAAAAAAAAAAAAAAA:0")):  # makes the topics
-                wait_until(lambda: connection.call("FindCoordinator", key="", key_type=key_type,
-                                                   coordinator_keys=[key]).coordinators[0].error_code == 0, 30)
-
-            def leaders():
-                topics = {t.name: t for t in connection.call("Metadata", topics=None,
-                                                             allow_auto_topic_creation=False).topics}
-                wanted = (topic, OFFSETS_TOPIC, SHARE_STATE_TOPIC)
-                if all(t in topics and all(p.leader_id >= 0 for p in topics[t].partitions) for t in wanted):
-                    return topics
-            topics = wait_until(leaders, 30)
-        finally:
-            connection.close()
-        data = topics[topic]
-        offsets, state = topics[OFFSETS_TOPIC].partitions, topics[SHARE_STATE_TOPIC].partitions
+        roles_of = share_roles(self.ports[0], topic)
         for n in range(10_000):
             group = f"chaos-{seed}-{n}"
-            roles = [data.partitions[0].leader_id, offsets[partition_for(group, len(offsets))].leader_id,
-                     state[state_partition_for(group, data.topic_id, 0, len(state))].leader_id]
+            roles = roles_of(group)
             if len(set(roles)) == 3:
                 self.victims = [roles[0], roles[2], roles[1]]
                 return group

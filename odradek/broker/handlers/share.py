@@ -273,7 +273,7 @@ def handlers(broker) -> dict:
         leader = broker.metadata.topics[name].partitions[index].leader
         Request = LIST_OFFSETS.request
         try:
-            answer = await coordinator.persister.request(leader, LIST_OFFSETS, 1, Request(
+            answer = await coordinator.peers.request(leader, LIST_OFFSETS, 1, Request(
                 replica_id=-1, topics=[Request.ListOffsetsTopic(name=name, partitions=[
                     Request.ListOffsetsPartition(partition_index=index, timestamp=-1)])]))
         except (OSError, TimeoutError) as exc:

@@ -15,6 +15,7 @@ reader of Kafka's format reads as Kafka's own snapshots, and we read ShareUpdate
 from __future__ import annotations
 
 import base64
+import functools
 import struct
 import uuid
 from typing import NamedTuple
@@ -88,6 +89,7 @@ def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
     return f"{group_id}:{base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip('=')}:{partition}"
 
 
+@functools.lru_cache(maxsize=65536)  # asked at every state write; Java's string hash loops in Python
 def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int, partitions: int) -> int:
     return partition_for(coordinator_key(group_id, topic_id, partition), partitions)
 

@@ -15,8 +15,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.embedded import BrokerProcess
 from odradek.client.connection import Connection
+from odradek.records.batch import whole_batches
 from tests.cli.run import odradek
 from tests.metrics.test_metrics import free_port, scrape
+from tests.share.raw_member import RawShareMember
 
 LOCK_MS = 2000
 SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.share.record.lock.duration.ms": LOCK_MS,
@@ -108,6 +110,31 @@ def test_implicit_acknowledgement_delivers_each_record_once(share_broker, topic_
         assert poll_until(share, lambda got: False, timeout=LOCK_MS / 1000 + 1.5) == []  # none comes back
     finally:
         share.close()
+
+
+def test_a_share_fetch_carries_only_the_batches_holding_its_acquired_records(share_broker, topic_name):
+    """Kafka slices a share fetch's records to the acquired ones: 5 records acquired of a log of three 10-record
+    batches come in the first batch alone (not every batch the read reached), 12 more in the first two."""
+    make_topic(share_broker.bootstrap_servers, topic_name)
+    member = RawShareMember(share_broker.port, f"{topic_name}-group", topic_name)
+    try:
+        member.join()
+        member.fetch(0)  # the share-partition starts at the log end
+        producer = Producer({"bootstrap.servers": share_broker.bootstrap_servers})
+        for batch in range(3):
+            for i in range(10):
+                producer.produce(topic_name, f"{batch}-{i}".encode())
+            assert producer.flush(10) == 0
+
+        def answered(max_records: int):
+            part = member.fetch(5000, max_records)
+            return ([(r.first_offset, r.last_offset) for r in part.acquired_records],
+                    [(h.base_offset, h.last_offset) for h, _ in whole_batches(part.records)])
+        assert answered(5) == ([(0, 4)], [(0, 9)])
+        assert answered(12) == ([(5, 16)], [(0, 9), (10, 19)])
+        assert answered(100) == ([(17, 29)], [(10, 19), (20, 29)])
+    finally:
+        member.close()
 
 
 def test_release_redelivers_reject_does_not_and_the_limit_archives(share_broker, topic_name):

@@ -173,11 +173,24 @@ def handlers(broker) -> dict:
                 acquired = share.acquire(member_id, ranges[True], max_records, now, skipped=ranges[False])
                 if acquired:
                     await coordinator.acquired((group_id, topic_id, index))
-                    out[(topic_id, index)] = (None, data, acquired)
+                    out[(topic_id, index)] = (None, covering(data, read, acquired[0][0], acquired[-1][1]), acquired)
                     max_records -= sum(last - first + 1 for first, last, _ in acquired)
             except KafkaError as exc:
                 out[(topic_id, index)] = (exc, b"", [])
         return out
+
+    def covering(data: bytes, read, first: int, last: int) -> bytes:
+        """The run of whole batches of `data` (`read`: its batches, as the log answered them) that holds offsets
+        `first` to `last`: what the answer carries, as Kafka slices a share fetch's records to the acquired ones,
+        rather than every batch the read reached (up to the request's max_bytes) for a few acquired records."""
+        position = start = end = 0
+        for h, batch in read:
+            if h.last_offset < first:
+                start = position + len(batch)
+            if h.base_offset <= last:
+                end = position + len(batch)
+            position += len(batch)
+        return data[start:end]
 
     def fetch_response(header, group_id: str, acks, acquired, error: KafkaError | None = None):
         Response = SHARE_FETCH.response

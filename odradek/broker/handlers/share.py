@@ -34,6 +34,7 @@ from odradek.protocol import api
 from odradek.protocol.acl import AclOperation, ResourceType
 from odradek.protocol.schema import ZERO_UUID
 from odradek.records.batch import committed_batches, whole_batches
+from odradek.records.region import FileRegion
 
 SHARE_GROUP_HEARTBEAT = api("ShareGroupHeartbeat")
 SHARE_GROUP_DESCRIBE = api("ShareGroupDescribe")
@@ -173,16 +174,16 @@ def handlers(broker) -> dict:
                 acquired = share.acquire(member_id, ranges[True], max_records, now, skipped=ranges[False])
                 if acquired:
                     await coordinator.acquired((group_id, topic_id, index))
-                    out[(topic_id, index)] = (None, covering(data, read, acquired[0][0], acquired[-1][1]), acquired)
+                    out[(topic_id, index)] = (None, covering(region, read, acquired[0][0], acquired[-1][1]), acquired)
                     max_records -= sum(last - first + 1 for first, last, _ in acquired)
             except KafkaError as exc:
                 out[(topic_id, index)] = (exc, b"", [])
         return out
 
-    def covering(data: bytes, read, first: int, last: int) -> bytes:
-        """The run of whole batches of `data` (`read`: its batches, as the log answered them) that holds offsets
-        `first` to `last`: what the answer carries, as Kafka slices a share fetch's records to the acquired ones,
-        rather than every batch the read reached (up to the request's max_bytes) for a few acquired records."""
+    def covering(region: FileRegion, read, first: int, last: int) -> FileRegion:
+        """The part of `region` (`read`: its whole batches, from its start) that holds the batches with offsets
+        `first` to `last`: what the answer carries, sent with sendfile, as Kafka slices a share fetch's records to
+        the acquired ones rather than every batch the read reached (up to the request's max_bytes)."""
         position = start = end = 0
         for h, batch in read:
             if h.last_offset < first:
@@ -190,7 +191,7 @@ def handlers(broker) -> dict:
             if h.base_offset <= last:
                 end = position + len(batch)
             position += len(batch)
-        return data[start:end]
+        return FileRegion(region.fd, region.position + start, end - start)
 
     def fetch_response(header, group_id: str, acks, acquired, error: KafkaError | None = None):
         Response = SHARE_FETCH.response

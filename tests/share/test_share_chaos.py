@@ -88,7 +88,9 @@ class Consumers:
                                                                                   len(self.readers))],
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.processes[slot] = process
-        reader = threading.Thread(target=lambda: self.lines.extend(process.stdout), daemon=True)
+        # a consumer killed mid-print leaves a last line cut short (no newline), which is not a fact
+        reader = threading.Thread(target=lambda: self.lines.extend(line for line in process.stdout
+                                                                   if line.endswith("\n")), daemon=True)
         reader.start()
         self.readers.append(reader)
 

@@ -300,13 +300,6 @@ class ShareCoordinator:
         for table in (self.partitions, self._epochs, self._changes, self._written, self._locks):
             table.pop(key, None)
 
-    @property
-    def num_state_partitions(self) -> int:
-        return self.state.num_partitions
-
-    def ensure_state_topic(self) -> None:
-        self.state.ensure_topic()
-
     # ------------------------------------------------------------------------------------ administration
     def coordinates(self, group_id: str) -> bool:
         try:

@@ -62,7 +62,7 @@ class SharePersister:
             return None if p.start_offset < 0 else StoredState(p.state_epoch, leader_epoch, p.start_offset, [
                 (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in p.state_batches])
 
-        return await self._call(key, here, READ, 0, dict(leader_epoch=leader_epoch), answer)
+        return await self._call(key, here, READ, 0, lambda: dict(leader_epoch=leader_epoch), answer)
 
     async def summary(self, key: Key) -> Summary | None:
         async def here():
@@ -73,7 +73,7 @@ class SharePersister:
         def answer(p):
             return None if p.start_offset < 0 else Summary(p.state_epoch, p.start_offset, p.delivery_complete_count)
 
-        return await self._call(key, here, SUMMARY, 1, dict(leader_epoch=-1), answer)
+        return await self._call(key, here, SUMMARY, 1, lambda: dict(leader_epoch=-1), answer)
 
     async def write(self, key: Key, *, state_epoch: int, leader_epoch: int, start_offset: int,
                     batches: Batches) -> None:
@@ -81,29 +81,32 @@ class SharePersister:
             await _settled(self.local.write(key, state_epoch=state_epoch, leader_epoch=leader_epoch,
                                             start_offset=start_offset, batches=batches))
 
-        Batch = WRITE.request.StateBatch
-        fields = dict(state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
-                      state_batches=[Batch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
-                                     for f, la, s, c in batches])
+        def fields():  # the wire form, made only for a remote share coordinator
+            Batch = WRITE.request.StateBatch
+            return dict(state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
+                        state_batches=[Batch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
+                                       for f, la, s, c in batches])
+
         await self._call(key, here, WRITE, 0, fields, lambda p: None)
 
     async def initialize(self, key: Key, *, state_epoch: int, start_offset: int) -> None:
         async def here():
             await _settled(self.local.initialize(key, state_epoch=state_epoch, start_offset=start_offset))
 
-        await self._call(key, here, INITIALIZE, 0, dict(state_epoch=state_epoch, start_offset=start_offset),
+        await self._call(key, here, INITIALIZE, 0, lambda: dict(state_epoch=state_epoch, start_offset=start_offset),
                          lambda p: None)
 
     async def delete(self, key: Key) -> None:
         async def here():
             await _settled(self.local.delete(key))
 
-        await self._call(key, here, DELETE, 0, {}, lambda p: None)
+        await self._call(key, here, DELETE, 0, dict, lambda p: None)
 
     # ---------------------------------------------------------------------------------------------- routing
-    async def _call(self, key: Key, here, spec, version: int, partition_fields: dict, answer):
-        """`here()` when this broker leads the key's state partition, else `spec` to the broker that does, its
-        partition's answer through `answer`; retried while the state partition moves or loads."""
+    async def _call(self, key: Key, here, spec, version: int, partition_fields, answer):
+        """`here()` when this broker leads the key's state partition, else `spec` to the broker that does (its
+        partition's fields from `partition_fields()`), its partition's answer through `answer`; retried while the
+        state partition moves or loads."""
         deadline = time.monotonic() + self.broker.config["request.timeout.ms"] / 1000
         while True:
             try:
@@ -130,11 +133,11 @@ class SharePersister:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "The state partition has no leader.")
         return leader
 
-    async def _remote(self, node_id: int, key: Key, spec, version: int, partition_fields: dict):
+    async def _remote(self, node_id: int, key: Key, spec, version: int, partition_fields):
         group_id, topic_id, index = key
         Request = spec.request
         request = Request(group_id=group_id, topics=[Request.StateData(topic_id=topic_id, partitions=[
-            Request.PartitionData(partition=index, **partition_fields)])])
+            Request.PartitionData(partition=index, **partition_fields())])])
         result = (await self.peers.request(node_id, spec, version, request)).results[0].partitions[0]
         if result.error_code != ErrorCode.NONE:
             raise KafkaError(ErrorCode(result.error_code), result.error_message)

@@ -72,8 +72,8 @@ def handlers(broker) -> dict:
             try:
                 if key_type == SHARE_KEY:  # "group:topicId:partition", asked by brokers: CLUSTER_ACTION
                     access.require_cluster(AclOperation.CLUSTER_ACTION)
-                    share.ensure_state_topic()
-                    topic, count = SHARE_STATE_TOPIC, share.num_state_partitions
+                    share.state.ensure_topic()
+                    topic, count = SHARE_STATE_TOPIC, share.state.num_partitions
                 elif key_type == GROUP_KEY:
                     access.require(AclOperation.DESCRIBE, ResourceType.GROUP, key)
                     coordinator().ensure_offsets_topic()

@@ -149,13 +149,9 @@ class SharePartition:
             record = self.records.get(offset)
             if record is None or record.pending is None:
                 continue
-            kind, record.pending = record.pending, None
-            if kind == ACCEPT:
-                self._settle(record, ACKNOWLEDGED)
-            elif kind == RELEASE:
-                self._release(record)
-            else:  # REJECT, GAP
-                self._settle(record, ARCHIVED)
+            state = self._written_state(record)  # the state the write carried for it
+            record.pending = None
+            self._settle(record, state)
         self._advance()
 
     def roll_back(self, offsets: Iterable[int]) -> None:
